@@ -1,0 +1,62 @@
+/*
+ * dg_prim.h -- the two primitives at the bottom of the paper's chain:
+ * a uniform integer and Bernoulli(n/d).  Algorithms 1-3 (Bernoulli(exp(-g)),
+ * discrete Laplace, discrete Gaussian) are built on these in dgauss/_core.pyx.
+ *
+ * Each comes twice: on machine words (the fast path) and on GMP integers.
+ * Both versions read exactly the same bits for the same values, so a sampler
+ * may switch between them at any point without changing its output.
+ *
+ * uniform(m), m >= 1:   m == 1 gives 0 and reads nothing; otherwise, with
+ *     k = bit length of m - 1, read k bits as x until x < m, return x.
+ * bernoulli(n, d), 0 <= n, 1 <= d:   n >= d gives 1 and reads nothing.
+ *     Otherwise a uniform U in [0, 1) is compared lazily with p = n/d: walk
+ *     the binary expansion of p (r = 2r; digit = r >= d; r -= digit*d), read
+ *     one bit per digit, and stop at the first bit that differs from the
+ *     digit, returning the digit (U < p exactly when U's first differing bit
+ *     is 0 where p's is 1).  When the remainder r reaches 0 every later digit
+ *     of p is 0, so U >= p: return 0 without reading.  Expected bits: <= 2.
+ *     The bits read depend only on the value n/d, never on its representation.
+ *
+ * Return value: the result (>= 0), or -1 when the bit source failed
+ * (rng->status says why).
+ */
+#ifndef DG_PRIM_H
+#define DG_PRIM_H
+
+#include <gmp.h>
+#include <limits.h>
+#include <stdint.h>
+
+#include "dg_rng.h"
+
+#if ULONG_MAX < UINT64_MAX
+#error "dgauss needs a 64-bit unsigned long (LP64) to pass words to GMP"
+#endif
+
+/* Largest denominator the word Bernoulli accepts: r < d keeps 2r < 2**64. */
+#define DG_BERNOULLI_DMAX (UINT64_C(1) << 63)
+
+/* Checked word arithmetic: 1 and *r = a op b when it fits, else 0. */
+static inline int dg_mul_u64(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+static inline int dg_add_u64(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+static inline int dg_add_i64(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+
+int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out);
+int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out);
+
+/* requires 1 <= d <= DG_BERNOULLI_DMAX */
+int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d);
+/* `rem` is scratch, distinct from n and d */
+int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem);
+
+#endif /* DG_PRIM_H */

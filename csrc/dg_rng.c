@@ -1,0 +1,130 @@
+/* dg_rng.c -- word buffer and the OS fill callback.  See dg_rng.h. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
+#include "dg_rng.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#if defined(SYS_getrandom)
+#define DG_HAVE_GETRANDOM 1
+#endif
+#endif
+
+void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
+                 uint64_t *buf, size_t cap, size_t first_block)
+{
+    memset(rng, 0, sizeof *rng);
+    rng->fill = fill;
+    rng->ctx = ctx;
+    rng->buf = buf;
+    rng->cap = cap;
+    rng->block = (first_block == 0 || first_block > cap) ? cap : first_block;
+}
+
+int dg_rng_next_word(dg_rng *rng)
+{
+    if (rng->status != DG_OK)
+        return -1;
+    if (rng->pos == rng->len) {
+        int rc = rng->fill(rng->ctx, rng->buf, rng->block);
+        if (rc != DG_OK) {
+            rng->status = rc;
+            rng->cur = 0;
+            rng->avail = 0;
+            return -1;
+        }
+        rng->pos = 0;
+        rng->len = rng->block;
+        if (rng->block < rng->cap)
+            rng->block = (rng->block > rng->cap / 2) ? rng->cap : 2 * rng->block;
+    }
+    rng->cur = rng->buf[rng->pos++];
+    rng->avail = 64;
+    rng->words_taken++;
+    return 0;
+}
+
+/* ---- the operating system's CSPRNG ---------------------------------- */
+
+#if !defined(DG_HAVE_GETRANDOM)
+/* Read all of buf from /dev/urandom, retrying short reads and EINTR. */
+static int read_urandom(unsigned char *p, size_t n, int *err)
+{
+    int fd;
+    do {
+        fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        *err = errno;
+        return DG_ERR_ENTROPY;
+    }
+    while (n > 0) {
+        ssize_t got = read(fd, p, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            *err = (got < 0) ? errno : EIO;
+            close(fd);
+            return DG_ERR_ENTROPY;
+        }
+        p += got;
+        n -= (size_t)got;
+    }
+    close(fd);
+    return DG_OK;
+}
+#endif
+
+/* Failure injection for the test suite (dgauss._core._inject_entropy_failure):
+ * while positive, that many upcoming OS fills fail with this errno. */
+static int dg_os_fail_count = 0;
+static int dg_os_fail_errno = EIO;
+
+void dg_os_inject_failure(int count, int err)
+{
+    dg_os_fail_errno = err;
+    __atomic_store_n(&dg_os_fail_count, count, __ATOMIC_SEQ_CST);
+}
+
+int dg_fill_os(void *ctx, uint64_t *words, size_t n)
+{
+    unsigned char *p = (unsigned char *)words;
+    size_t left = n * sizeof(uint64_t);
+    int err = 0;
+    int rc = DG_OK;
+
+    if (__atomic_load_n(&dg_os_fail_count, __ATOMIC_SEQ_CST) > 0 &&
+        __atomic_sub_fetch(&dg_os_fail_count, 1, __ATOMIC_SEQ_CST) >= 0) {
+        err = dg_os_fail_errno;
+        rc = DG_ERR_ENTROPY;
+    } else {
+#if defined(DG_HAVE_GETRANDOM)
+        while (left > 0) {
+            long got = syscall(SYS_getrandom, p, left, 0);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0) {
+                err = (got < 0) ? errno : EIO;
+                rc = DG_ERR_ENTROPY;
+                break;
+            }
+            p += got;
+            left -= (size_t)got;
+        }
+#else
+        rc = read_urandom(p, left, &err);
+#endif
+    }
+    if (rc != DG_OK) {
+        memset(words, 0, n * sizeof(uint64_t)); /* never leave stale bits */
+        if (ctx != NULL)
+            ((dg_os_ctx *)ctx)->err = err;
+    }
+    return rc;
+}

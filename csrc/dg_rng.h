@@ -1,0 +1,110 @@
+/*
+ * dg_rng.h -- the bit source every dgauss sampler reads.
+ *
+ * One small struct, passed by pointer to every sampler (the numpy.random
+ * `bitgen_t` pattern).  It knows nothing of Python: words come from a fill
+ * callback (the OS CSPRNG here, a NumPy BitGenerator from the Cython layer).
+ *
+ * Bit-consumption contract (mirrored by dgauss.reference):
+ *   - randomness arrives as 64-bit words w0, w1, ... taken strictly in order,
+ *     one word only when the previous one is used up;
+ *   - bits are read from each word most significant first;
+ *   - dg_bits(k) returns the next k bits as an integer, first bit most
+ *     significant, so reading k bits at once equals reading them one by one;
+ *   - each public call opens a fresh stream: unread bits of its last word are
+ *     dropped when the call returns and never reused.
+ *
+ * Errors are sticky: after a failed fill, `status` stays non-zero, every read
+ * returns 0 bits, and each sampler loop checks `status` so that it stops.
+ */
+#ifndef DG_RNG_H
+#define DG_RNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum dg_status {
+    DG_OK = 0,
+    DG_ERR_ENTROPY = 1,   /* the OS refused randomness (errno in os_errno) */
+    DG_ERR_EXHAUSTED = 2, /* a finite bit source (a test tape) ran out */
+    DG_ERR_OVERFLOW = 3,  /* a sample does not fit the requested dtype */
+    DG_ERR_LIMIT = 4      /* a loop counter would pass 2**64 - 1 (never seen) */
+};
+
+/* Writes n words into `words`; returns DG_OK or a dg_status code. */
+typedef int (*dg_fill_fn)(void *ctx, uint64_t *words, size_t n);
+
+typedef struct dg_rng {
+    dg_fill_fn fill;
+    void *ctx;
+    uint64_t *buf;       /* words fetched but not started */
+    size_t cap;          /* capacity of buf, in words */
+    size_t block;        /* words asked for on the next fill; doubles up to cap */
+    size_t pos, len;     /* buf[pos:len] are unread */
+    uint64_t cur;        /* unread bits of the current word, left-aligned */
+    unsigned avail;      /* how many bits of cur are unread */
+    int status;          /* DG_OK or the first error */
+    int os_errno;        /* errno of a failed OS read */
+    uint64_t words_taken;/* words started so far (bits used = 64*words_taken - avail) */
+} dg_rng;
+
+/* `first_block` words are fetched by the first fill, then twice as many each
+ * time up to `cap`.  With cap == 1 the source is lazy: no word is taken from
+ * the callback before it is needed (required for NumPy generators, so that
+ * the compiled core and the oracle leave a generator in the same state). */
+void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
+                 uint64_t *buf, size_t cap, size_t first_block);
+
+/* Fill callback reading the operating system's CSPRNG (getrandom(2), or
+ * getentropy(3) / /dev/urandom where that is missing).  Retries short reads
+ * and EINTR; any other failure returns DG_ERR_ENTROPY with errno in
+ * ((dg_os_ctx *)ctx)->err.  `ctx` may be NULL. */
+typedef struct dg_os_ctx { int err; } dg_os_ctx;
+int dg_fill_os(void *ctx, uint64_t *words, size_t n);
+
+/* Test hook, not API: make the next `count` OS fills fail with errno `err`. */
+void dg_os_inject_failure(int count, int err);
+
+/* Refill `cur` with the next word.  Returns 0, or -1 with status set. */
+int dg_rng_next_word(dg_rng *rng);
+
+static inline uint64_t dg_bits_used(const dg_rng *rng)
+{
+    return 64u * rng->words_taken - rng->avail;
+}
+
+/* The next bit (0 or 1); 0 after an error, with status set. */
+static inline int dg_bit(dg_rng *rng)
+{
+    int b;
+    if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
+        return 0;
+    b = (int)(rng->cur >> 63);
+    rng->cur <<= 1;
+    rng->avail--;
+    return b;
+}
+
+/* The next k bits, 1 <= k <= 64, first bit most significant. */
+static inline uint64_t dg_bits(dg_rng *rng, unsigned k)
+{
+    uint64_t hi, lo;
+    unsigned rest;
+    if (k <= rng->avail) {
+        hi = rng->cur >> (64 - k);
+        rng->cur = (k == 64) ? 0 : rng->cur << k;
+        rng->avail -= k;
+        return hi;
+    }
+    /* take what is left of this word, then the top of the next one */
+    rest = k - rng->avail;
+    hi = (rng->avail == 0) ? 0 : rng->cur >> (64 - rng->avail);
+    if (dg_rng_next_word(rng) < 0)
+        return 0;
+    lo = rng->cur >> (64 - rest);
+    rng->cur = (rest == 64) ? 0 : rng->cur << rest;
+    rng->avail -= rest;
+    return (rest == 64) ? lo : (hi << rest) | lo;
+}
+
+#endif /* DG_RNG_H */

@@ -1,0 +1,83 @@
+"""Build of dgauss's compiled core.  Metadata lives in pyproject.toml.
+
+The core links the system GMP (Debian/Ubuntu: ``apt-get install libgmp-dev``;
+Fedora: ``dnf install gmp-devel``; macOS: ``brew install gmp``).  It never
+links the private copy of libgmp bundled in gmpy2's wheels.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+
+GMP_HELP = (
+    "dgauss needs the GMP library and its header gmp.h to build.\n"
+    "Install it first, e.g.  apt-get install libgmp-dev  (Debian/Ubuntu),\n"
+    "dnf install gmp-devel (Fedora) or brew install gmp (macOS),\n"
+    "or point CFLAGS=-I<dir> and LDFLAGS=-L<dir> at an existing installation."
+)
+
+
+def fail(message):
+    sys.exit("\nerror: " + message + "\n")
+
+
+def require_build_tools():
+    try:
+        import Cython
+    except ImportError:
+        fail("building dgauss needs Cython >= 3.0 (pip install 'cython>=3').")
+    if int(Cython.__version__.split(".")[0]) < 3:
+        fail(f"building dgauss needs Cython >= 3.0, found {Cython.__version__}.")
+    try:
+        import numpy
+    except ImportError:
+        fail("building dgauss needs NumPy >= 1.26 (pip install numpy).")
+    return numpy.get_include()
+
+
+def gmp_flags():
+    """Compiler and linker flags for GMP: pkg-config first, then the default paths."""
+    if shutil.which("pkg-config"):
+        try:
+            cflags = subprocess.check_output(["pkg-config", "--cflags", "gmp"], text=True).split()
+            libs = subprocess.check_output(["pkg-config", "--libs", "gmp"], text=True).split()
+            include_dirs = [f[2:] for f in cflags if f.startswith("-I")]
+            library_dirs = [f[2:] for f in libs if f.startswith("-L")]
+            return include_dirs, library_dirs
+        except (subprocess.CalledProcessError, OSError):
+            pass
+    # no pkg-config file: look for the header where compilers look by default
+    candidates = [d for d in os.environ.get("CPATH", "").split(os.pathsep) if d]
+    candidates += ["/usr/include", "/usr/local/include", "/opt/homebrew/include",
+                   "/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu"]
+    cflags = os.environ.get("CFLAGS", "")
+    candidates += [f[2:] for f in cflags.split() if f.startswith("-I")]
+    if not any(os.path.exists(os.path.join(d, "gmp.h")) for d in candidates):
+        fail(GMP_HELP)
+    return [], []
+
+
+def extensions():
+    numpy_include = require_build_tools()
+    from Cython.Build import cythonize
+
+    gmp_include, gmp_lib = gmp_flags()
+    core = Extension(
+        "dgauss._core",
+        sources=["src/dgauss/_core.pyx", "csrc/dg_rng.c", "csrc/dg_prim.c"],
+        include_dirs=["csrc", numpy_include, *gmp_include],
+        library_dirs=gmp_lib,
+        libraries=["gmp"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=["-O3", "-std=gnu11"],
+    )
+    return cythonize([core], compiler_directives={"language_level": 3})
+
+
+# Metadata-only commands must not need GMP or Cython.
+if len(sys.argv) >= 2 and sys.argv[1] in {"egg_info", "dist_info", "--version", "clean"}:
+    setup()
+else:
+    setup(ext_modules=extensions())

@@ -1,0 +1,180 @@
+"""The public sampling functions, on top of the compiled core.
+
+Both this module and :mod:`dgauss.reference` go through :func:`draw`, which
+checks parameters once per call and hands a flat output array to a ``fill``
+backend: ``dgauss._core.fill`` here, the pure-Python oracle there.  So the two
+share every rule about inputs, dtypes and shapes, and differ only in the
+samplers themselves.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Callable, Optional, Tuple, Union
+
+import numpy as np
+
+from dgauss import _core, _params
+
+ShapeLike = Union[None, int, Tuple[int, ...]]
+RNGLike = Union[None, np.random.Generator, np.random.BitGenerator]
+Fill = Callable[..., int]
+
+BERNOULLI_EXP = _core.BERNOULLI_EXP
+LAPLACE = _core.LAPLACE
+GAUSSIAN = _core.GAUSSIAN
+
+
+def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
+         rng: RNGLike, dtype: Optional[np.dtype]):
+    """Validate ``size`` and ``rng``, allocate, call ``fill``, shape the result.
+
+    ``param`` and ``mu`` are already exact; ``dtype`` is the resolved output
+    dtype (bool for Bernoulli).  ``size=None`` returns one Python ``int``
+    (``bool`` for Bernoulli).
+    """
+    shape = _params.shape(size)
+    bitgen = _params.bit_generator(rng)
+    count = 1 if shape is None else math.prod(shape)
+    out = np.empty(count, dtype=dtype)
+    fill(kind, param.numerator, param.denominator, mu, bitgen, out)
+    if shape is None:
+        return bool(out[0]) if dtype == np.bool_ else int(out[0])
+    return out.reshape(shape)
+
+
+def sample_gaussian(sigma2, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, dtype=None):
+    r"""Draw from the discrete Gaussian :math:`\mathcal{N}_\mathbb{Z}(\mu, \sigma^2)`.
+
+    .. math:: P[X = x] = \frac{e^{-(x-\mu)^2 / 2\sigma^2}}{\sum_{y \in \mathbb{Z}} e^{-(y-\mu)^2 / 2\sigma^2}}
+
+    Parameters
+    ----------
+    sigma2 : rational
+        The scale parameter :math:`\sigma^2 > 0` (not exactly the variance,
+        which is slightly less; see the paper's Section 3).  An int,
+        ``fractions.Fraction``, gmpy2 ``mpz``/``mpq``, ``decimal.Decimal``,
+        ``str`` (``"1/3"``, ``"2.5"``, ``"1e100"``) or finite ``float``, taken
+        at its exact value (a float at its exact binary value: ``0.1`` is
+        ``3602879701896397/36028797018963968``).
+    size : int or tuple of ints, optional
+        Output shape.  ``None`` (default) returns a single Python ``int``.
+    mu : integer, optional
+        The centre, an integer of any size (default 0).
+    rng : numpy.random.Generator or BitGenerator, optional
+        ``None`` (default) reads the operating system's CSPRNG.  A NumPy
+        generator makes the output reproducible; use it for tests and
+        simulations only, never to protect real data.
+    dtype : {None, numpy.int64, object}, optional
+        ``None`` gives ``int64`` when ``sigma2 <= 2**100`` and
+        ``|mu| <= 2**62`` (a sample then leaves int64 with probability below
+        ``2**-1000000``), otherwise an object array of exact Python ints.
+
+    Returns
+    -------
+    int or numpy.ndarray
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a parameter outside the stated types or ranges.
+    OverflowError
+        If a sample does not fit ``dtype=numpy.int64``; nothing is wrapped.
+    OSError
+        If the operating system cannot supply randomness.
+
+    Notes
+    -----
+    **Exactness.**  Algorithm 3 of Canonne, Kamath & Steinke, "The Discrete
+    Gaussian for Differential Privacy" (NeurIPS 2020), run on random bits with
+    integer arithmetic only: the output is distributed exactly as stated, with
+    no floating point anywhere.  Running time is random (rejection sampling).
+
+    Examples
+    --------
+    >>> import numpy as np, dgauss
+    >>> x = dgauss.sample_gaussian(100, size=5, rng=np.random.default_rng(0))
+    >>> x.dtype, x.shape
+    (dtype('int64'), (5,))
+    >>> type(dgauss.sample_gaussian("1e100"))
+    <class 'int'>
+    """
+    return sample(_core.fill, GAUSSIAN, sigma2, size, mu, rng, dtype)
+
+
+def sample_laplace(scale, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, dtype=None):
+    r"""Draw from the discrete Laplace :math:`\mathrm{Lap}_\mathbb{Z}(\mu, t)`.
+
+    .. math:: P[X = x] = \frac{e^{1/t} - 1}{e^{1/t} + 1} \, e^{-|x-\mu|/t}
+
+    Parameters
+    ----------
+    scale : rational
+        The scale :math:`t > 0`, any rational (same accepted types as
+        ``sigma2`` in :func:`sample_gaussian`).  The geometric mechanism with
+        privacy parameter :math:`\varepsilon` uses ``scale = 1/epsilon``.
+    size, mu, rng
+        As in :func:`sample_gaussian`.
+    dtype : {None, numpy.int64, object}, optional
+        ``None`` gives ``int64`` when ``scale <= 2**40`` and ``|mu| <= 2**62``,
+        otherwise an object array of exact Python ints.
+
+    Returns
+    -------
+    int or numpy.ndarray
+
+    Notes
+    -----
+    **Exactness.**  Algorithm 2 of Canonne, Kamath & Steinke (2020) with
+    ``scale = t/s`` in lowest terms: exact, integer arithmetic only.
+
+    Examples
+    --------
+    >>> import numpy as np, dgauss
+    >>> dgauss.sample_laplace("7/3", size=(2, 3), rng=np.random.default_rng(0)).shape
+    (2, 3)
+    """
+    return sample(_core.fill, LAPLACE, scale, size, mu, rng, dtype)
+
+
+def sample_bernoulli_exp(gamma, size: ShapeLike = None, *, rng: RNGLike = None):
+    r"""Draw from :math:`\mathrm{Bernoulli}(e^{-\gamma})`.
+
+    Parameters
+    ----------
+    gamma : rational
+        :math:`\gamma \ge 0`, same accepted types as ``sigma2`` in
+        :func:`sample_gaussian`.
+    size, rng
+        As in :func:`sample_gaussian`.
+
+    Returns
+    -------
+    bool or numpy.ndarray of bool
+
+    Notes
+    -----
+    **Exactness.**  Algorithm 1 of Canonne, Kamath & Steinke (2020): exact,
+    integer arithmetic only.  ``gamma = 0`` always gives True.
+
+    Examples
+    --------
+    >>> import dgauss
+    >>> dgauss.sample_bernoulli_exp(0)
+    True
+    """
+    return sample(_core.fill, BERNOULLI_EXP, gamma, size, 0, rng, None)
+
+
+def sample(fill: Fill, kind: int, param, size, mu, rng, dtype):
+    """Check the distribution's parameters, pick the dtype, then :func:`draw`."""
+    if kind == BERNOULLI_EXP:
+        return draw(fill, kind, _params.nonnegative(param, "gamma"), size, 0, rng, np.dtype(np.bool_))
+    name = "sigma2" if kind == GAUSSIAN else "scale"
+    value = _params.positive(param, name)
+    mu = _params.integer(mu, "mu")
+    safe = (_params.gaussian_int64_safe if kind == GAUSSIAN else _params.laplace_int64_safe)(value, mu)
+    out_dtype = _params.result_dtype(dtype, safe)
+    if size is None and dtype is None:
+        out_dtype = np.dtype(object)  # a scalar is always an exact Python int
+    return draw(fill, kind, value, size, mu, rng, out_dtype)

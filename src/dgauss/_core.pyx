@@ -1,0 +1,580 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled core of dgauss: Algorithms 1-3 of Canonne, Kamath & Steinke (2020).
+
+The chain, named as in the paper (Section 5):
+
+    uniform(m), Bernoulli(n/d)          csrc/dg_prim.c  (bottom primitives)
+    bernoulli_exp    Bernoulli(exp(-g))  Algorithm 1
+    geometric_exp1   Geometric(1 - 1/e)  inner loop of Algorithm 2
+    laplace          Lap_Z(t/s)          Algorithm 2
+    gaussian         N_Z(0, sigma^2)     Algorithm 3
+
+Every step has a machine-word path and a GMP path that read the same bits for
+the same values, so the samplers switch to GMP exactly where a number stops
+fitting in a word, sample by sample, without changing any output.  No floating
+point is used anywhere in this file.
+
+This module is private: parameters arrive already validated and reduced
+(dgauss._params).  `fill` writes samples into a 1-D contiguous array with the
+GIL released, holding the NumPy BitGenerator's lock when one is used.
+"""
+
+from cpython.long cimport PyLong_FromLong
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from cpython.exc cimport PyErr_CheckSignals
+from libc.stdint cimport uint64_t, int64_t, INT64_MAX, INT64_MIN, UINT64_MAX
+from libc.stdlib cimport malloc, free
+
+cimport numpy as cnp
+from numpy.random cimport bitgen_t
+
+from dgauss._gmp cimport *
+from dgauss._csrc cimport *
+
+import errno as _errno
+import os as _os
+
+cnp.import_array()
+
+# What `fill` samples.
+cdef enum Kind:
+    KIND_BERNOULLI_EXP = 0
+    KIND_LAPLACE = 1
+    KIND_GAUSSIAN = 2
+
+BERNOULLI_EXP = KIND_BERNOULLI_EXP
+LAPLACE = KIND_LAPLACE
+GAUSSIAN = KIND_GAUSSIAN
+
+cdef enum:
+    OS_BUFFER_WORDS = 2048     # 16 KiB: the largest single read from the OS
+    OS_FIRST_BLOCK = 4         # the first read is small: scalar calls stay cheap
+    CHUNK = 65536              # samples per GIL-free stretch (signals checked between)
+    OBJECT_CHUNK = 256         # samples per stretch when Python ints are made
+
+cdef uint64_t TWO63 = (<uint64_t>1) << 63
+
+
+# --------------------------------------------------------------------------
+# State shared by one call: scratch integers, parameters, bit source
+# --------------------------------------------------------------------------
+
+cdef struct Work:
+    # Algorithm 1 on GMP integers
+    mpz_t bn, dk, rem, whole, frac
+    # Algorithm 2: the uniform U, and the sample once it leaves the word path
+    mpz_t u, y
+    # Algorithm 3: (|Y| d t - n)^2
+    mpz_t num
+    # output conversion
+    mpz_t out
+
+cdef struct LaplaceParams:
+    bint small          # t, s < 2**63: the word path
+    uint64_t t, s
+    mpz_t T, S
+
+cdef struct Params:
+    mpz_t N, D          # the parameter as given: gamma, scale t/s, or sigma^2 = N/D
+    LaplaceParams lap   # Algorithm 2's t/s (for the Gaussian: t = floor(sigma) + 1, s = 1)
+    # Algorithm 3: gamma = (|Y| d t - n)^2 / (2 n d t^2)
+    bint small          # n, d t fit a word and 2 n d t^2 <= 2**63
+    uint64_t n, dt, den
+    mpz_t DT, DEN
+
+cdef struct Value:
+    # one sample: (-1)**neg * mag on the word path, else the signed Work.y
+    bint big
+    bint neg
+    uint64_t mag
+
+cdef struct State:
+    dg_rng rng
+    Work w
+    Params p
+    int kind
+    mpz_t mu
+    int64_t mu64
+    bint mu_small
+
+
+cdef void _work_init(Work *w) noexcept nogil:
+    mpz_init(w.bn); mpz_init(w.dk); mpz_init(w.rem); mpz_init(w.whole); mpz_init(w.frac)
+    mpz_init(w.u); mpz_init(w.y); mpz_init(w.num); mpz_init(w.out)
+
+cdef void _work_clear(Work *w) noexcept nogil:
+    mpz_clear(w.bn); mpz_clear(w.dk); mpz_clear(w.rem); mpz_clear(w.whole); mpz_clear(w.frac)
+    mpz_clear(w.u); mpz_clear(w.y); mpz_clear(w.num); mpz_clear(w.out)
+
+cdef void _params_init(Params *p) noexcept nogil:
+    mpz_init(p.N); mpz_init(p.D); mpz_init(p.lap.T); mpz_init(p.lap.S)
+    mpz_init(p.DT); mpz_init(p.DEN)
+
+cdef void _params_clear(Params *p) noexcept nogil:
+    mpz_clear(p.N); mpz_clear(p.D); mpz_clear(p.lap.T); mpz_clear(p.lap.S)
+    mpz_clear(p.DT); mpz_clear(p.DEN)
+
+
+cdef inline bint _fits_word(mpz_srcptr z) noexcept nogil:
+    """0 <= z < 2**63: small enough for every word path."""
+    return mpz_sgn(z) >= 0 and mpz_sizeinbase(z, 2) <= 63
+
+
+# --------------------------------------------------------------------------
+# Algorithm 1: Bernoulli(exp(-gamma)), gamma = n/d >= 0
+# --------------------------------------------------------------------------
+
+cdef int bernoulli_exp_u64(dg_rng *rng, uint64_t n, uint64_t d, Work *w) noexcept nogil:
+    """Bernoulli(exp(-n/d)) on words; requires 1 <= d <= 2**63.
+
+    Returns 1, 0, or -1 when the bit source failed.
+    """
+    cdef uint64_t k, dk, i, whole
+    cdef int a
+    if n <= d:
+        # gamma in [0, 1]: K <- 1; while Bernoulli(gamma/K): K <- K + 1; return K odd
+        k = 1
+        while True:
+            if dg_mul_u64(d, k, &dk) and dk <= DG_BERNOULLI_DMAX:
+                a = dg_bernoulli_u64(rng, n, dk)
+            else:
+                mpz_set_ui(w.bn, n)
+                mpz_set_ui(w.dk, d)
+                mpz_mul_ui(w.dk, w.dk, k)
+                a = dg_bernoulli_mpz(rng, w.bn, w.dk, w.rem)
+            if a != 1:
+                break
+            if k == UINT64_MAX:
+                rng.status = DG_ERR_LIMIT
+                return -1
+            k += 1
+        if a < 0:
+            return -1
+        return <int>(k & 1)
+    # gamma > 1: floor(gamma) draws of Bernoulli(exp(-1)), then exp(-(gamma - floor(gamma)))
+    whole = n // d
+    i = 0
+    while i < whole:
+        a = bernoulli_exp_u64(rng, 1, 1, w)
+        if a != 1:
+            return a
+        i += 1
+    return bernoulli_exp_u64(rng, n % d, d, w)
+
+
+cdef int bernoulli_exp(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, Work *w) noexcept nogil:
+    """Bernoulli(exp(-n/d)) for any n >= 0, d >= 1; the word path when both fit.
+
+    n and d must not be w.bn, w.dk, w.rem, w.whole or w.frac.
+    """
+    cdef uint64_t k
+    cdef int a
+    if mpz_fits_ulong_p(n) and _fits_word(d):
+        return bernoulli_exp_u64(rng, mpz_get_ui(n), mpz_get_ui(d), w)
+    if mpz_cmp(n, d) <= 0:
+        k = 1
+        while True:
+            mpz_mul_ui(w.dk, d, k)
+            a = dg_bernoulli_mpz(rng, n, w.dk, w.rem)
+            if a != 1:
+                break
+            if k == UINT64_MAX:
+                rng.status = DG_ERR_LIMIT
+                return -1
+            k += 1
+        if a < 0:
+            return -1
+        return <int>(k & 1)
+    mpz_fdiv_qr(w.whole, w.frac, n, d)
+    while mpz_sgn(w.whole) > 0:
+        a = bernoulli_exp_u64(rng, 1, 1, w)
+        if a != 1:
+            return a
+        mpz_sub_ui(w.whole, w.whole, 1)
+    # w.frac < d: this call takes the first branch, which leaves w.frac alone
+    return bernoulli_exp(rng, w.frac, d, w)
+
+
+# --------------------------------------------------------------------------
+# Algorithm 2: the discrete Laplace Lap_Z(t/s)
+# --------------------------------------------------------------------------
+
+cdef int geometric_exp1(dg_rng *rng, Work *w, uint64_t *v) noexcept nogil:
+    """V ~ Geometric(1 - exp(-1)): count Bernoulli(exp(-1)) successes before the first failure."""
+    cdef int a
+    v[0] = 0
+    while True:
+        a = bernoulli_exp_u64(rng, 1, 1, w)
+        if a < 0:
+            return -1
+        if a == 0:
+            return 0
+        if v[0] == UINT64_MAX:
+            rng.status = DG_ERR_LIMIT
+            return -1
+        v[0] += 1
+
+
+cdef int laplace(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept nogil:
+    """One sample of Lap_Z(t/s) into `out`; 0, or -1 when the bit source failed."""
+    cdef uint64_t u, v, tv, x
+    cdef int a, b
+    cdef bint zero
+    while True:
+        # U uniform in {0..t-1}; D ~ Bernoulli(exp(-U/t)); reject when D = 0
+        if lp.small:
+            if dg_uniform_u64(rng, lp.t, &u) < 0:
+                return -1
+            a = bernoulli_exp_u64(rng, u, lp.t, w)
+        else:
+            if dg_uniform_mpz(rng, lp.T, w.u) < 0:
+                return -1
+            a = bernoulli_exp(rng, w.u, lp.T, w)
+        if a < 0:
+            return -1
+        if a == 0:
+            continue
+        if geometric_exp1(rng, w, &v) < 0:
+            return -1
+        # X = U + t V ~ Geometric(1 - exp(-1/t)); Y = floor(X / s)
+        if lp.small and dg_mul_u64(lp.t, v, &tv) and dg_add_u64(tv, u, &x):
+            out.big = False
+            out.mag = x // lp.s
+            zero = out.mag == 0
+        else:
+            if lp.small:
+                mpz_set_ui(w.u, u)
+            mpz_mul_ui(w.y, lp.T, v)
+            mpz_add(w.y, w.y, w.u)
+            mpz_fdiv_q(w.y, w.y, lp.S)
+            out.big = True
+            zero = mpz_sgn(w.y) == 0
+        # B ~ Bernoulli(1/2) is one raw bit; reject B = 1, Y = 0 (it would count 0 twice)
+        b = dg_bit(rng)
+        if rng.status != DG_OK:
+            return -1
+        if b and zero:
+            continue
+        out.neg = b
+        if out.big and b:
+            mpz_neg(w.y, w.y)
+        return 0
+
+
+# --------------------------------------------------------------------------
+# Algorithm 3: the discrete Gaussian N_Z(0, sigma^2), sigma^2 = n/d
+# --------------------------------------------------------------------------
+
+cdef int gaussian(dg_rng *rng, Params *p, Work *w, Value *out) noexcept nogil:
+    """One sample of N_Z(0, n/d) into `out`; 0, or -1 when the bit source failed.
+
+    t = floor(sigma) + 1; Y ~ Lap_Z(t); accept with probability
+    exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|Y| d t - n)^2 / (2 n d t^2)).
+    """
+    cdef uint64_t a, diff, num
+    cdef int c
+    cdef bint done
+    while True:
+        if laplace(rng, &p.lap, w, out) < 0:
+            return -1
+        done = False
+        if p.small and not out.big and dg_mul_u64(out.mag, p.dt, &a):
+            diff = a - p.n if a >= p.n else p.n - a
+            if dg_mul_u64(diff, diff, &num):
+                c = bernoulli_exp_u64(rng, num, p.den, w)
+                done = True
+        if not done:
+            if out.big:
+                mpz_abs(w.num, w.y)
+            else:
+                mpz_set_ui(w.num, out.mag)
+            mpz_mul(w.num, w.num, p.DT)
+            mpz_sub(w.num, w.num, p.N)
+            mpz_mul(w.num, w.num, w.num)
+            c = bernoulli_exp(rng, w.num, p.DEN, w)
+        if c < 0:
+            return -1
+        if c == 1:
+            return 0
+
+
+# --------------------------------------------------------------------------
+# Batches
+# --------------------------------------------------------------------------
+
+cdef inline int draw(State *s, Value *v) noexcept nogil:
+    cdef int b
+    if s.kind == KIND_GAUSSIAN:
+        return gaussian(&s.rng, &s.p, &s.w, v)
+    if s.kind == KIND_LAPLACE:
+        return laplace(&s.rng, &s.p.lap, &s.w, v)
+    b = bernoulli_exp(&s.rng, s.p.N, s.p.D, &s.w)
+    v.big = False
+    v.neg = False
+    v.mag = <uint64_t>b
+    return -1 if b < 0 else 0
+
+
+cdef void value_to_mpz(State *s, Value *v, mpz_ptr out) noexcept nogil:
+    """out = v + mu."""
+    if v.big:
+        mpz_add(out, s.w.y, s.mu)
+    else:
+        mpz_set_ui(out, v.mag)
+        if v.neg:
+            mpz_neg(out, out)
+        mpz_add(out, out, s.mu)
+
+
+cdef int value_to_i64(State *s, Value *v, int64_t *out) noexcept nogil:
+    """*out = v + mu, or DG_ERR_OVERFLOW when that is outside int64."""
+    cdef int64_t x
+    if not v.big and s.mu_small:
+        if v.neg:
+            if v.mag > TWO63:
+                return DG_ERR_OVERFLOW
+            x = INT64_MIN if v.mag == TWO63 else -<int64_t>v.mag
+        else:
+            if v.mag > <uint64_t>INT64_MAX:
+                return DG_ERR_OVERFLOW
+            x = <int64_t>v.mag
+        return DG_OK if dg_add_i64(x, s.mu64, out) else DG_ERR_OVERFLOW
+    value_to_mpz(s, v, s.w.out)
+    if not mpz_fits_slong_p(s.w.out):
+        return DG_ERR_OVERFLOW
+    out[0] = mpz_get_si(s.w.out)
+    return DG_OK
+
+
+cdef int fill_i64(State *s, int64_t *out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef Value v
+    cdef int rc
+    for i in range(n):
+        if draw(s, &v) < 0:
+            return s.rng.status
+        rc = value_to_i64(s, &v, &out[i])
+        if rc != DG_OK:
+            return rc
+    return DG_OK
+
+
+cdef int fill_bool(State *s, cnp.npy_bool *out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef Value v
+    for i in range(n):
+        if draw(s, &v) < 0:
+            return s.rng.status
+        out[i] = <cnp.npy_bool>v.mag
+    return DG_OK
+
+
+cdef int fill_mpz(State *s, mpz_t *out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef Value v
+    for i in range(n):
+        if draw(s, &v) < 0:
+            return s.rng.status
+        value_to_mpz(s, &v, out[i])
+    return DG_OK
+
+
+cdef int fill_bitgen(void *ctx, uint64_t *words, size_t n) noexcept nogil:
+    """Words from a NumPy BitGenerator, one next_uint64 per word."""
+    cdef bitgen_t *bg = <bitgen_t *>ctx
+    cdef size_t i
+    for i in range(n):
+        words[i] = bg.next_uint64(bg.state)
+    return DG_OK
+
+
+# --------------------------------------------------------------------------
+# Python integers <-> GMP
+# --------------------------------------------------------------------------
+
+cdef int int_to_mpz(mpz_ptr z, object v) except -1:
+    cdef bytes b
+    if -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
+        mpz_set_si(z, <long>v)
+        return 0
+    a = -v if v < 0 else v
+    b = a.to_bytes((a.bit_length() + 7) // 8, "big")
+    mpz_import(z, len(b), 1, 1, 1, 0, <const char *>b)
+    if v < 0:
+        mpz_neg(z, z)
+    return 0
+
+
+cdef object mpz_to_int(mpz_srcptr z):
+    cdef size_t count
+    cdef bytearray b
+    if mpz_fits_slong_p(z):
+        return PyLong_FromLong(mpz_get_si(z))
+    b = bytearray((mpz_sizeinbase(z, 2) + 7) // 8)
+    mpz_export(<char *>b, &count, 1, 1, 1, 0, z)
+    v = int.from_bytes(b, "big")
+    return -v if mpz_sgn(z) < 0 else v
+
+
+# --------------------------------------------------------------------------
+# One call
+# --------------------------------------------------------------------------
+
+cdef class _Job:
+    """Everything one public call needs: parameters, scratch space, one bit stream."""
+    cdef State s
+    cdef uint64_t *buf
+    cdef dg_os_ctx os_ctx
+    cdef mpz_t *vals
+
+    def __cinit__(self):
+        _work_init(&self.s.w)
+        _params_init(&self.s.p)
+        mpz_init(self.s.mu)
+        self.buf = NULL
+        self.vals = NULL
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.vals != NULL:
+            for i in range(OBJECT_CHUNK):
+                mpz_clear(self.vals[i])
+            free(self.vals)
+        free(self.buf)
+        mpz_clear(self.s.mu)
+        _params_clear(&self.s.p)
+        _work_clear(&self.s.w)
+
+    cdef int setup(self, int kind, object num, object den, object mu, object bitgen) except -1:
+        cdef Params *p = &self.s.p
+        cdef bitgen_t *bg
+        self.s.kind = kind
+        int_to_mpz(p.N, num)
+        int_to_mpz(p.D, den)
+        if kind == KIND_LAPLACE:
+            mpz_set(p.lap.T, p.N)
+            mpz_set(p.lap.S, p.D)
+        elif kind == KIND_GAUSSIAN:
+            # t = floor(sqrt(n/d)) + 1 = isqrt(floor(n/d)) + 1, exactly
+            mpz_fdiv_q(p.lap.T, p.N, p.D)
+            mpz_sqrt(p.lap.T, p.lap.T)
+            mpz_add_ui(p.lap.T, p.lap.T, 1)
+            mpz_set_ui(p.lap.S, 1)
+            mpz_mul(p.DT, p.D, p.lap.T)
+            mpz_mul(p.DEN, p.DT, p.lap.T)
+            mpz_mul(p.DEN, p.DEN, p.N)
+            mpz_mul_2exp(p.DEN, p.DEN, 1)
+            p.small = (_fits_word(p.N) and _fits_word(p.DT)
+                       and mpz_cmp_ui(p.DEN, DG_BERNOULLI_DMAX) <= 0)
+            if p.small:
+                p.n = mpz_get_ui(p.N)
+                p.dt = mpz_get_ui(p.DT)
+                p.den = mpz_get_ui(p.DEN)
+        p.lap.small = _fits_word(p.lap.T) and _fits_word(p.lap.S)
+        if p.lap.small:
+            p.lap.t = mpz_get_ui(p.lap.T)
+            p.lap.s = mpz_get_ui(p.lap.S)
+
+        int_to_mpz(self.s.mu, mu)
+        self.s.mu_small = mpz_fits_slong_p(self.s.mu)
+        self.s.mu64 = mpz_get_si(self.s.mu) if self.s.mu_small else 0
+
+        if bitgen is None:
+            self.buf = <uint64_t *>malloc(OS_BUFFER_WORDS * sizeof(uint64_t))
+            if self.buf == NULL:
+                raise MemoryError()
+            dg_rng_init(&self.s.rng, dg_fill_os, &self.os_ctx, self.buf,
+                        OS_BUFFER_WORDS, OS_FIRST_BLOCK)
+        else:
+            bg = <bitgen_t *>PyCapsule_GetPointer(bitgen.capsule, "BitGenerator")
+            self.buf = <uint64_t *>malloc(sizeof(uint64_t))
+            if self.buf == NULL:
+                raise MemoryError()
+            # lazy: one word at a time, so a generator is left exactly where the oracle leaves it
+            dg_rng_init(&self.s.rng, fill_bitgen, bg, self.buf, 1, 1)
+        return 0
+
+    cdef int raise_status(self, int rc) except -1:
+        if rc == DG_ERR_ENTROPY:
+            err = self.os_ctx.err or _errno.EIO
+            raise OSError(err, "dgauss could not read randomness from the operating system: "
+                          + _os.strerror(err))
+        if rc == DG_ERR_OVERFLOW:
+            raise OverflowError("a sample does not fit in int64; pass dtype=object "
+                                "to get exact Python ints")
+        if rc == DG_ERR_LIMIT:
+            raise RuntimeError("a rejection loop counter reached 2**64 - 1")
+        if rc == DG_ERR_EXHAUSTED:
+            raise RuntimeError("the bit source ran out of bits")
+        raise RuntimeError(f"dgauss core failed with status {rc}")
+
+    cdef int run(self, cnp.ndarray out) except -1:
+        cdef Py_ssize_t n = out.shape[0], i = 0, m, k
+        cdef int rc = DG_OK
+        cdef int64_t *pi
+        cdef cnp.npy_bool *pb
+        cdef object[:] po
+        if out.dtype.kind == "O":
+            po = out
+            if self.vals == NULL:
+                self.vals = <mpz_t *>malloc(OBJECT_CHUNK * sizeof(mpz_t))
+                if self.vals == NULL:
+                    raise MemoryError()
+                for k in range(OBJECT_CHUNK):
+                    mpz_init(self.vals[k])
+            while i < n and rc == DG_OK:
+                m = min(OBJECT_CHUNK, n - i)
+                with nogil:
+                    rc = fill_mpz(&self.s, self.vals, m)
+                if rc == DG_OK:
+                    for k in range(m):
+                        po[i + k] = mpz_to_int(self.vals[k])
+                i += m
+                PyErr_CheckSignals()
+        elif out.dtype.kind == "b":
+            pb = <cnp.npy_bool *>cnp.PyArray_DATA(out)
+            while i < n and rc == DG_OK:
+                m = min(CHUNK, n - i)
+                with nogil:
+                    rc = fill_bool(&self.s, pb + i, m)
+                i += m
+                PyErr_CheckSignals()
+        else:
+            pi = <int64_t *>cnp.PyArray_DATA(out)
+            while i < n and rc == DG_OK:
+                m = min(CHUNK, n - i)
+                with nogil:
+                    rc = fill_i64(&self.s, pi + i, m)
+                i += m
+                PyErr_CheckSignals()
+        if rc != DG_OK:
+            self.raise_status(rc)
+        return 0
+
+
+def fill(int kind, object num, object den, object mu, object bitgen, cnp.ndarray out):
+    """Fill the 1-D contiguous array `out` (int64, bool or object) with samples.
+
+    kind: BERNOULLI_EXP (parameter gamma = num/den), LAPLACE (scale num/den) or
+    GAUSSIAN (sigma^2 = num/den); num/den reduced, validated by the caller.
+    mu is added to each sample (ignored for BERNOULLI_EXP).  bitgen is None
+    for the OS CSPRNG, else a numpy.random.BitGenerator, whose lock is held
+    for the whole call.  Returns the number of random bits consumed.
+    """
+    if out.ndim != 1 or not out.flags.c_contiguous:
+        raise ValueError("out must be a 1-D C-contiguous array")
+    if out.dtype.kind not in "Oib" or (out.dtype.kind == "i" and out.dtype.itemsize != 8):
+        raise TypeError("out must have dtype int64, bool or object")
+    cdef _Job job = _Job()
+    job.setup(kind, num, den, mu, bitgen)
+    if bitgen is None:
+        job.run(out)
+    else:
+        with bitgen.lock:
+            job.run(out)
+    return dg_bits_used(&job.s.rng)
+
+
+def _inject_entropy_failure(int count, int err=_errno.EIO):
+    """Test hook: make the next `count` reads of OS randomness fail with `err`."""
+    dg_os_inject_failure(count, err)

@@ -1,0 +1,42 @@
+# cython: language_level=3
+"""Declarations of the C layer under csrc/ (bit source and bottom primitives)."""
+
+from libc.stdint cimport uint64_t, int64_t
+from dgauss._gmp cimport mpz_ptr, mpz_srcptr
+
+cdef extern from "dg_rng.h" nogil:
+    enum:
+        DG_OK
+        DG_ERR_ENTROPY
+        DG_ERR_EXHAUSTED
+        DG_ERR_OVERFLOW
+        DG_ERR_LIMIT
+
+    ctypedef int (*dg_fill_fn)(void *ctx, uint64_t *words, size_t n) noexcept nogil
+
+    ctypedef struct dg_rng:
+        int status
+        int os_errno
+        uint64_t words_taken
+        unsigned avail
+
+    ctypedef struct dg_os_ctx:
+        int err
+
+    void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
+                     uint64_t *buf, size_t cap, size_t first_block)
+    int dg_fill_os(void *ctx, uint64_t *words, size_t n)
+    void dg_os_inject_failure(int count, int err)
+    uint64_t dg_bits_used(const dg_rng *rng)
+    int dg_bit(dg_rng *rng)
+    uint64_t dg_bits(dg_rng *rng, unsigned k)
+
+cdef extern from "dg_prim.h" nogil:
+    uint64_t DG_BERNOULLI_DMAX
+    bint dg_mul_u64(uint64_t a, uint64_t b, uint64_t *r)
+    bint dg_add_u64(uint64_t a, uint64_t b, uint64_t *r)
+    bint dg_add_i64(int64_t a, int64_t b, int64_t *r)
+    int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
+    int dg_uniform_mpz(dg_rng *rng, mpz_srcptr m, mpz_ptr out)
+    int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
+    int dg_bernoulli_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, mpz_ptr rem)

@@ -1,0 +1,201 @@
+"""The pure-Python reference oracle: Algorithms 1-3 in ``fractions.Fraction``.
+
+This module is the readable specification of dgauss's samplers and the test
+oracle for the compiled core.  Each function follows the pseudo-code of
+Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential Privacy"
+(NeurIPS 2020), Section 5, line by line, and reads random bits exactly as the
+core does, so that the two, fed the same bits, return the same samples.
+
+Bit-consumption contract
+------------------------
+* Randomness is a stream of 64-bit words taken strictly in order, a word only
+  when the previous one is used up: from a NumPy BitGenerator, one
+  ``next_uint64`` per word; by default, from the operating system's CSPRNG.
+* Bits are read from each word most significant first.  Reading ``k`` bits at
+  once gives the integer whose binary digits are the next ``k`` bits, first bit
+  most significant.
+* Each public call (one sample or one whole array) opens a fresh stream; the
+  unread bits of its last word are dropped, never reused.
+* ``uniform(m)``: ``m == 1`` gives 0 and reads nothing; otherwise read
+  ``k = (m - 1).bit_length()`` bits as ``x`` until ``x < m``.
+* ``bernoulli(p)``, ``p = n/d``: ``p >= 1`` gives True and reads nothing;
+  otherwise compare a uniform ``U`` in [0, 1) with ``p`` one binary digit at a
+  time, one bit per digit, stopping at the first bit that differs (the answer
+  is that digit of ``p``) or when the rest of ``p``'s expansion is all zeros
+  (the answer is False, nothing more is read).  Reads at most 2 bits on
+  average, and depends only on the value of ``p``.
+* The discrete Laplace's sign ``B ~ Bernoulli(1/2)`` is one raw bit, 1 meaning
+  negative.
+* Algorithm 2 is run with ``t/s`` = the scale in lowest terms; Algorithm 3
+  with ``t = floor(sigma) + 1`` and ``s = 1``.
+
+The public functions take the same arguments as :func:`dgauss.sample_gaussian`,
+:func:`dgauss.sample_laplace` and :func:`dgauss.sample_bernoulli_exp`, and
+share their parameter checking.  They run about a thousand times slower.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+
+from dgauss import _api
+
+__all__ = [
+    "BitStream", "uniform", "bernoulli", "bernoulli_exp", "geometric_exp1",
+    "discrete_laplace", "discrete_gaussian",
+    "sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "fill",
+]
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class BitStream:
+    """Random bits from a source of 64-bit words, most significant bit first."""
+
+    def __init__(self, next_word: Callable[[], int]):
+        self._next_word = next_word
+        self._word = 0          # the current word; its low `_avail` bits are unread
+        self._avail = 0
+        self.words_taken = 0
+
+    def bits(self, k: int) -> int:
+        """The next ``k`` bits as an integer, first bit most significant."""
+        value = 0
+        while k > 0:
+            if self._avail == 0:
+                self._word = self._next_word()
+                self._avail = 64
+                self.words_taken += 1
+            take = min(k, self._avail)
+            self._avail -= take
+            value = (value << take) | ((self._word >> self._avail) & ((1 << take) - 1))
+            k -= take
+        return value
+
+    def bit(self) -> int:
+        return self.bits(1)
+
+    @property
+    def bits_used(self) -> int:
+        return 64 * self.words_taken - self._avail
+
+
+def uniform(bits: BitStream, m: int) -> int:
+    """Uniform on {0, ..., m-1} by rejection on ceil(log2 m) bits."""
+    if m == 1:
+        return 0
+    k = (m - 1).bit_length()
+    while True:
+        x = bits.bits(k)
+        if x < m:
+            return x
+
+
+def bernoulli(bits: BitStream, p: Fraction) -> bool:
+    """Bernoulli(p), 0 <= p, by comparing a lazy uniform U in [0, 1) with p."""
+    n, d = p.numerator, p.denominator
+    if n >= d:
+        return True
+    r = n
+    while r != 0:
+        r *= 2
+        digit = r >= d          # the next binary digit of p
+        if digit:
+            r -= d
+        if bits.bit() != digit:
+            return digit        # U < p exactly when U has 0 where p has 1
+    return False
+
+
+def bernoulli_exp(bits: BitStream, gamma: Fraction) -> bool:
+    """Algorithm 1: Bernoulli(exp(-gamma)), gamma >= 0 rational."""
+    if gamma <= 1:
+        k = 1
+        while bernoulli(bits, gamma / k):
+            k += 1
+        return k % 2 == 1
+    for _ in range(math.floor(gamma)):
+        if not bernoulli_exp(bits, Fraction(1)):
+            return False
+    return bernoulli_exp(bits, gamma - math.floor(gamma))
+
+
+def geometric_exp1(bits: BitStream) -> int:
+    """V ~ Geometric(1 - exp(-1)), the inner loop of Algorithm 2."""
+    v = 0
+    while bernoulli_exp(bits, Fraction(1)):
+        v += 1
+    return v
+
+
+def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
+    """Algorithm 2: one sample of Lap_Z(t/s), integers s, t >= 1."""
+    while True:
+        u = uniform(bits, t)
+        if not bernoulli_exp(bits, Fraction(u, t)):
+            continue
+        v = geometric_exp1(bits)
+        x = u + t * v           # Geometric(1 - exp(-1/t))
+        y = x // s              # Geometric(1 - exp(-s/t))
+        b = bits.bit()          # Bernoulli(1/2)
+        if b == 1 and y == 0:
+            continue
+        return -y if b else y
+
+
+def discrete_gaussian(bits: BitStream, sigma2: Fraction) -> int:
+    """Algorithm 3: one sample of N_Z(0, sigma2), rational sigma2 > 0."""
+    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1   # floor(sigma) + 1
+    while True:
+        y = discrete_laplace(bits, t, 1)
+        gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
+        if bernoulli_exp(bits, gamma):
+            return y
+
+
+def _os_word() -> int:
+    return int.from_bytes(os.urandom(8), "little")
+
+
+def fill(kind: int, num: int, den: int, mu: int, bitgen, out: np.ndarray) -> int:
+    """The oracle's backend, with the same contract as ``dgauss._core.fill``."""
+    if bitgen is None:
+        stream, lock = BitStream(_os_word), contextlib.nullcontext()
+    else:
+        ct = bitgen.ctypes
+        stream, lock = BitStream(lambda: ct.next_uint64(ct.state)), bitgen.lock
+    param = Fraction(num, den)
+    with lock:
+        for i in range(out.shape[0]):
+            if kind == _api.BERNOULLI_EXP:
+                out[i] = bernoulli_exp(stream, param)
+                continue
+            if kind == _api.GAUSSIAN:
+                value = discrete_gaussian(stream, param) + mu
+            else:
+                value = discrete_laplace(stream, num, den) + mu
+            if out.dtype != object and not INT64_MIN <= value <= INT64_MAX:
+                raise OverflowError("a sample does not fit in int64; pass dtype=object "
+                                    "to get exact Python ints")
+            out[i] = value
+    return stream.bits_used
+
+
+def sample_gaussian(sigma2, size=None, *, mu=0, rng=None, dtype=None):
+    """:func:`dgauss.sample_gaussian`, computed by the oracle."""
+    return _api.sample(fill, _api.GAUSSIAN, sigma2, size, mu, rng, dtype)
+
+
+def sample_laplace(scale, size=None, *, mu=0, rng=None, dtype=None):
+    """:func:`dgauss.sample_laplace`, computed by the oracle."""
+    return _api.sample(fill, _api.LAPLACE, scale, size, mu, rng, dtype)
+
+
+def sample_bernoulli_exp(gamma, size=None, *, rng=None):
+    """:func:`dgauss.sample_bernoulli_exp`, computed by the oracle."""
+    return _api.sample(fill, _api.BERNOULLI_EXP, gamma, size, 0, rng, None)
