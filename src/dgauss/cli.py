@@ -1,0 +1,382 @@
+"""The ``dgauss`` command line: draw exact discrete Gaussian or Laplace noise.
+
+::
+
+    dgauss sample --sigma2 100 -n 10000000                 # throughput run
+    dgauss sample --sigma2 1/3 -n 10000000000 -o noise.npy  # stream to disk
+    dgauss sample --laplace 7/3 --mu 5 -n 1000 -o noise.txt
+
+Samples are drawn in chunks, so memory stays bounded for any ``-n``.  A
+``.npy`` path gets an int64 array written chunk by chunk after a header for
+the full shape; a ``.txt`` path gets one decimal integer per line, for
+samples of any size.  The summary (rate, mean, sample variance) is computed
+from exact integer sums.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import decimal
+import itertools
+import os
+import sys
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable, Iterator, List, Optional, Sequence
+
+import gmpy2
+import numpy as np
+
+import dgauss
+from dgauss import _params
+
+#: Exit status for a usage error (as argparse uses), an I/O or randomness
+#: failure, and an interrupt (128 + SIGINT).
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130
+
+DEFAULT_CHUNK = 1 << 20
+
+#: Significant digits of the mean and variance in the summary.
+SUMMARY_DIGITS = 6
+
+_INT64_MAX = (1 << 63) - 1
+
+Write = Callable[[np.ndarray], None]
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A validated sampling request: which sampler, its exact parameter and centre.
+
+    Attributes
+    ----------
+    symbol : str
+        ``"N_Z"`` or ``"Lap_Z"``, for the summary.
+    option : str
+        The command-line option that gave the parameter.
+    text : str
+        The parameter as typed, for the summary.
+    param : fractions.Fraction
+        The parameter's exact value.
+    mu : int
+        The centre.
+    sampler : callable
+        :func:`dgauss.sample_gaussian` or :func:`dgauss.sample_laplace`.
+    int64_default : bool
+        Whether the sampler's default dtype is int64 for these parameters.
+    """
+
+    symbol: str
+    option: str
+    text: str
+    param: Fraction
+    mu: int
+    sampler: Callable[..., np.ndarray]
+    int64_default: bool
+
+    @property
+    def label(self) -> str:
+        """The distribution in the summary's notation, e.g. ``N_Z(0, 100)``."""
+        return f"{self.symbol}({_digits(self.mu)}, {self.text})"
+
+    def draw(self, size: int, rng: Optional[np.random.Generator]) -> np.ndarray:
+        """Draw ``size`` samples in the sampler's default dtype."""
+        return self.sampler(self.param, size, mu=self.mu, rng=rng)
+
+
+class Moments:
+    """Exact running sums of ``x - mu`` and ``(x - mu)**2`` over all samples seen.
+
+    The sums are Python ints, so samples of any size are summed without
+    overflow or rounding; an int64 chunk is summed in NumPy when its largest
+    square times its length fits in int64, which is exact too.
+
+    Parameters
+    ----------
+    mu : int
+        The centre subtracted before summing (the variance does not depend on
+        it, and centring keeps the sums small).
+    """
+
+    def __init__(self, mu: int) -> None:
+        self.mu = mu
+        self.count = 0
+        self.total = 0
+        self.total_sq = 0
+
+    def add(self, chunk: np.ndarray) -> None:
+        """Add one chunk of samples (int64 or object array of ints)."""
+        centred = chunk - self.mu
+        if centred.dtype == np.int64 and centred.size:
+            peak = int(np.abs(centred).max())
+            if peak * peak * centred.size <= _INT64_MAX:
+                self.total += int(centred.sum())
+                self.total_sq += int(centred @ centred)
+                self.count += centred.size
+                return
+        values = centred.tolist()
+        self.total += sum(values)
+        self.total_sq += sum(v * v for v in values)
+        self.count += len(values)
+
+    def mean(self) -> Optional[Fraction]:
+        """The exact sample mean, or None before any sample."""
+        if self.count == 0:
+            return None
+        return self.mu + Fraction(self.total, self.count)
+
+    def variance(self) -> Optional[Fraction]:
+        """The exact sample variance (divisor ``count - 1``), or None below two samples."""
+        if self.count < 2:
+            return None
+        return (self.total_sq - Fraction(self.total * self.total, self.count)) / (self.count - 1)
+
+
+class Progress:
+    """A one-line progress bar on stderr: ``[#####.....]  42%  12.3 M samples/s``.
+
+    Parameters
+    ----------
+    total : int
+        The number of samples the run will draw.
+    enabled : bool
+        Whether to draw the bar at all.
+    """
+
+    WIDTH = 30
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.shown = False
+
+    def update(self, done: int, elapsed: float) -> None:
+        """Redraw the bar for ``done`` samples after ``elapsed`` seconds."""
+        if not self.enabled:
+            return
+        filled = self.WIDTH * done // self.total
+        percent = 100 * done // self.total
+        rate = done / elapsed / 1e6 if elapsed > 0 else 0.0
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        sys.stderr.write(f"\r[{bar}] {percent:3d}%  {rate:.1f} M samples/s")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        """End the bar's line, if one was drawn."""
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``dgauss`` command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; ``None`` reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for a usage error, 1 if writing the
+        output or reading randomness failed, 130 if interrupted.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version or a usage error, already reported
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    return args.command(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``dgauss`` command and its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="dgauss",
+        description="Exact discrete Gaussian and discrete Laplace noise for differential privacy.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {dgauss.__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    sample = commands.add_parser(
+        "sample",
+        help="draw samples, optionally streaming them to a .npy or .txt file",
+        description="Draw exact samples in chunks and print the rate, mean and sample variance. "
+                    "Parameters are exact rationals: '100', '1/3', '2.5', '1e100'.",
+    )
+    sample.set_defaults(command=run_sample)
+    which = sample.add_mutually_exclusive_group(required=True)
+    which.add_argument("--sigma2", metavar="SIGMA2",
+                       help="sample the discrete Gaussian N_Z(mu, SIGMA2), SIGMA2 > 0")
+    which.add_argument("--laplace", metavar="SCALE",
+                       help="sample the discrete Laplace Lap_Z(mu, SCALE), SCALE > 0")
+    sample.add_argument("-n", dest="count", metavar="N", required=True, type=_nonnegative_int,
+                        help="number of samples (any size; use -o to keep them)")
+    sample.add_argument("-o", dest="output", metavar="PATH",
+                        help="write the samples to PATH: .npy (int64) or .txt (one integer "
+                             "per line, any size); without -o they are discarded")
+    sample.add_argument("--mu", default="0", metavar="MU", help="the integer centre (default 0)")
+    sample.add_argument("--seed", type=_nonnegative_int, metavar="S",
+                        help="use numpy.random.default_rng(S): reproducible, for tests and "
+                             "simulations only, never to protect real data (default: the "
+                             "operating system's CSPRNG)")
+    sample.add_argument("--chunk", type=_positive_int, default=DEFAULT_CHUNK, metavar="C",
+                        help=f"samples drawn per call (default {DEFAULT_CHUNK:,})")
+    sample.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (it is shown only when stderr is a terminal)")
+    return parser
+
+
+def run_sample(args: argparse.Namespace) -> int:
+    """Carry out ``dgauss sample``; see :func:`main` for the exit status."""
+    try:
+        dist = _distribution(args)
+        _check_output(args.output, dist)
+    except (ValueError, TypeError) as exc:
+        print(f"dgauss sample: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    rng = None
+    if args.seed is not None:
+        rng = np.random.default_rng(args.seed)
+        print("dgauss: warning: --seed makes the noise reproducible; never use seeded "
+              "output to protect real data", file=sys.stderr)
+
+    moments = Moments(dist.mu)
+    progress = Progress(args.count, enabled=(not args.no_progress and sys.stderr.isatty()
+                                             and args.count > args.chunk))
+    start = time.perf_counter()
+    try:
+        with _open_output(args.output, args.count) as write:
+            for size in _chunk_sizes(args.count, args.chunk):
+                chunk = dist.draw(size, rng)
+                write(chunk)
+                moments.add(chunk)
+                progress.update(moments.count, time.perf_counter() - start)
+    except OSError as exc:
+        progress.close()
+        print(f"dgauss: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        progress.close()
+        incomplete = f"; {args.output} is incomplete" if args.output else ""
+        print(f"dgauss: interrupted after {moments.count:,} samples{incomplete}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    progress.close()
+    print("\n".join(_summary(dist, moments, time.perf_counter() - start, args.output)))
+    return 0
+
+
+def _distribution(args: argparse.Namespace) -> Distribution:
+    """The validated request; ValueError/TypeError naming the bad option otherwise."""
+    mu = _params.integer(args.mu, "--mu")
+    if args.sigma2 is not None:
+        sigma2 = _params.positive(args.sigma2, "--sigma2")
+        return Distribution("N_Z", "--sigma2", args.sigma2.strip(), sigma2, mu,
+                            dgauss.sample_gaussian, _params.gaussian_int64_safe(sigma2, mu))
+    scale = _params.positive(args.laplace, "--laplace")
+    return Distribution("Lap_Z", "--laplace", args.laplace.strip(), scale, mu,
+                        dgauss.sample_laplace, _params.laplace_int64_safe(scale, mu))
+
+
+def _check_output(path: Optional[str], dist: Distribution) -> None:
+    """ValueError unless ``path`` is None, a .txt path, or a .npy path for int64 samples."""
+    if path is None:
+        return
+    suffix = _suffix(path)
+    if suffix not in (".npy", ".txt"):
+        raise ValueError(f"-o {path}: the output must be a .npy or .txt path")
+    if suffix == ".npy" and not dist.int64_default:
+        bound = "2**100" if dist.symbol == "N_Z" else "2**40"
+        raise ValueError(
+            f"-o {path}: {dist.label} samples may not fit the int64 of a .npy file "
+            f"(that needs {dist.option} <= {bound} and |mu| <= 2**62); "
+            "write to a .txt path instead")
+
+
+def _suffix(path: str) -> str:
+    return os.path.splitext(path)[1].lower()
+
+
+@contextlib.contextmanager
+def _open_output(path: Optional[str], count: int) -> Iterator[Write]:
+    """A function writing one chunk to ``path`` (checked already), or discarding it."""
+    if path is None:
+        yield lambda chunk: None
+    elif _suffix(path) == ".npy":
+        with open(path, "wb") as f:
+            header = {"descr": "<i8", "fortran_order": False, "shape": (count,)}
+            np.lib.format.write_array_header_1_0(f, header)
+            yield lambda chunk: chunk.astype("<i8", copy=False).tofile(f)
+    else:
+        with open(path, "w", encoding="ascii") as f:
+            yield lambda chunk: f.writelines(line + "\n" for line in _decimal_lines(chunk))
+
+
+def _decimal_lines(chunk: np.ndarray) -> List[str]:
+    """The samples in decimal, one string each."""
+    if chunk.dtype == np.int64:
+        return [str(v) for v in chunk.tolist()]
+    return [_digits(v) for v in chunk.tolist()]
+
+
+def _digits(value: int) -> str:
+    """``value`` in decimal; unlike ``str``, gmpy2 has no limit on the number of digits."""
+    return gmpy2.mpz(value).digits()
+
+
+def _chunk_sizes(count: int, chunk: int) -> Iterator[int]:
+    """``count`` split into sizes ``chunk, chunk, ..., remainder``."""
+    full, rest = divmod(count, chunk)
+    yield from itertools.repeat(chunk, full)
+    if rest:
+        yield rest
+
+
+def _summary(dist: Distribution, moments: Moments, elapsed: float,
+             path: Optional[str]) -> List[str]:
+    """The lines printed at the end of a run."""
+    rate = moments.count / max(elapsed, 1e-9) / 1e6
+    destination = f"written to {path}" if path else "not kept (use -o PATH to save them)"
+    return [
+        f"dgauss: {moments.count:,} samples of {dist.label} in {elapsed:.2f} s: "
+        f"{rate:.2f} million samples/s",
+        f"  mean {_approx(moments.mean())}, sample variance {_approx(moments.variance())}",
+        f"  {destination}",
+    ]
+
+
+def _approx(value: Optional[Fraction]) -> str:
+    """``value`` to SUMMARY_DIGITS significant digits, at any magnitude (no float overflow)."""
+    if value is None:
+        return "n/a"
+    with decimal.localcontext() as ctx:
+        ctx.prec = SUMMARY_DIGITS
+        ctx.Emax = decimal.MAX_EMAX
+        ctx.Emin = decimal.MIN_EMIN
+        quotient = decimal.Decimal(value.numerator) / value.denominator
+    return f"{quotient:.{SUMMARY_DIGITS}g}"
+
+
+def _nonnegative_int(text: str) -> int:
+    return _int_at_least(text, 0)
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def _int_at_least(text: str, low: int) -> int:
+    """argparse type: an int >= ``low`` (argparse adds the option's name to the error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {text!r}")
+    return value

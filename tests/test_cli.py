@@ -1,0 +1,180 @@
+"""The ``dgauss`` command line, run in-process through :func:`dgauss.cli.main`."""
+from __future__ import annotations
+
+import io
+import os
+import statistics
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import dgauss
+from dgauss import cli
+
+
+def api_draws(sampler, param, n, chunk, seed, mu=0):
+    """What ``dgauss sample`` draws: chunks in sequence from one seeded generator."""
+    rng = np.random.default_rng(seed)
+    sizes = [chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])
+    parts = [sampler(param, size=k, mu=mu, rng=rng) for k in sizes]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2999, 3000, 10_001])
+def test_npy_roundtrip_equals_api_samples(tmp_path, n):
+    path = tmp_path / "noise.npy"
+    assert cli.main(["sample", "--sigma2", "100", "-n", str(n), "--chunk", "3000",
+                     "--seed", "7", "-o", str(path)]) == 0
+    loaded = np.load(path)
+    assert loaded.dtype == np.int64 and loaded.shape == (n,)
+    np.testing.assert_array_equal(loaded, api_draws(dgauss.sample_gaussian, 100, n, 3000, 7))
+    header_bytes = path.stat().st_size - 8 * n
+    assert header_bytes % 64 == 0 and 0 < header_bytes <= 128  # nothing beyond the n samples
+
+
+def test_laplace_npy_with_mu(tmp_path):
+    path = tmp_path / "lap.npy"
+    assert cli.main(["sample", "--laplace", "7/3", "--mu", "-5", "-n", "5000", "--chunk", "1024",
+                     "--seed", "3", "-o", str(path)]) == 0
+    expected = api_draws(dgauss.sample_laplace, Fraction(7, 3), 5000, 1024, 3, mu=-5)
+    np.testing.assert_array_equal(np.load(path), expected)
+
+
+def test_txt_holds_huge_integers(tmp_path):
+    path = tmp_path / "noise.txt"
+    assert cli.main(["sample", "--sigma2", "1e100", "-n", "50", "--chunk", "20",
+                     "--seed", "11", "-o", str(path)]) == 0
+    lines = path.read_text().splitlines()
+    assert len(lines) == 50
+    assert max(len(line.lstrip("-")) for line in lines) > 40
+    expected = api_draws(dgauss.sample_gaussian, 10**100, 50, 20, 11)
+    assert [int(line) for line in lines] == expected.tolist()
+
+
+def test_txt_for_int64_samples(tmp_path):
+    path = tmp_path / "noise.txt"
+    assert cli.main(["sample", "--sigma2", "2.5", "-n", "1000", "--chunk", "300",
+                     "--seed", "5", "-o", str(path)]) == 0
+    expected = api_draws(dgauss.sample_gaussian, Fraction(5, 2), 1000, 300, 5)
+    assert [int(line) for line in path.read_text().splitlines()] == expected.tolist()
+
+
+@pytest.mark.parametrize("args", [
+    ["--sigma2", "1e100"],
+    ["--laplace", str(2**40 + 1)],
+    ["--sigma2", "1", "--mu", str(2**62 + 1)],
+])
+def test_npy_refused_when_int64_is_not_the_default(tmp_path, capsys, args):
+    path = tmp_path / "noise.npy"
+    assert cli.main(["sample", *args, "-n", "10", "-o", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert ".txt" in err and "Traceback" not in err
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--sigma2", "0", "-n", "10"], "--sigma2"),
+    (["--sigma2", "-1/3", "-n", "10"], "--sigma2"),
+    (["--sigma2", "abc", "-n", "10"], "--sigma2"),
+    (["--laplace", "0", "-n", "10"], "--laplace"),
+    (["--sigma2", "1", "-n", "-1"], "-n"),
+    (["--sigma2", "1", "-n", "ten"], "-n"),
+    (["--sigma2", "1"], "-n"),
+    (["--sigma2", "1", "-n", "10", "--chunk", "0"], "--chunk"),
+    (["--sigma2", "1", "-n", "10", "--mu", "0.5"], "--mu"),
+    (["--sigma2", "1", "-n", "10", "--seed", "-1"], "--seed"),
+    (["--sigma2", "1", "-n", "10", "-o", "noise.csv"], "-o"),
+    (["--sigma2", "1", "--laplace", "1", "-n", "10"], "--laplace"),
+    (["-n", "10"], "--sigma2"),
+])
+def test_bad_arguments_exit_2_naming_the_option(capsys, args, option):
+    assert cli.main(["sample", *args]) == 2
+    captured = capsys.readouterr()
+    assert option in captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_summary(capsys):
+    assert cli.main(["sample", "--sigma2", "100", "-n", "20000", "--chunk", "7000",
+                     "--seed", "1"]) == 0
+    captured = capsys.readouterr()
+    first, moments_line, destination = captured.out.splitlines()
+    assert first.startswith("dgauss: 20,000 samples of N_Z(0, 100) in ")
+    assert first.endswith(" million samples/s")
+    samples = api_draws(dgauss.sample_gaussian, 100, 20000, 7000, 1).tolist()
+    mean = float(statistics.mean(samples))
+    variance = float(statistics.variance(samples))
+    printed = moments_line.replace(",", "").split()
+    assert printed[0] == "mean" and printed[2:4] == ["sample", "variance"]
+    assert float(printed[1]) == pytest.approx(mean, rel=1e-5)
+    assert float(printed[4]) == pytest.approx(variance, rel=1e-5)
+    assert "not kept" in destination
+    assert "seed" in captured.err  # the warning about seeded output
+
+
+def test_summary_names_laplace_mu_and_output(tmp_path, capsys):
+    path = tmp_path / "noise.npy"
+    assert cli.main(["sample", "--laplace", "7/3", "--mu", "12", "-n", "100",
+                     "-o", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "samples of Lap_Z(12, 7/3)" in captured.out and str(path) in captured.out
+    assert "seed" not in captured.err  # OS randomness: no warning
+
+
+@pytest.mark.parametrize("values", [
+    [3, -1, 4, 1, -5, 9],
+    [2**61, -2**61, 2**60, 7],        # squares far beyond int64
+    [2**40 + k for k in range(100)],  # int64 sums of squares would overflow
+])
+def test_moments_are_exact(values):
+    moments = cli.Moments(mu=1)
+    moments.add(np.array(values[:2], dtype=np.int64))
+    moments.add(np.array(values[2:], dtype=np.int64))
+    assert moments.mean() == statistics.mean(Fraction(v) for v in values)
+    assert moments.variance() == statistics.variance(Fraction(v) for v in values)
+
+
+def test_moments_of_object_arrays():
+    values = [10**60 + 1, -(10**60), 3]
+    moments = cli.Moments(mu=10**70)
+    moments.add(np.array(values, dtype=object))
+    assert moments.mean() == statistics.mean(Fraction(v) for v in values)
+    assert moments.variance() == statistics.variance(Fraction(v) for v in values)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal(monkeypatch):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert cli.main(["sample", "--sigma2", "4", "-n", "4000", "--chunk", "1000"]) == 0
+    bar = terminal.getvalue()
+    assert bar.count("\r[") == 4
+    assert "\r[" + "#" * cli.Progress.WIDTH + "] 100%" in bar and bar.endswith("samples/s\n")
+
+
+@pytest.mark.parametrize("args", [["--no-progress"], ["--chunk", "4000"]])
+def test_no_progress_bar(monkeypatch, args):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert cli.main(["sample", "--sigma2", "4", "-n", "4000", *args]) == 0
+    assert terminal.getvalue() == ""
+
+
+def test_python_dash_m(tmp_path):
+    path = tmp_path / "noise.npy"
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(dgauss.__file__)))
+    result = subprocess.run(
+        [sys.executable, "-m", "dgauss", "sample", "--sigma2", "1/3", "-n", "1000",
+         "--chunk", "256", "--seed", "2", "-o", str(path)],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "samples of N_Z(0, 1/3)" in result.stdout and "samples/s" in result.stdout
+    expected = api_draws(dgauss.sample_gaussian, Fraction(1, 3), 1000, 256, 2)
+    np.testing.assert_array_equal(np.load(path), expected)

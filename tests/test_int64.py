@@ -1,0 +1,62 @@
+"""int64 output: never wrapped, never truncated; the default dtype follows the documented rule."""
+import numpy as np
+import pytest
+
+import dgauss
+from dgauss import reference
+
+INT64_MAX = 2**63 - 1
+
+
+def test_int64_at_huge_sigma2_raises_overflow():
+    for sampler in (dgauss.sample_gaussian, reference.sample_gaussian):
+        with pytest.raises(OverflowError, match="int64"):
+            sampler(10**100, 10, dtype=np.int64, rng=np.random.default_rng(0))
+
+
+def test_default_dtype_at_huge_sigma2_is_exact_python_ints():
+    x = dgauss.sample_gaussian(10**100, 100, rng=np.random.default_rng(0))
+    assert x.dtype == object
+    assert all(type(v) is int for v in x)
+    assert max(abs(v) for v in x) > 2**63  # these would not fit int64
+    assert x.tolist() == reference.sample_gaussian(10**100, 100, rng=np.random.default_rng(0)).tolist()
+
+
+@pytest.mark.parametrize("sigma2,mu,expected", [
+    (2**100, 0, np.int64), (2**100 + 1, 0, object),
+    (1, 2**62, np.int64), (1, 2**62 + 1, object), (1, -(2**62) - 1, object),
+])
+def test_default_dtype_rule_gaussian(sigma2, mu, expected):
+    assert dgauss.sample_gaussian(sigma2, 2, mu=mu).dtype == np.dtype(expected)
+
+
+@pytest.mark.parametrize("scale,expected", [(2**40, np.int64), (2**40 + 1, object), ("1/3", np.int64)])
+def test_default_dtype_rule_laplace(scale, expected):
+    assert dgauss.sample_laplace(scale, 2).dtype == np.dtype(expected)
+
+
+def test_mu_at_int64_edge_overflows_instead_of_wrapping():
+    """mu = 2**63 - 1 plus positive noise leaves int64: OverflowError, not a wrapped negative."""
+    with pytest.raises(OverflowError):
+        dgauss.sample_laplace(1, 1000, mu=INT64_MAX, dtype=np.int64, rng=np.random.default_rng(1))
+    exact = dgauss.sample_laplace(1, 1000, mu=INT64_MAX, rng=np.random.default_rng(1))
+    assert exact.dtype == object and max(exact) > INT64_MAX
+
+
+def test_values_that_fit_are_kept_even_with_mu_outside_int64():
+    """mu = 2**63 with a negative offset fits int64: the exact path decides per sample."""
+    x = dgauss.sample_laplace(1, 50, mu=2**63, dtype=object, rng=np.random.default_rng(2))
+    fits = [v for v in x if v <= INT64_MAX]
+    assert fits  # about half the samples are below the centre
+    with pytest.raises(OverflowError):
+        dgauss.sample_laplace(1, 50, mu=2**63, dtype=np.int64, rng=np.random.default_rng(2))
+
+
+def test_int64_min_is_representable():
+    """-2**63 fits int64 and must not be reported as overflow (nor must anything above it)."""
+    mu = -(2**63) + 1
+    exact = dgauss.sample_gaussian("1/4", 200, mu=mu, dtype=object, rng=np.random.default_rng(3))
+    assert min(exact) == -(2**63)  # this seed hits the edge and never goes below it
+    for sampler in (dgauss.sample_gaussian, reference.sample_gaussian):
+        x = sampler("1/4", 200, mu=mu, dtype=np.int64, rng=np.random.default_rng(3))
+        assert x.tolist() == exact.tolist()
