@@ -39,7 +39,7 @@ typedef struct dg_rng {
     void *ctx;
     uint64_t *buf;       /* words fetched but not started */
     size_t cap;          /* capacity of buf, in words */
-    size_t block;        /* words asked for on the next fill; doubles up to cap */
+    size_t block;        /* words asked for on the next fill; grows 2x up to cap */
     size_t pos, len;     /* buf[pos:len] are unread */
     uint64_t cur;        /* unread bits of the current word, left-aligned */
     unsigned avail;      /* how many bits of cur are unread */

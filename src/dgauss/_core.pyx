@@ -124,36 +124,60 @@ cdef inline bint _fits_word(mpz_srcptr z) noexcept nogil:
 # Algorithm 1: Bernoulli(exp(-gamma)), gamma = n/d >= 0
 # --------------------------------------------------------------------------
 
+cdef struct Ratio:
+    # gamma = n/d with 0 <= gamma <= 1: on words when small, else the GMP integers N, D
+    bint small
+    uint64_t n, d
+    mpz_srcptr N
+    mpz_srcptr D
+
+
+cdef inline int bernoulli_over_k(dg_rng *rng, Ratio *g, uint64_t k, Work *w) noexcept nogil:
+    """Bernoulli(gamma/k): on words while d*k <= 2**63, else on GMP."""
+    cdef uint64_t dk
+    if g.small:
+        if dg_mul_u64(g.d, k, &dk) and dk <= DG_BERNOULLI_DMAX:
+            return dg_bernoulli_u64(rng, g.n, dk)
+        mpz_set_ui(w.bn, g.n)
+        mpz_set_ui(w.dk, g.d)
+        mpz_mul_ui(w.dk, w.dk, k)
+        return dg_bernoulli_mpz(rng, w.bn, w.dk, w.rem)
+    mpz_mul_ui(w.dk, g.D, k)
+    return dg_bernoulli_mpz(rng, g.N, w.dk, w.rem)
+
+
+cdef inline int bernoulli_exp_unit(dg_rng *rng, Ratio *g, Work *w) noexcept nogil:
+    """Algorithm 1 for gamma in [0, 1]: K <- 1; while Bernoulli(gamma/K): K <- K + 1; return [K odd]."""
+    cdef uint64_t k = 1
+    cdef int a
+    while True:
+        a = bernoulli_over_k(rng, g, k, w)
+        if a != 1:
+            break
+        if k == UINT64_MAX:
+            rng.status = DG_ERR_LIMIT
+            return -1
+        k += 1
+    if a < 0:
+        return -1
+    return <int>(k & 1)
+
+
 cdef int bernoulli_exp_u64(dg_rng *rng, uint64_t n, uint64_t d, Work *w) noexcept nogil:
     """Bernoulli(exp(-n/d)) on words; requires 1 <= d <= 2**63.
 
     Returns 1, 0, or -1 when the bit source failed.
     """
-    cdef uint64_t k, dk, i, whole
+    cdef Ratio g
+    cdef uint64_t i = 0, whole
     cdef int a
     if n <= d:
-        # gamma in [0, 1]: K <- 1; while Bernoulli(gamma/K): K <- K + 1; return K odd
-        k = 1
-        while True:
-            if dg_mul_u64(d, k, &dk) and dk <= DG_BERNOULLI_DMAX:
-                a = dg_bernoulli_u64(rng, n, dk)
-            else:
-                mpz_set_ui(w.bn, n)
-                mpz_set_ui(w.dk, d)
-                mpz_mul_ui(w.dk, w.dk, k)
-                a = dg_bernoulli_mpz(rng, w.bn, w.dk, w.rem)
-            if a != 1:
-                break
-            if k == UINT64_MAX:
-                rng.status = DG_ERR_LIMIT
-                return -1
-            k += 1
-        if a < 0:
-            return -1
-        return <int>(k & 1)
+        g.small = True
+        g.n = n
+        g.d = d
+        return bernoulli_exp_unit(rng, &g, w)
     # gamma > 1: floor(gamma) draws of Bernoulli(exp(-1)), then exp(-(gamma - floor(gamma)))
     whole = n // d
-    i = 0
     while i < whole:
         a = bernoulli_exp_u64(rng, 1, 1, w)
         if a != 1:
@@ -167,31 +191,22 @@ cdef int bernoulli_exp(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, Work *w) noexcep
 
     n and d must not be w.bn, w.dk, w.rem, w.whole or w.frac.
     """
-    cdef uint64_t k
+    cdef Ratio g
     cdef int a
     if mpz_fits_ulong_p(n) and _fits_word(d):
         return bernoulli_exp_u64(rng, mpz_get_ui(n), mpz_get_ui(d), w)
     if mpz_cmp(n, d) <= 0:
-        k = 1
-        while True:
-            mpz_mul_ui(w.dk, d, k)
-            a = dg_bernoulli_mpz(rng, n, w.dk, w.rem)
-            if a != 1:
-                break
-            if k == UINT64_MAX:
-                rng.status = DG_ERR_LIMIT
-                return -1
-            k += 1
-        if a < 0:
-            return -1
-        return <int>(k & 1)
+        g.small = False
+        g.N = n
+        g.D = d
+        return bernoulli_exp_unit(rng, &g, w)
     mpz_fdiv_qr(w.whole, w.frac, n, d)
     while mpz_sgn(w.whole) > 0:
         a = bernoulli_exp_u64(rng, 1, 1, w)
         if a != 1:
             return a
         mpz_sub_ui(w.whole, w.whole, 1)
-    # w.frac < d: this call takes the first branch, which leaves w.frac alone
+    # w.frac < d: this call ends in bernoulli_exp_unit, which leaves w.frac alone
     return bernoulli_exp(rng, w.frac, d, w)
 
 
