@@ -6,6 +6,81 @@ static unsigned bit_length_u64(uint64_t x)
     return x == 0 ? 0 : 64u - (unsigned)__builtin_clzll(x);
 }
 
+/* ---- decision mode (testing) ----------------------------------------- */
+
+/* The next outcome, which must be below `limit`; -1 when there is none. */
+static int next_outcome(dg_rng *rng, int want, uint64_t limit, uint64_t *out)
+{
+    dg_decider *dec = rng->decider;
+    if (rng->status != DG_OK)
+        return -1;
+    if (dec->pos == dec->count) {
+        dec->want = want;
+        rng->status = DG_ERR_EXHAUSTED;
+        return -1;
+    }
+    *out = dec->outcomes[dec->pos++];
+    if (*out >= limit) {
+        rng->status = DG_ERR_DECISION;
+        return -1;
+    }
+    return 0;
+}
+
+#define DG_COLD __attribute__((noinline, cold))
+
+static int decide_bernoulli(dg_rng *rng)
+{
+    uint64_t b;
+    return next_outcome(rng, DG_WANT_BERNOULLI, 2, &b) < 0 ? -1 : (int)b;
+}
+
+/* Out of line and cold, so that the bit-mode loops stay tight. */
+static DG_COLD int decide_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
+{
+    mpz_set_ui(rng->decider->want_a, m);
+    return next_outcome(rng, DG_WANT_UNIFORM, m, out);
+}
+
+static DG_COLD int decide_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
+{
+    uint64_t x;
+    mpz_set(rng->decider->want_a, m);
+    if (next_outcome(rng, DG_WANT_UNIFORM, UINT64_MAX, &x) < 0)
+        return -1;
+    mpz_set_ui(out, x);
+    if (mpz_cmp(out, m) >= 0) {
+        rng->status = DG_ERR_DECISION;
+        return -1;
+    }
+    return 0;
+}
+
+static DG_COLD int decide_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
+{
+    if (n == 0)
+        return 0;
+    mpz_set_ui(rng->decider->want_a, n);
+    mpz_set_ui(rng->decider->want_b, d);
+    return decide_bernoulli(rng);
+}
+
+static DG_COLD int decide_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d)
+{
+    if (mpz_sgn(n) == 0)
+        return 0;
+    mpz_set(rng->decider->want_a, n);
+    mpz_set(rng->decider->want_b, d);
+    return decide_bernoulli(rng);
+}
+
+int dg_decide_fair_bit(dg_rng *rng)
+{
+    mpz_set_ui(rng->decider->want_a, 1);
+    mpz_set_ui(rng->decider->want_b, 2);
+    return decide_bernoulli(rng);
+}
+
 int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
 {
     unsigned k;
@@ -14,6 +89,8 @@ int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
         *out = 0;
         return 0;
     }
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return decide_uniform_u64(rng, m, out);
     k = bit_length_u64(m - 1);
     for (;;) {
         x = dg_bits(rng, k);
@@ -34,6 +111,8 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
         mpz_set_ui(out, 0);
         return 0;
     }
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return decide_uniform_mpz(rng, m, out);
     /* bit length of m - 1: one less than m's when m is a power of two */
     k = mpz_sizeinbase(m, 2);
     if (mpz_scan1(m, 0) == k - 1)
@@ -60,6 +139,8 @@ int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
     int digit, b;
     if (n >= d)
         return 1;
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return decide_bernoulli_u64(rng, n, d);
     while (r != 0) {
         r <<= 1;
         digit = r >= d;
@@ -79,6 +160,8 @@ int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
     int digit, b;
     if (mpz_cmp(n, d) >= 0)
         return 1;
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return decide_bernoulli_mpz(rng, n, d);
     mpz_set(rem, n);
     while (mpz_sgn(rem) != 0) {
         mpz_mul_2exp(rem, rem, 1);
@@ -93,3 +176,4 @@ int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
     }
     return 0;
 }
+

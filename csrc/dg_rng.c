@@ -25,12 +25,17 @@ void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
     rng->buf = buf;
     rng->cap = cap;
     rng->block = (first_block == 0 || first_block > cap) ? cap : first_block;
+    rng->bit_budget = UINT64_MAX;
 }
 
 int dg_rng_next_word(dg_rng *rng)
 {
     if (rng->status != DG_OK)
         return -1;
+    if (rng->bit_budget == 0) {
+        rng->status = DG_ERR_EXHAUSTED;
+        return -1;
+    }
     if (rng->pos == rng->len) {
         int rc = rng->fill(rng->ctx, rng->buf, rng->block);
         if (rc != DG_OK) {
@@ -47,7 +52,29 @@ int dg_rng_next_word(dg_rng *rng)
     rng->cur = rng->buf[rng->pos++];
     rng->avail = 64;
     rng->words_taken++;
+    if (rng->bit_budget != UINT64_MAX) {
+        /* a finite source: its last word may hold fewer than 64 bits */
+        if (rng->bit_budget < 64)
+            rng->avail = (unsigned)rng->bit_budget;
+        rng->bit_budget -= rng->avail;
+    }
     return 0;
+}
+
+uint64_t dg_bits_spanning(dg_rng *rng, unsigned k)
+{
+    uint64_t v = 0;
+    unsigned take;
+    while (k > 0) {
+        if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
+            return 0;
+        take = (k < rng->avail) ? k : rng->avail;
+        v = (take == 64) ? rng->cur : (v << take) | (rng->cur >> (64 - take));
+        rng->cur = (take == 64) ? 0 : rng->cur << take;
+        rng->avail -= take;
+        k -= take;
+    }
+    return v;
 }
 
 /* ---- the operating system's CSPRNG ---------------------------------- */

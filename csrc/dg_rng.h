@@ -28,8 +28,14 @@ enum dg_status {
     DG_ERR_ENTROPY = 1,   /* the OS refused randomness (errno in os_errno) */
     DG_ERR_EXHAUSTED = 2, /* a finite bit source (a test tape) ran out */
     DG_ERR_OVERFLOW = 3,  /* a sample does not fit the requested dtype */
-    DG_ERR_LIMIT = 4      /* a loop counter would pass 2**64 - 1 (never seen) */
+    DG_ERR_LIMIT = 4,     /* a loop counter would pass 2**64 - 1 (never seen) */
+    /* testing (dgauss.testing): */
+    DG_ERR_RESTART = 5,   /* stopped at a rejection-loop restart, as asked */
+    DG_ERR_RAW_BITS = 6,  /* a raw bit was read in decision mode */
+    DG_ERR_DECISION = 7   /* a decision outside the primitive's range */
 };
+
+struct dg_decider;        /* decision mode: see dg_prim.h */
 
 /* Writes n words into `words`; returns DG_OK or a dg_status code. */
 typedef int (*dg_fill_fn)(void *ctx, uint64_t *words, size_t n);
@@ -46,6 +52,9 @@ typedef struct dg_rng {
     int status;          /* DG_OK or the first error */
     int os_errno;        /* errno of a failed OS read */
     uint64_t words_taken;/* words started so far (bits used = 64*words_taken - avail) */
+    uint64_t bit_budget; /* bits a finite source still has (UINT64_MAX: unlimited) */
+    struct dg_decider *decider; /* testing: primitives take outcomes from here */
+    int stop_at_restart; /* testing: a rejection loop stops with DG_ERR_RESTART */
 } dg_rng;
 
 /* `first_block` words are fetched by the first fill, then twice as many each
@@ -65,7 +74,8 @@ int dg_fill_os(void *ctx, uint64_t *words, size_t n);
 /* Test hook, not API: make the next `count` OS fills fail with errno `err`. */
 void dg_os_inject_failure(int count, int err);
 
-/* Refill `cur` with the next word.  Returns 0, or -1 with status set. */
+/* Refill `cur` with the next word (fewer than 64 bits when bit_budget runs
+ * low; DG_ERR_EXHAUSTED when it is 0).  Returns 0, or -1 with status set. */
 int dg_rng_next_word(dg_rng *rng);
 
 static inline uint64_t dg_bits_used(const dg_rng *rng)
@@ -85,26 +95,21 @@ static inline int dg_bit(dg_rng *rng)
     return b;
 }
 
-/* The next k bits, 1 <= k <= 64, first bit most significant. */
+/* Slow path of dg_bits: the k bits span words (any number of them, since
+ * the last word of a finite source may hold fewer than 64 bits). */
+uint64_t dg_bits_spanning(dg_rng *rng, unsigned k);
+
+/* The next k bits, 1 <= k <= 64, first bit most significant; 0 after an
+ * error, with status set. */
 static inline uint64_t dg_bits(dg_rng *rng, unsigned k)
 {
-    uint64_t hi, lo;
-    unsigned rest;
-    if (k <= rng->avail) {
-        hi = rng->cur >> (64 - k);
-        rng->cur = (k == 64) ? 0 : rng->cur << k;
-        rng->avail -= k;
-        return hi;
-    }
-    /* take what is left of this word, then the top of the next one */
-    rest = k - rng->avail;
-    hi = (rng->avail == 0) ? 0 : rng->cur >> (64 - rng->avail);
-    if (dg_rng_next_word(rng) < 0)
-        return 0;
-    lo = rng->cur >> (64 - rest);
-    rng->cur = (rest == 64) ? 0 : rng->cur << rest;
-    rng->avail -= rest;
-    return (rest == 64) ? lo : (hi << rest) | lo;
+    uint64_t v;
+    if (k > rng->avail)
+        return dg_bits_spanning(rng, k);
+    v = rng->cur >> (64 - k);
+    rng->cur = (k == 64) ? 0 : rng->cur << k;
+    rng->avail -= k;
+    return v;
 }
 
 #endif /* DG_RNG_H */

@@ -23,6 +23,8 @@ Fill = Callable[..., int]
 BERNOULLI_EXP = _core.BERNOULLI_EXP
 LAPLACE = _core.LAPLACE
 GAUSSIAN = _core.GAUSSIAN
+BERNOULLI = _core.BERNOULLI  # the primitives, for dgauss.testing
+UNIFORM = _core.UNIFORM
 
 
 def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,

@@ -33,6 +33,11 @@ from dgauss._csrc cimport *
 
 import errno as _errno
 import os as _os
+from fractions import Fraction
+
+import numpy as np
+
+from dgauss import _sources
 
 cnp.import_array()
 
@@ -41,10 +46,14 @@ cdef enum Kind:
     KIND_BERNOULLI_EXP = 0
     KIND_LAPLACE = 1
     KIND_GAUSSIAN = 2
+    KIND_BERNOULLI = 3      # the primitive Bernoulli(n/d), for dgauss.testing
+    KIND_UNIFORM = 4        # the primitive uniform(m) (parameter m/1), for dgauss.testing
 
 BERNOULLI_EXP = KIND_BERNOULLI_EXP
 LAPLACE = KIND_LAPLACE
 GAUSSIAN = KIND_GAUSSIAN
+BERNOULLI = KIND_BERNOULLI
+UNIFORM = KIND_UNIFORM
 
 cdef enum:
     OS_BUFFER_WORDS = 2048     # 16 KiB: the largest single read from the OS
@@ -230,6 +239,14 @@ cdef int geometric_exp1(dg_rng *rng, Work *w, uint64_t *v) noexcept nogil:
         v[0] += 1
 
 
+cdef inline bint stop_at_restart(dg_rng *rng) noexcept nogil:
+    """A rejection is about to restart the loop: stop here if the (testing) source asks to."""
+    if rng.stop_at_restart:
+        rng.status = DG_ERR_RESTART
+        return True
+    return False
+
+
 cdef int laplace(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept nogil:
     """One sample of Lap_Z(t/s) into `out`; 0, or -1 when the bit source failed."""
     cdef uint64_t u, v, tv, x
@@ -248,6 +265,8 @@ cdef int laplace(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept n
         if a < 0:
             return -1
         if a == 0:
+            if stop_at_restart(rng):
+                return -1
             continue
         if geometric_exp1(rng, w, &v) < 0:
             return -1
@@ -265,10 +284,12 @@ cdef int laplace(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept n
             out.big = True
             zero = mpz_sgn(w.y) == 0
         # B ~ Bernoulli(1/2) is one raw bit; reject B = 1, Y = 0 (it would count 0 twice)
-        b = dg_bit(rng)
-        if rng.status != DG_OK:
+        b = dg_fair_bit(rng)
+        if b < 0:
             return -1
         if b and zero:
+            if stop_at_restart(rng):
+                return -1
             continue
         out.neg = b
         if out.big and b:
@@ -311,6 +332,8 @@ cdef int gaussian(dg_rng *rng, Params *p, Work *w, Value *out) noexcept nogil:
             return -1
         if c == 1:
             return 0
+        if stop_at_restart(rng):
+            return -1
 
 
 # --------------------------------------------------------------------------
@@ -323,7 +346,14 @@ cdef inline int draw(State *s, Value *v) noexcept nogil:
         return gaussian(&s.rng, &s.p, &s.w, v)
     if s.kind == KIND_LAPLACE:
         return laplace(&s.rng, &s.p.lap, &s.w, v)
-    b = bernoulli_exp(&s.rng, s.p.N, s.p.D, &s.w)
+    if s.kind == KIND_UNIFORM:
+        v.big = True
+        v.neg = False
+        return dg_uniform_mpz(&s.rng, s.p.N, s.w.y)
+    if s.kind == KIND_BERNOULLI:
+        b = dg_bernoulli_mpz(&s.rng, s.p.N, s.p.D, s.w.rem)
+    else:
+        b = bernoulli_exp(&s.rng, s.p.N, s.p.D, &s.w)
     v.big = False
     v.neg = False
     v.mag = <uint64_t>b
@@ -403,6 +433,27 @@ cdef int fill_bitgen(void *ctx, uint64_t *words, size_t n) noexcept nogil:
     return DG_OK
 
 
+cdef struct TapeWords:
+    const uint64_t *words
+    size_t count, pos
+
+cdef int fill_tape(void *ctx, uint64_t *words, size_t n) noexcept nogil:
+    """Words from a testing Tape (its bit budget stops reads past its last bit)."""
+    cdef TapeWords *tape = <TapeWords *>ctx
+    cdef size_t i
+    for i in range(n):
+        if tape.pos == tape.count:
+            return DG_ERR_EXHAUSTED
+        words[i] = tape.words[tape.pos]
+        tape.pos += 1
+    return DG_OK
+
+
+cdef int fill_refuse(void *ctx, uint64_t *words, size_t n) noexcept nogil:
+    """Decision mode reads no bits: any read is a sampler bug."""
+    return DG_ERR_RAW_BITS
+
+
 # --------------------------------------------------------------------------
 # Python integers <-> GMP
 # --------------------------------------------------------------------------
@@ -441,11 +492,16 @@ cdef class _Job:
     cdef uint64_t *buf
     cdef dg_os_ctx os_ctx
     cdef mpz_t *vals
+    cdef TapeWords tape
+    cdef dg_decider decider
+    cdef object source      # keeps a tape's arrays alive while C points into them
 
     def __cinit__(self):
         _work_init(&self.s.w)
         _params_init(&self.s.p)
         mpz_init(self.s.mu)
+        mpz_init(self.decider.want_a)
+        mpz_init(self.decider.want_b)
         self.buf = NULL
         self.vals = NULL
 
@@ -456,11 +512,13 @@ cdef class _Job:
                 mpz_clear(self.vals[i])
             free(self.vals)
         free(self.buf)
+        mpz_clear(self.decider.want_a)
+        mpz_clear(self.decider.want_b)
         mpz_clear(self.s.mu)
         _params_clear(&self.s.p)
         _work_clear(&self.s.w)
 
-    cdef int setup(self, int kind, object num, object den, object mu, object bitgen) except -1:
+    cdef int setup(self, int kind, object num, object den, object mu, object source) except -1:
         cdef Params *p = &self.s.p
         cdef bitgen_t *bg
         self.s.kind = kind
@@ -494,19 +552,32 @@ cdef class _Job:
         self.s.mu_small = mpz_fits_slong_p(self.s.mu)
         self.s.mu64 = mpz_get_si(self.s.mu) if self.s.mu_small else 0
 
-        if bitgen is None:
-            self.buf = <uint64_t *>malloc(OS_BUFFER_WORDS * sizeof(uint64_t))
-            if self.buf == NULL:
-                raise MemoryError()
-            dg_rng_init(&self.s.rng, dg_fill_os, &self.os_ctx, self.buf,
-                        OS_BUFFER_WORDS, OS_FIRST_BLOCK)
+        self.source = source
+        cdef size_t cap = OS_BUFFER_WORDS if source is None else 1
+        self.buf = <uint64_t *>malloc(cap * sizeof(uint64_t))
+        if self.buf == NULL:
+            raise MemoryError()
+        cdef dg_rng *rng = &self.s.rng
+        if source is None:
+            dg_rng_init(rng, dg_fill_os, &self.os_ctx, self.buf, cap, OS_FIRST_BLOCK)
+        elif isinstance(source, _sources.Tape):
+            self.tape.words = <const uint64_t *>cnp.PyArray_DATA(source.words)
+            self.tape.count = source.words.size
+            self.tape.pos = min(source.position, source.words.size)
+            dg_rng_init(rng, fill_tape, &self.tape, self.buf, 1, 1)
+            rng.bit_budget = source.bits_left
+        elif isinstance(source, _sources.DecisionTape):
+            self.decider.outcomes = <const uint64_t *>cnp.PyArray_DATA(source.outcomes)
+            self.decider.count = source.outcomes.size
+            self.decider.pos = 0
+            self.decider.want = DG_WANT_NONE
+            dg_rng_init(rng, fill_refuse, NULL, self.buf, 1, 1)
+            rng.decider = &self.decider
+            rng.stop_at_restart = source.stop_at_restart
         else:
-            bg = <bitgen_t *>PyCapsule_GetPointer(bitgen.capsule, "BitGenerator")
-            self.buf = <uint64_t *>malloc(sizeof(uint64_t))
-            if self.buf == NULL:
-                raise MemoryError()
+            bg = <bitgen_t *>PyCapsule_GetPointer(source.capsule, "BitGenerator")
             # lazy: one word at a time, so a generator is left exactly where the oracle leaves it
-            dg_rng_init(&self.s.rng, fill_bitgen, bg, self.buf, 1, 1)
+            dg_rng_init(rng, fill_bitgen, bg, self.buf, 1, 1)
         return 0
 
     cdef int raise_status(self, int rc) except -1:
@@ -520,8 +591,22 @@ cdef class _Job:
         if rc == DG_ERR_LIMIT:
             raise RuntimeError("a rejection loop counter reached 2**64 - 1")
         if rc == DG_ERR_EXHAUSTED:
-            raise RuntimeError("the bit source ran out of bits")
+            raise _sources.Exhausted(self.pending_request())
+        if rc == DG_ERR_RESTART:
+            raise _sources.Restart()
+        if rc == DG_ERR_RAW_BITS:
+            raise RuntimeError("a sampler read raw bits in decision mode")
+        if rc == DG_ERR_DECISION:
+            raise ValueError("a decision tape outcome is outside its primitive's range")
         raise RuntimeError(f"dgauss core failed with status {rc}")
+
+    cdef object pending_request(self):
+        """What the primitive that exhausted a decision tape asked for (None for bits)."""
+        if self.s.rng.decider == NULL:
+            return None
+        if self.decider.want == DG_WANT_UNIFORM:
+            return ("uniform", mpz_to_int(self.decider.want_a))
+        return ("bernoulli", Fraction(mpz_to_int(self.decider.want_a), mpz_to_int(self.decider.want_b)))
 
     cdef int run(self, cnp.ndarray out) except -1:
         cdef Py_ssize_t n = out.shape[0], i = 0, m, k
@@ -567,26 +652,31 @@ cdef class _Job:
         return 0
 
 
-def fill(int kind, object num, object den, object mu, object bitgen, cnp.ndarray out):
+def fill(int kind, object num, object den, object mu, object source, cnp.ndarray out):
     """Fill the 1-D contiguous array `out` (int64, bool or object) with samples.
 
     kind: BERNOULLI_EXP (parameter gamma = num/den), LAPLACE (scale num/den) or
     GAUSSIAN (sigma^2 = num/den); num/den reduced, validated by the caller.
-    mu is added to each sample (ignored for BERNOULLI_EXP).  bitgen is None
-    for the OS CSPRNG, else a numpy.random.BitGenerator, whose lock is held
-    for the whole call.  Returns the number of random bits consumed.
+    mu is added to each sample (ignored for BERNOULLI_EXP).  source is None
+    for the OS CSPRNG, a numpy.random.BitGenerator (its lock is held for the
+    whole call), or a testing Tape / DecisionTape (dgauss.testing).  Returns
+    the number of random bits consumed.
     """
     if out.ndim != 1 or not out.flags.c_contiguous:
         raise ValueError("out must be a 1-D C-contiguous array")
     if out.dtype.kind not in "Oib" or (out.dtype.kind == "i" and out.dtype.itemsize != 8):
         raise TypeError("out must have dtype int64, bool or object")
     cdef _Job job = _Job()
-    job.setup(kind, num, den, mu, bitgen)
-    if bitgen is None:
-        job.run(out)
-    else:
-        with bitgen.lock:
+    job.setup(kind, num, den, mu, source)
+    if isinstance(source, np.random.BitGenerator):
+        with source.lock:
             job.run(out)
+        return dg_bits_used(&job.s.rng)
+    try:
+        job.run(out)
+    finally:
+        if isinstance(source, _sources.Tape):
+            source.position = job.tape.pos
     return dg_bits_used(&job.s.rng)
 
 

@@ -2,7 +2,7 @@
 """Declarations of the C layer under csrc/ (bit source and bottom primitives)."""
 
 from libc.stdint cimport uint64_t, int64_t
-from dgauss._gmp cimport mpz_ptr, mpz_srcptr
+from dgauss._gmp cimport mpz_t, mpz_ptr, mpz_srcptr
 
 cdef extern from "dg_rng.h" nogil:
     enum:
@@ -11,14 +11,21 @@ cdef extern from "dg_rng.h" nogil:
         DG_ERR_EXHAUSTED
         DG_ERR_OVERFLOW
         DG_ERR_LIMIT
+        DG_ERR_RESTART
+        DG_ERR_RAW_BITS
+        DG_ERR_DECISION
 
     ctypedef int (*dg_fill_fn)(void *ctx, uint64_t *words, size_t n) noexcept nogil
 
+    ctypedef struct dg_decider
     ctypedef struct dg_rng:
         int status
         int os_errno
         uint64_t words_taken
         unsigned avail
+        uint64_t bit_budget
+        dg_decider *decider
+        int stop_at_restart
 
     ctypedef struct dg_os_ctx:
         int err
@@ -33,6 +40,16 @@ cdef extern from "dg_rng.h" nogil:
 
 cdef extern from "dg_prim.h" nogil:
     uint64_t DG_BERNOULLI_DMAX
+    enum:
+        DG_WANT_NONE
+        DG_WANT_BERNOULLI
+        DG_WANT_UNIFORM
+    ctypedef struct dg_decider:
+        const uint64_t *outcomes
+        size_t count, pos
+        int want
+        mpz_t want_a, want_b
+    int dg_fair_bit(dg_rng *rng)
     bint dg_mul_u64(uint64_t a, uint64_t b, uint64_t *r)
     bint dg_add_u64(uint64_t a, uint64_t b, uint64_t *r)
     bint dg_add_i64(int64_t a, int64_t b, int64_t *r)

@@ -17,6 +17,8 @@ from typing import Optional, Tuple, Union
 
 import numpy as np
 
+from dgauss import _sources
+
 try:  # gmpy2 is a dependency, but keep parsing usable without it
     import gmpy2
     _GMPY_INT = (type(gmpy2.mpz(0)),)
@@ -137,9 +139,9 @@ def shape(size) -> Optional[Tuple[int, ...]]:
 
 
 def bit_generator(rng):
-    """None (the OS CSPRNG) or the numpy BitGenerator behind ``rng``."""
-    if rng is None:
-        return None
+    """None (the OS CSPRNG), the numpy BitGenerator behind ``rng``, or a testing tape."""
+    if rng is None or isinstance(rng, _sources.SOURCES):
+        return rng
     if isinstance(rng, np.random.Generator):
         return rng.bit_generator
     if isinstance(rng, np.random.BitGenerator):

@@ -39,14 +39,15 @@ import contextlib
 import math
 import os
 from fractions import Fraction
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
 from dgauss import _api
+from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
 
 __all__ = [
-    "BitStream", "uniform", "bernoulli", "bernoulli_exp", "geometric_exp1",
+    "BitStream", "uniform", "bernoulli", "fair_bit", "bernoulli_exp", "geometric_exp1",
     "discrete_laplace", "discrete_gaussian",
     "sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "fill",
 ]
@@ -55,12 +56,20 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class BitStream:
-    """Random bits from a source of 64-bit words, most significant bit first."""
+    """Random bits from a source of 64-bit words, most significant bit first.
 
-    def __init__(self, next_word: Callable[[], int]):
+    ``budget`` (a number of bits) makes the stream finite: reading past it
+    raises :class:`dgauss.testing.Exhausted`.
+    """
+
+    decisions = False
+    stop_at_restart = False
+
+    def __init__(self, next_word: Callable[[], int], budget: Optional[int] = None):
         self._next_word = next_word
         self._word = 0          # the current word; its low `_avail` bits are unread
         self._avail = 0
+        self._budget = budget
         self.words_taken = 0
 
     def bits(self, k: int) -> int:
@@ -68,14 +77,24 @@ class BitStream:
         value = 0
         while k > 0:
             if self._avail == 0:
-                self._word = self._next_word()
-                self._avail = 64
-                self.words_taken += 1
+                self._take_word()
             take = min(k, self._avail)
             self._avail -= take
             value = (value << take) | ((self._word >> self._avail) & ((1 << take) - 1))
             k -= take
         return value
+
+    def _take_word(self) -> None:
+        if self._budget == 0:
+            raise Exhausted()
+        self._word = self._next_word()
+        self._avail = 64
+        self.words_taken += 1
+        if self._budget is not None:
+            if self._budget < 64:  # the last, partial word of a tape: its top bits
+                self._word >>= 64 - self._budget
+                self._avail = self._budget
+            self._budget -= self._avail
 
     def bit(self) -> int:
         return self.bits(1)
@@ -85,10 +104,42 @@ class BitStream:
         return 64 * self.words_taken - self._avail
 
 
+class DecisionStream:
+    """Testing only: outcomes of the primitives from a :class:`dgauss.testing.DecisionTape`.
+
+    uniform, bernoulli and fair_bit take their outcomes from here instead of
+    reading bits (see DecisionTape); the samplers above them run unchanged.
+    """
+
+    decisions = True
+
+    def __init__(self, tape):
+        self._outcomes = [int(o) for o in tape.outcomes]
+        self._pos = 0
+        self.stop_at_restart = tape.stop_at_restart
+        self.bits_used = 0
+
+    def decide(self, request: tuple, limit: int) -> int:
+        if self._pos == len(self._outcomes):
+            raise Exhausted(request)
+        outcome = self._outcomes[self._pos]
+        self._pos += 1
+        if outcome >= limit:
+            raise ValueError("a decision tape outcome is outside its primitive's range")
+        return outcome
+
+    def bits(self, k: int) -> int:
+        raise RuntimeError("a sampler read raw bits in decision mode")
+
+    bit = bits
+
+
 def uniform(bits: BitStream, m: int) -> int:
     """Uniform on {0, ..., m-1} by rejection on ceil(log2 m) bits."""
     if m == 1:
         return 0
+    if bits.decisions:
+        return bits.decide(("uniform", m), m)
     k = (m - 1).bit_length()
     while True:
         x = bits.bits(k)
@@ -101,6 +152,8 @@ def bernoulli(bits: BitStream, p: Fraction) -> bool:
     n, d = p.numerator, p.denominator
     if n >= d:
         return True
+    if bits.decisions:
+        return n != 0 and bits.decide(("bernoulli", p), 2) == 1
     r = n
     while r != 0:
         r *= 2
@@ -110,6 +163,19 @@ def bernoulli(bits: BitStream, p: Fraction) -> bool:
         if bits.bit() != digit:
             return digit        # U < p exactly when U has 0 where p has 1
     return False
+
+
+def fair_bit(bits: BitStream) -> int:
+    """Bernoulli(1/2) as one raw bit."""
+    if bits.decisions:
+        return bits.decide(("bernoulli", Fraction(1, 2)), 2)
+    return bits.bit()
+
+
+def restart(bits: BitStream) -> None:
+    """A rejection: the loop starts again from its initial state (testing sources may stop here)."""
+    if bits.stop_at_restart:
+        raise Restart()
 
 
 def bernoulli_exp(bits: BitStream, gamma: Fraction) -> bool:
@@ -138,12 +204,14 @@ def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
     while True:
         u = uniform(bits, t)
         if not bernoulli_exp(bits, Fraction(u, t)):
+            restart(bits)
             continue
         v = geometric_exp1(bits)
         x = u + t * v           # Geometric(1 - exp(-1/t))
         y = x // s              # Geometric(1 - exp(-s/t))
-        b = bits.bit()          # Bernoulli(1/2)
+        b = fair_bit(bits)      # Bernoulli(1/2)
         if b == 1 and y == 0:
+            restart(bits)
             continue
         return -y if b else y
 
@@ -156,24 +224,37 @@ def discrete_gaussian(bits: BitStream, sigma2: Fraction) -> int:
         gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
         if bernoulli_exp(bits, gamma):
             return y
+        restart(bits)
 
 
 def _os_word() -> int:
     return int.from_bytes(os.urandom(8), "little")
 
 
-def fill(kind: int, num: int, den: int, mu: int, bitgen, out: np.ndarray) -> int:
+def fill(kind: int, num: int, den: int, mu: int, source, out: np.ndarray) -> int:
     """The oracle's backend, with the same contract as ``dgauss._core.fill``."""
-    if bitgen is None:
-        stream, lock = BitStream(_os_word), contextlib.nullcontext()
+    lock = contextlib.nullcontext()
+    if source is None:
+        stream = BitStream(_os_word)
+    elif isinstance(source, Tape):
+        words = iter(source.words[source.position:].tolist())
+        stream = BitStream(lambda: next(words), budget=source.bits_left)
+    elif isinstance(source, DecisionTape):
+        stream = DecisionStream(source)
     else:
-        ct = bitgen.ctypes
-        stream, lock = BitStream(lambda: ct.next_uint64(ct.state)), bitgen.lock
+        ct = source.ctypes
+        stream, lock = BitStream(lambda: ct.next_uint64(ct.state)), source.lock
     param = Fraction(num, den)
-    with lock:
+    with lock, _advancing(source, stream):
         for i in range(out.shape[0]):
             if kind == _api.BERNOULLI_EXP:
                 out[i] = bernoulli_exp(stream, param)
+                continue
+            if kind == _api.BERNOULLI:
+                out[i] = bernoulli(stream, param)
+                continue
+            if kind == _api.UNIFORM:
+                out[i] = uniform(stream, num)
                 continue
             if kind == _api.GAUSSIAN:
                 value = discrete_gaussian(stream, param) + mu
@@ -184,6 +265,16 @@ def fill(kind: int, num: int, den: int, mu: int, bitgen, out: np.ndarray) -> int
                                     "to get exact Python ints")
             out[i] = value
     return stream.bits_used
+
+
+@contextlib.contextmanager
+def _advancing(source, stream):
+    """Move a Tape past the words this call started, as a generator would be."""
+    try:
+        yield
+    finally:
+        if isinstance(source, Tape):
+            source.position += stream.words_taken
 
 
 def sample_gaussian(sigma2, size=None, *, mu=0, rng=None, dtype=None):

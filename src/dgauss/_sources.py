@@ -1,0 +1,127 @@
+"""Finite random sources for testing: bit tapes and decision tapes.
+
+Both are accepted as ``rng`` by the compiled core and by the oracle
+(:mod:`dgauss.reference`), and are re-exported by :mod:`dgauss.testing`.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Iterable, Optional, Tuple, Union
+
+import numpy as np
+
+
+class Exhausted(Exception):
+    """A finite source ran out before the draw finished.
+
+    Distinct from every other error a sampler can raise.  ``request`` says what
+    the sampler was asking for when it ran out: ``None`` for a bit tape (one
+    more bit), ``("bernoulli", p)`` with ``p`` a Fraction, or ``("uniform", m)``
+    for a decision tape.
+    """
+
+    def __init__(self, request: Optional[Tuple[str, Union[Fraction, int]]] = None):
+        super().__init__(f"the tape ran out (next request: {request})" if request
+                         else "the tape ran out of bits")
+        self.request = request
+
+
+class Restart(Exception):
+    """The draw reached a rejection-loop restart, and the source asked to stop there.
+
+    Algorithms 2 and 3 restart from their initial state when they reject, so a
+    draw that restarts continues exactly like a fresh one (a regeneration point).
+    """
+
+
+class Tape:
+    """A finite bit string served under the bit-consumption contract.
+
+    Parameters
+    ----------
+    bits : str or iterable of 0/1
+        The bits, first bit first, e.g. ``"0110"`` or ``[0, 1, 1, 0]``.
+
+    Notes
+    -----
+    Like a NumPy generator, a tape is consumed by whole 64-bit words: each call
+    starts at the next unused word (``position``) and leaves the unread bits of
+    its last word behind.  Reading past the last bit raises :class:`Exhausted`.
+    """
+
+    kind = "bits"
+
+    def __init__(self, bits: Union[str, Iterable[int]]):
+        if isinstance(bits, str):
+            if not set(bits) <= {"0", "1"}:
+                raise ValueError("bits must be a string of '0' and '1'")
+            nbits, value = len(bits), int(bits or "0", 2)
+        else:
+            values = tuple(bits)
+            if not set(values) <= {0, 1}:
+                raise ValueError("bits must be 0 or 1")
+            nbits, value = len(values), 0
+            for b in values:
+                value = (value << 1) | b
+        self._set(value, nbits)
+
+    def _set(self, value: int, nbits: int) -> None:
+        nwords = -(-nbits // 64)
+        value <<= 64 * nwords - nbits  # first bit at the top of the first word
+        self.nbits = nbits
+        self.words = np.array([(value >> (64 * (nwords - 1 - i))) & 0xFFFFFFFFFFFFFFFF
+                               for i in range(nwords)], dtype=np.uint64)
+        self.position = 0
+
+    @classmethod
+    def from_int(cls, value: int, nbits: int) -> "Tape":
+        """The tape of the ``nbits``-bit binary expansion of ``value`` (0 <= value < 2**nbits)."""
+        if not 0 <= value < (1 << nbits) or nbits < 0:
+            raise ValueError("value must be in [0, 2**nbits)")
+        tape = cls.__new__(cls)
+        tape._set(value, nbits)
+        return tape
+
+    @classmethod
+    def from_words(cls, words: Iterable[int]) -> "Tape":
+        """A tape holding whole 64-bit words, in order."""
+        tape = cls.from_int(0, 0)
+        tape.words = np.array(list(words), dtype=np.uint64)
+        tape.nbits = 64 * tape.words.size
+        return tape
+
+    @property
+    def bits_left(self) -> int:
+        return max(0, self.nbits - 64 * self.position)
+
+    def __repr__(self) -> str:
+        return f"Tape(nbits={self.nbits}, position={self.position})"
+
+
+class DecisionTape:
+    """Outcomes for the sampling primitives, in call order (testing only).
+
+    With a decision tape the samplers read no bits: each call of a primitive
+    takes the next outcome instead, 0/1 for a Bernoulli(p) (including the
+    discrete Laplace's sign, Bernoulli(1/2)) and 0..m-1 for uniform(m).  The
+    cases that read nothing from a bit source (p = 0, p >= 1, m = 1) take no
+    outcome.  When the outcomes run out, :class:`Exhausted` reports the next
+    request.  With ``stop_at_restart``, a rejection-loop restart raises
+    :class:`Restart`.
+
+    This is how :func:`dgauss.testing.enumerate_decisions` checks the samplers
+    built on the primitives; the primitives' own use of bits is checked on bit
+    tapes.
+    """
+
+    kind = "decisions"
+
+    def __init__(self, outcomes: Iterable[int], stop_at_restart: bool = True):
+        self.outcomes = np.array([int(o) for o in outcomes], dtype=np.uint64)
+        self.stop_at_restart = bool(stop_at_restart)
+
+    def __repr__(self) -> str:
+        return f"DecisionTape({self.outcomes.tolist()}, stop_at_restart={self.stop_at_restart})"
+
+
+SOURCES = (Tape, DecisionTape)
