@@ -79,7 +79,6 @@ uint64_t dg_bits_spanning(dg_rng *rng, unsigned k)
 
 /* ---- the operating system's CSPRNG ---------------------------------- */
 
-#if !defined(DG_HAVE_GETRANDOM)
 /* Read all of buf from /dev/urandom, retrying short reads and EINTR. */
 static int read_urandom(unsigned char *p, size_t n, int *err)
 {
@@ -106,17 +105,59 @@ static int read_urandom(unsigned char *p, size_t n, int *err)
     close(fd);
     return DG_OK;
 }
-#endif
 
-/* Failure injection for the test suite (dgauss._core._inject_entropy_failure):
- * while positive, that many upcoming OS fills fail with this errno. */
-static int dg_os_fail_count = 0;
-static int dg_os_fail_errno = EIO;
+/* ---- test hooks (dgauss._core._os_test_hook), not API ------------------
+ * fail_after >= 0: that many more fills succeed, then `fail_count` fills fail
+ * with `fail_errno`.  fake: reads return the bytes 0, 1, 2, ... (mod 256) at
+ * most 7 at a time, and every third read fails with EINTR, so the tests can
+ * check that short reads are joined and interrupted reads retried, never
+ * taken as data.  The tests run these hooks from one thread. */
+static struct {
+    int fail_after, fail_count, fail_errno;
+    int fake;
+    unsigned fake_next, fake_calls;
+} dg_os_hook = {-1, 0, 0, 0, 0, 0};
 
-void dg_os_inject_failure(int count, int err)
+void dg_os_test_hook(int fail_after, int fail_count, int fail_errno, int fake)
 {
-    dg_os_fail_errno = err;
-    __atomic_store_n(&dg_os_fail_count, count, __ATOMIC_SEQ_CST);
+    dg_os_hook.fail_after = fail_after;
+    dg_os_hook.fail_count = fail_count;
+    dg_os_hook.fail_errno = fail_errno;
+    dg_os_hook.fake = fake;
+    dg_os_hook.fake_next = 0;
+    dg_os_hook.fake_calls = 0;
+}
+
+static int injected_failure(void)
+{
+    if (dg_os_hook.fail_after < 0 || dg_os_hook.fail_count == 0)
+        return 0;
+    if (dg_os_hook.fail_after > 0) {
+        dg_os_hook.fail_after--;
+        return 0;
+    }
+    dg_os_hook.fail_count--;
+    return 1;
+}
+
+/* One read attempt: bytes read (possibly fewer than n), or -1 with errno. */
+static long os_read(unsigned char *p, size_t n)
+{
+    if (dg_os_hook.fake) {
+        size_t i, k = n < 7 ? n : 7;
+        if (++dg_os_hook.fake_calls % 3 == 0) {
+            errno = EINTR;
+            return -1;
+        }
+        for (i = 0; i < k; i++)
+            p[i] = (unsigned char)(dg_os_hook.fake_next++ & 0xFF);
+        return (long)k;
+    }
+#if defined(DG_HAVE_GETRANDOM)
+    return syscall(SYS_getrandom, p, n, 0);
+#else
+    return -2; /* use read_urandom */
+#endif
 }
 
 int dg_fill_os(void *ctx, uint64_t *words, size_t n)
@@ -126,27 +167,25 @@ int dg_fill_os(void *ctx, uint64_t *words, size_t n)
     int err = 0;
     int rc = DG_OK;
 
-    if (__atomic_load_n(&dg_os_fail_count, __ATOMIC_SEQ_CST) > 0 &&
-        __atomic_sub_fetch(&dg_os_fail_count, 1, __ATOMIC_SEQ_CST) >= 0) {
-        err = dg_os_fail_errno;
+    if (injected_failure()) {
+        err = dg_os_hook.fail_errno;
         rc = DG_ERR_ENTROPY;
-    } else {
-#if defined(DG_HAVE_GETRANDOM)
-        while (left > 0) {
-            long got = syscall(SYS_getrandom, p, left, 0);
-            if (got < 0 && errno == EINTR)
-                continue;
-            if (got <= 0) {
-                err = (got < 0) ? errno : EIO;
-                rc = DG_ERR_ENTROPY;
-                break;
-            }
-            p += got;
-            left -= (size_t)got;
+    }
+    while (rc == DG_OK && left > 0) {
+        long got = os_read(p, left);
+        if (got == -2 || (got < 0 && errno == ENOSYS)) { /* no getrandom(2) */
+            rc = read_urandom(p, left, &err);
+            break;
         }
-#else
-        rc = read_urandom(p, left, &err);
-#endif
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            err = (got < 0) ? errno : EIO;
+            rc = DG_ERR_ENTROPY;
+            break;
+        }
+        p += got;
+        left -= (size_t)got;
     }
     if (rc != DG_OK) {
         memset(words, 0, n * sizeof(uint64_t)); /* never leave stale bits */

@@ -71,8 +71,8 @@ void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
 typedef struct dg_os_ctx { int err; } dg_os_ctx;
 int dg_fill_os(void *ctx, uint64_t *words, size_t n);
 
-/* Test hook, not API: make the next `count` OS fills fail with errno `err`. */
-void dg_os_inject_failure(int count, int err);
+/* Test hook, not API: see dg_rng.c. */
+void dg_os_test_hook(int fail_after, int fail_count, int fail_errno, int fake);
 
 /* Refill `cur` with the next word (fewer than 64 bits when bit_budget runs
  * low; DG_ERR_EXHAUSTED when it is 0).  Returns 0, or -1 with status set. */

@@ -8,6 +8,7 @@ import pytest
 
 import dgauss
 from dgauss import _core, reference
+from dgauss.testing import Tape
 
 
 def test_default_source_is_not_reproducible():
@@ -101,26 +102,43 @@ def test_shared_generator_is_locked():
     assert len(results) == 80 and len(set(results)) == 80
 
 
+@pytest.fixture
+def os_hook():
+    """The OS-read test hook of the compiled core, reset after each test."""
+    yield _core._os_test_hook
+    _core._os_test_hook()
+
+
 @pytest.mark.parametrize("sampler", [dgauss.sample_gaussian, dgauss.sample_laplace])
-def test_entropy_failure_raises_then_recovers(sampler):
-    _core._inject_entropy_failure(1, errno.EIO)
-    try:
-        with pytest.raises(OSError) as info:
-            sampler(100, 1000)
-        assert info.value.errno == errno.EIO
-    finally:
-        _core._inject_entropy_failure(0)
-    assert sampler(100, 1000).shape == (1000,)
+def test_entropy_failure_raises_then_recovers(sampler, os_hook):
+    os_hook(fail_after=0, fail_count=1, fail_errno=errno.EIO)
+    with pytest.raises(OSError) as info:
+        sampler(100, 1000)
+    assert info.value.errno == errno.EIO
+    assert sampler(100, 1000).shape == (1000,)  # the failure has cleared
 
 
-def test_entropy_failure_mid_batch_returns_nothing():
-    """A batch needing many OS reads fails as a whole; no partly filled array escapes."""
-    _core._inject_entropy_failure(1, errno.EAGAIN)
-    try:
-        with pytest.raises(OSError):
-            dgauss.sample_gaussian(10**100, 10)
-    finally:
-        _core._inject_entropy_failure(0)
+def test_entropy_failure_mid_batch_returns_nothing(os_hook):
+    """A batch whose later reads fail raises as a whole; no partly filled array escapes."""
+    os_hook(fail_after=3, fail_count=1, fail_errno=errno.EAGAIN)
+    with pytest.raises(OSError) as info:
+        dgauss.sample_gaussian(10**100, 2000)  # needs far more than 3 reads
+    assert info.value.errno == errno.EAGAIN
+    os_hook(fail_after=3, fail_count=1, fail_errno=errno.EAGAIN)
+    with pytest.raises(OSError):
+        dgauss.sample_gaussian(100, 10**6)
+
+
+def test_short_reads_and_eintr_are_retried_not_data(os_hook):
+    """The fake OS source serves bytes 0, 1, 2, ... at most 7 per read, every third read
+    interrupted: the samples must equal those drawn from a tape of exactly those bytes."""
+    n = 5000
+    stream = (bytes(range(256)) * 400)[: 8 * 12000]
+    words = np.frombuffer(stream, dtype="<u8").tolist()
+    expected = dgauss.sample_gaussian(10, n, rng=Tape.from_words(words))
+    os_hook(fake=True)
+    got = dgauss.sample_gaussian(10, n)
+    assert got.tolist() == expected.tolist()
 
 
 def test_oracle_reads_the_os_by_default():

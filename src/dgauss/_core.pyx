@@ -680,6 +680,8 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     return dg_bits_used(&job.s.rng)
 
 
-def _inject_entropy_failure(int count, int err=_errno.EIO):
-    """Test hook: make the next `count` reads of OS randomness fail with `err`."""
-    dg_os_inject_failure(count, err)
+def _os_test_hook(int fail_after=-1, int fail_count=0, int fail_errno=_errno.EIO, bint fake=False):
+    """Test hook, not API: after `fail_after` successful OS reads, fail `fail_count`
+    of them with `fail_errno`; `fake` serves bytes 0, 1, 2, ... in short reads
+    interrupted by EINTR.  Call with no arguments to restore the real source."""
+    dg_os_test_hook(fail_after, fail_count, fail_errno, fake)

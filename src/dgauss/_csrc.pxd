@@ -33,7 +33,7 @@ cdef extern from "dg_rng.h" nogil:
     void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
                      uint64_t *buf, size_t cap, size_t first_block)
     int dg_fill_os(void *ctx, uint64_t *words, size_t n)
-    void dg_os_inject_failure(int count, int err)
+    void dg_os_test_hook(int fail_after, int fail_count, int fail_errno, int fake)
     uint64_t dg_bits_used(const dg_rng *rng)
     int dg_bit(dg_rng *rng)
     uint64_t dg_bits(dg_rng *rng, unsigned k)

@@ -49,7 +49,7 @@ from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
 __all__ = [
     "BitStream", "uniform", "bernoulli", "fair_bit", "bernoulli_exp", "geometric_exp1",
     "discrete_laplace", "discrete_gaussian",
-    "sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "fill",
+    "sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "fill", "open_stream",
 ]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -231,19 +231,23 @@ def _os_word() -> int:
     return int.from_bytes(os.urandom(8), "little")
 
 
+def open_stream(source):
+    """The stream one call reads: from the OS (None), a BitGenerator, a Tape or a DecisionTape."""
+    if source is None:
+        return BitStream(_os_word)
+    if isinstance(source, Tape):
+        words = iter(source.words[source.position:].tolist())
+        return BitStream(lambda: next(words), budget=source.bits_left)
+    if isinstance(source, DecisionTape):
+        return DecisionStream(source)
+    ct = source.ctypes
+    return BitStream(lambda: ct.next_uint64(ct.state))
+
+
 def fill(kind: int, num: int, den: int, mu: int, source, out: np.ndarray) -> int:
     """The oracle's backend, with the same contract as ``dgauss._core.fill``."""
-    lock = contextlib.nullcontext()
-    if source is None:
-        stream = BitStream(_os_word)
-    elif isinstance(source, Tape):
-        words = iter(source.words[source.position:].tolist())
-        stream = BitStream(lambda: next(words), budget=source.bits_left)
-    elif isinstance(source, DecisionTape):
-        stream = DecisionStream(source)
-    else:
-        ct = source.ctypes
-        stream, lock = BitStream(lambda: ct.next_uint64(ct.state)), source.lock
+    stream = open_stream(source)
+    lock = source.lock if isinstance(source, np.random.BitGenerator) else contextlib.nullcontext()
     param = Fraction(num, den)
     with lock, _advancing(source, stream):
         for i in range(out.shape[0]):

@@ -111,6 +111,8 @@ class Enumeration:
         Sampler runs made.
     regenerative : bool
         Whether restarts were merged (decision tapes with ``stop_at_restart``).
+    target : mpq
+        The resolution asked for; :attr:`complete` says whether it was reached.
     """
 
     mass: Dict[Any, mpq] = field(default_factory=dict)
@@ -118,6 +120,7 @@ class Enumeration:
     unresolved: mpq = mpq(1)
     runs: int = 0
     regenerative: bool = False
+    target: mpq = mpq(0)
 
     def bounds(self, value) -> Tuple[mpq, mpq]:
         """Exact lower and upper bounds on the sampler's P[value] implied by the enumeration."""
@@ -134,6 +137,11 @@ class Enumeration:
         """Upper bound on P[value] for a value never seen (the checker's resolution)."""
         return self.bounds(object())[1]
 
+    @property
+    def complete(self) -> bool:
+        """Whether the enumeration reached its target resolution (else a check proves little)."""
+        return self.width <= self.target
+
 
 def _enumerate(draw: Draw, make_source, root, extend, branches, target, max_runs,
                regenerative) -> Enumeration:
@@ -143,7 +151,7 @@ def _enumerate(draw: Draw, make_source, root, extend, branches, target, max_runs
     child prefix, ``branches(request)`` the outcomes of the request that ran the
     tape out, with their exact probabilities.
     """
-    result = Enumeration(regenerative=regenerative)
+    result = Enumeration(regenerative=regenerative, target=target)
     order = itertools.count()
     heap: List[tuple] = [(-1.0, next(order), root, mpq(1))]
     while heap and result.runs < max_runs:
@@ -306,16 +314,25 @@ def pmf_bounds(name: str, param) -> Callable[[Any], Tuple[Any, Any]]:
 
 @dataclass
 class Check:
-    """The result of :func:`check`: ``ok``, and the values whose bounds disagree."""
+    """The result of :func:`check`.
 
-    ok: bool
+    ``ok`` means every value's enumerated bounds contain its true probability
+    *and* the enumeration reached its target resolution; ``failures`` lists the
+    values whose bounds disagree.
+    """
+
     enumeration: Enumeration
     failures: List[tuple]
     values_checked: int
 
+    @property
+    def ok(self) -> bool:
+        return not self.failures and self.enumeration.complete
+
     def report(self) -> str:
         e = self.enumeration
-        lines = [f"{'ok' if self.ok else 'FAILED'}: {self.values_checked} values checked, "
+        verdict = "FAILED" if self.failures else "ok" if e.complete else "INCONCLUSIVE (target not reached)"
+        lines = [f"{verdict}: {self.values_checked} values checked, "
                  f"{e.runs} runs, unresolved mass {float(e.unresolved):.3g}, "
                  f"restart mass {float(e.restart):.3g}, resolution {float(e.width):.3g}"]
         for value, elo, ehi, tlo, thi in self.failures[:20]:
@@ -348,7 +365,7 @@ def check(enumeration: Enumeration, name: str, param) -> Check:
         t_lo, t_hi = bounds(value)
         if e_lo > t_hi or e_hi < t_lo:
             failures.append((value, e_lo, e_hi, t_lo, t_hi))
-    return Check(not failures, enumeration, failures, len(values))
+    return Check(enumeration, failures, len(values))
 
 
 def enumerate_sampler(name: str, param, *, oracle: bool = False, target: float = 1e-3,

@@ -1,0 +1,201 @@
+"""Exactness, checked rather than sampled: enumerate the random tapes of one draw.
+
+Two levels, together covering every line that touches randomness:
+
+* bit tapes, for the primitives uniform(m) and Bernoulli(n/d) (the only code
+  that reads bits) and for Bernoulli(exp(-gamma)) as a whole;
+* decision tapes, for Bernoulli(exp(-gamma)), the discrete Laplace and the
+  discrete Gaussian: the primitives' outcomes with their exact probabilities,
+  restarts merged (P = A / (1 - R)); bit-level enumeration of these would need
+  2**60..2**130 tapes to reach the same resolution.
+
+Each check passes only if, for every value, the enumerated bounds on the
+sampler's probability contain the true probability (bounded with MPFR and
+directed rounding) and the enumeration reached its target resolution.  Oracle
+parity (test_parity.py) ties the two levels to the same bits.
+
+Default budgets resolve every probability to within 1e-3 in seconds; the
+`slow` tests go to 1e-6 for the Bernoulli sampler.
+"""
+from fractions import Fraction
+
+import pytest
+from gmpy2 import mpq
+
+from dgauss import reference
+from dgauss.testing import (DecisionTape, Exhausted, Restart, Tape, check, enumerate_bits,
+                            enumerate_decisions, enumerate_sampler, sampler)
+
+BIG_GAMMA = Fraction(2**65 + 1, 2**64 + 3)        # numerator and denominator above 2**64
+GAMMAS = [0, Fraction(1, 3), 1, Fraction(7, 3), 12, BIG_GAMMA]
+SCALES = [1, Fraction(7, 3), 10]
+BIG_SIGMA2 = Fraction(2**70 + 1, 2**69)           # d t = 2**70: the acceptance test runs on GMP
+SIGMA2 = [Fraction(1, 2), 1, 2, 10, BIG_SIGMA2]
+
+WHO = [pytest.param(False, id="core"), pytest.param(True, id="oracle")]
+
+
+def assert_exact(name, param, *, oracle, target=1e-3, level=None, max_runs=2_000_000):
+    enumeration = enumerate_sampler(name, param, oracle=oracle, target=target, level=level,
+                                    max_runs=max_runs)
+    result = check(enumeration, name, param)
+    assert result.ok, result.report()
+    return result
+
+
+# ---- the primitives, on bit tapes ------------------------------------------------
+
+@pytest.mark.parametrize("oracle", WHO)
+@pytest.mark.parametrize("p", [Fraction(1, 3), Fraction(2, 7), Fraction(1, 2), Fraction(5, 8), 0, 1,
+                               Fraction(2**64 + 1, 2**65 + 7)], ids=str)
+def test_bernoulli_primitive(p, oracle):
+    assert_exact("bernoulli", p, oracle=oracle, target=1e-9)
+
+
+@pytest.mark.parametrize("oracle", WHO)
+@pytest.mark.parametrize("m", [1, 2, 3, 7, 64, 1000], ids=str)
+def test_uniform_primitive(m, oracle):
+    assert_exact("uniform", m, oracle=oracle, target=1e-3 if m > 64 else 1e-9)
+
+
+# ---- Bernoulli(exp(-gamma)) --------------------------------------------------------
+
+@pytest.mark.parametrize("oracle", WHO)
+@pytest.mark.parametrize("gamma", GAMMAS, ids=str)
+def test_bernoulli_exp_bits(gamma, oracle):
+    if oracle and gamma == 12:
+        pytest.skip("430k oracle runs: in the slow suite")
+    assert_exact("bernoulli_exp", gamma, oracle=oracle, level="bits")
+
+
+@pytest.mark.parametrize("oracle", WHO)
+@pytest.mark.parametrize("gamma", GAMMAS, ids=str)
+def test_bernoulli_exp_decisions(gamma, oracle):
+    assert_exact("bernoulli_exp", gamma, oracle=oracle, level="decisions", target=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("oracle", WHO)
+@pytest.mark.parametrize("gamma", [0, Fraction(1, 3), 1, Fraction(7, 3)], ids=str)
+def test_bernoulli_exp_bits_deep(gamma, oracle):
+    if oracle and gamma == Fraction(7, 3):
+        pytest.skip("5 million oracle runs")
+    assert_exact("bernoulli_exp", gamma, oracle=oracle, level="bits", target=1e-6, max_runs=10**7)
+
+
+@pytest.mark.slow
+def test_bernoulli_exp_bits_oracle_gamma_12():
+    assert_exact("bernoulli_exp", 12, oracle=True, level="bits")
+
+
+# ---- the discrete Laplace and the discrete Gaussian, on decision tapes ------------
+
+@pytest.mark.parametrize("oracle", WHO)
+@pytest.mark.parametrize("scale", SCALES, ids=str)
+def test_laplace(scale, oracle):
+    assert_exact("laplace", scale, oracle=oracle)
+
+
+@pytest.mark.parametrize("oracle", WHO)
+@pytest.mark.parametrize("sigma2", SIGMA2, ids=str)
+def test_gaussian(sigma2, oracle):
+    # the oracle's larger cases take ~10 s at 1e-3: 1e-2 here, 1e-3 in the slow suite
+    target = 1e-2 if oracle and sigma2 not in (Fraction(1, 2), 2) else 1e-3
+    assert_exact("gaussian", sigma2, oracle=oracle, target=target)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma2", [1, 10, BIG_SIGMA2], ids=str)
+def test_gaussian_oracle_deep(sigma2):
+    assert_exact("gaussian", sigma2, oracle=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma2", [Fraction(1, 2), 2], ids=str)
+def test_gaussian_core_deep(sigma2):
+    assert_exact("gaussian", sigma2, oracle=False, target=1e-4, max_runs=10**7)
+
+
+# ---- the checker can fail ------------------------------------------------------------
+
+def test_checker_rejects_the_wrong_distribution():
+    enumeration = enumerate_sampler("gaussian", 1, target=1e-3)
+    assert check(enumeration, "gaussian", 1).ok
+    assert not check(enumeration, "gaussian", Fraction(11, 10)).ok
+    assert not check(enumeration, "laplace", 1).ok
+
+
+def test_checker_rejects_a_laplace_that_counts_zero_twice():
+    """Algorithm 2 without its (B = 1, Y = 0) rejection: zero gets twice its mass."""
+    def buggy(source):
+        bits = reference.open_stream(source)
+        while True:
+            u = reference.uniform(bits, 7)
+            if not reference.bernoulli_exp(bits, Fraction(u, 7)):
+                reference.restart(bits)
+                continue
+            y = (u + 7 * reference.geometric_exp1(bits)) // 3
+            return -y if reference.fair_bit(bits) else y
+
+    result = check(enumerate_decisions(buggy, target=1e-3), "laplace", Fraction(7, 3))
+    assert not result.ok and 0 in [f[0] for f in result.failures]
+
+
+def test_checker_rejects_a_bernoulli_that_rounds_up():
+    """A lazy Bernoulli(p) that answers True when p's expansion ends: P[True] too large."""
+    def buggy(source):
+        bits = reference.open_stream(source)
+        n, d = 5, 8
+        r = n
+        while r:
+            r *= 2
+            digit = r >= d
+            r -= d * digit
+            if bits.bit() != digit:
+                return bool(digit)
+        return True
+
+    result = check(enumerate_bits(buggy, target=1e-6), "bernoulli", Fraction(5, 8))
+    assert not result.ok
+
+
+def test_checker_is_inconclusive_when_the_target_is_not_reached():
+    enumeration = enumerate_sampler("gaussian", 10, target=1e-3, max_runs=50)
+    result = check(enumeration, "gaussian", 10)
+    assert not enumeration.complete and not result.ok and not result.failures
+    assert "INCONCLUSIVE" in result.report()
+
+
+def test_enumeration_masses_add_up():
+    enumeration = enumerate_sampler("laplace", Fraction(7, 3), target=1e-3)
+    total = sum(enumeration.mass.values()) + enumeration.restart + enumeration.unresolved
+    assert total == mpq(1)
+
+
+# ---- the tapes themselves -------------------------------------------------------------
+
+def test_exhaustion_is_its_own_error():
+    for base in (ValueError, TypeError, OSError, RuntimeError, ArithmeticError):
+        assert not issubclass(Exhausted, base)
+    for draw in (sampler("gaussian", 10), sampler("gaussian", 10, oracle=True)):
+        with pytest.raises(Exhausted) as info:
+            draw(Tape("0"))
+        assert info.value.request is None
+
+
+def test_decision_tape_reports_the_pending_request_and_restarts():
+    for oracle in (False, True):
+        draw = sampler("gaussian", 10, oracle=oracle)
+        with pytest.raises(Exhausted) as info:
+            draw(DecisionTape([]))
+        assert info.value.request == ("uniform", 4)  # t = floor(sqrt(10)) + 1
+        with pytest.raises(Exhausted) as info:
+            draw(DecisionTape([3]))
+        assert info.value.request == ("bernoulli", Fraction(3, 4))  # Bernoulli(exp(-3/4)): gamma/K, K = 1
+        with pytest.raises(Exhausted) as info:
+            draw(DecisionTape([3, 0]))  # K = 1 is odd: D = 1; V's first Bernoulli(exp(-1)) asks 1/2
+        assert info.value.request == ("bernoulli", Fraction(1, 2))
+        with pytest.raises(Restart):
+            draw(DecisionTape([3, 1, 0]))  # K = 2 is even: D = 0, reject and restart
+        with pytest.raises(ValueError):
+            draw(DecisionTape([4]))  # outside uniform(4)
