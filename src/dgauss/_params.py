@@ -37,15 +37,24 @@ MAX_DECIMAL_EXPONENT = 1_000_000
 
 ACCEPTED = "an int, fractions.Fraction, gmpy2 mpz/mpq, decimal.Decimal, str or finite float"
 
-_NUMBER = re.compile(
-    r"""\s*[+-]?(?:
-        \d+\s*/\s*\d+                                    # 1/3
-      | (?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?  # 2.5, 1e100
-    )\s*$""",
-    re.VERBOSE,
-)
+_RATIO = re.compile(r"\s*([+-]?)(\d+)\s*/\s*(\d+)\s*$")
+_DECIMAL = re.compile(r"\s*([+-]?)(?=\.?\d)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
+
+#: Decimal digits that fit in MAX_PARAM_BITS bits (log10(2) < 0.30103).
+_MAX_DIGITS = int(MAX_PARAM_BITS * 0.30103) + 2
 
 Rational = Union[int, Fraction, decimal.Decimal, float, str]
+
+
+def show(value) -> str:
+    """repr(value) for an error message, shortened (and safe for ints past Python's digit limit)."""
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
+        q = Fraction(value)
+        if max(q.numerator.bit_length(), q.denominator.bit_length()) > 256:
+            return (f"<{type(value).__name__} with a {q.numerator.bit_length()}-bit numerator "
+                    f"and a {q.denominator.bit_length()}-bit denominator>")
+    text = repr(value)
+    return text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
 
 
 def to_fraction(value, name: str) -> Fraction:
@@ -60,14 +69,13 @@ def to_fraction(value, name: str) -> Fraction:
         result = Fraction(int(value.numerator), int(value.denominator))
     elif isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
-            raise ValueError(f"{name} must be finite, got {value!r}")
+            raise ValueError(f"{name} must be finite, got {show(value)}")
         result = Fraction(float(value))
     elif isinstance(value, decimal.Decimal):
         if not value.is_finite():
-            raise ValueError(f"{name} must be finite, got {value!r}")
-        if abs(value.as_tuple().exponent) > MAX_DECIMAL_EXPONENT:
-            raise ValueError(f"{name}: decimal exponent beyond ±{MAX_DECIMAL_EXPONENT} is not supported")
-        result = Fraction(value)
+            raise ValueError(f"{name} must be finite, got {show(value)}")
+        sign, digits, exponent = value.as_tuple()
+        result = _decimal_value(name, "-" if sign else "", "".join(map(str, digits)), "", str(exponent))
     elif isinstance(value, str):
         result = _parse_str(value, name)
     elif isinstance(value, numbers.Rational):
@@ -82,23 +90,40 @@ def to_fraction(value, name: str) -> Fraction:
 
 
 def _parse_str(text: str, name: str) -> Fraction:
-    match = _NUMBER.match(text)
+    """'3', '-1/3', '2.5', '.5', '1e100', '25e-1': exact, for numbers of any length up to the limits."""
+    ratio = _RATIO.match(text)
+    if ratio is not None:
+        sign, num, den = ratio.groups()
+        if not den.strip("0"):
+            raise ValueError(f"{name} has a zero denominator: {show(text)}")
+        return _decimal_value(name, sign, num, "", "0") / _decimal_value(name, "", den, "", "0")
+    match = _DECIMAL.match(text)
     if match is None:
-        raise ValueError(f"{name} must be a number such as '1/3', '2.5' or '1e100', got {text!r}")
-    if match.group(1) is not None and abs(int(match.group(1))) > MAX_DECIMAL_EXPONENT:
+        raise ValueError(f"{name} must be a number such as '1/3', '2.5' or '1e100', got {show(text)}")
+    sign, whole, frac, exponent = match.groups()
+    return _decimal_value(name, sign, whole, frac or "", exponent or "0")
+
+
+def _decimal_value(name: str, sign: str, whole: str, frac: str, exponent: str) -> Fraction:
+    """sign whole.frac x 10**exponent, refusing sizes beyond the limits before building them."""
+    if len(exponent) > 10 or abs(int(exponent)) > MAX_DECIMAL_EXPONENT:
         raise ValueError(f"{name}: decimal exponent beyond ±{MAX_DECIMAL_EXPONENT} is not supported")
-    try:
-        result = Fraction(text.strip().replace(" ", ""))
-    except (ValueError, ZeroDivisionError) as exc:
-        raise ValueError(f"{name} could not be read as a rational number ({exc}), got {text!r}") from None
-    return result
+    digits = (whole + frac).lstrip("0") or "0"
+    if len(digits) > _MAX_DIGITS:
+        raise ValueError(f"{name} has more than {_MAX_DIGITS} digits; dgauss refuses it "
+                         "rather than risk exhausting memory")
+    mantissa = int(gmpy2.mpz(digits)) if _GMPY_INT else int(digits)  # gmpy2: no digit limit
+    if sign == "-":
+        mantissa = -mantissa
+    shift = int(exponent) - len(frac)
+    return Fraction(mantissa * 10**shift) if shift >= 0 else Fraction(mantissa, 10**-shift)
 
 
 def positive(value, name: str) -> Fraction:
     """A rational > 0."""
     result = to_fraction(value, name)
     if result <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
+        raise ValueError(f"{name} must be > 0, got {show(value)}")
     return result
 
 
@@ -106,7 +131,7 @@ def nonnegative(value, name: str) -> Fraction:
     """A rational >= 0."""
     result = to_fraction(value, name)
     if result < 0:
-        raise ValueError(f"{name} must be >= 0, got {value!r}")
+        raise ValueError(f"{name} must be >= 0, got {show(value)}")
     return result
 
 
@@ -114,7 +139,7 @@ def integer(value, name: str) -> int:
     """A rational whose value is an integer, as an int."""
     result = to_fraction(value, name)
     if result.denominator != 1:
-        raise ValueError(f"{name} must be an integer, got {value!r}")
+        raise ValueError(f"{name} must be an integer, got {show(value)}")
     return result.numerator
 
 
@@ -133,7 +158,7 @@ def shape(size) -> Optional[Tuple[int, ...]]:
             raise TypeError("size must be None, a non-negative int or a tuple of them, "
                             f"not {type(dim).__name__}") from None
         if dim < 0:
-            raise ValueError(f"size must be non-negative, got {size!r}")
+            raise ValueError(f"size must be non-negative, got {show(size)}")
         result.append(dim)
     return tuple(result)
 
