@@ -391,26 +391,20 @@ cdef int value_to_i64(State *s, Value *v, int64_t *out) noexcept nogil:
     return DG_OK
 
 
-cdef int fill_i64(State *s, int64_t *out, Py_ssize_t n) noexcept nogil:
+cdef int fill_native(State *s, char *out, bint is_bool, Py_ssize_t n) noexcept nogil:
+    """n samples into a bool or int64 buffer; a status code."""
     cdef Py_ssize_t i
     cdef Value v
     cdef int rc
     for i in range(n):
         if draw(s, &v) < 0:
             return s.rng.status
-        rc = value_to_i64(s, &v, &out[i])
-        if rc != DG_OK:
-            return rc
-    return DG_OK
-
-
-cdef int fill_bool(State *s, cnp.npy_bool *out, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef Value v
-    for i in range(n):
-        if draw(s, &v) < 0:
-            return s.rng.status
-        out[i] = <cnp.npy_bool>v.mag
+        if is_bool:
+            (<cnp.npy_bool *>out)[i] = <cnp.npy_bool>v.mag
+        else:
+            rc = value_to_i64(s, &v, &(<int64_t *>out)[i])
+            if rc != DG_OK:
+                return rc
     return DG_OK
 
 
@@ -609,10 +603,10 @@ cdef class _Job:
         return ("bernoulli", Fraction(mpz_to_int(self.decider.want_a), mpz_to_int(self.decider.want_b)))
 
     cdef int run(self, cnp.ndarray out) except -1:
-        cdef Py_ssize_t n = out.shape[0], i = 0, m, k
+        cdef Py_ssize_t n = out.shape[0], i = 0, m, k, item
         cdef int rc = DG_OK
-        cdef int64_t *pi
-        cdef cnp.npy_bool *pb
+        cdef char *data
+        cdef bint is_bool
         cdef object[:] po
         if out.dtype.kind == "O":
             po = out
@@ -631,20 +625,14 @@ cdef class _Job:
                         po[i + k] = mpz_to_int(self.vals[k])
                 i += m
                 PyErr_CheckSignals()
-        elif out.dtype.kind == "b":
-            pb = <cnp.npy_bool *>cnp.PyArray_DATA(out)
-            while i < n and rc == DG_OK:
-                m = min(CHUNK, n - i)
-                with nogil:
-                    rc = fill_bool(&self.s, pb + i, m)
-                i += m
-                PyErr_CheckSignals()
         else:
-            pi = <int64_t *>cnp.PyArray_DATA(out)
+            data = <char *>cnp.PyArray_DATA(out)
+            is_bool = out.dtype.kind == "b"
+            item = out.itemsize
             while i < n and rc == DG_OK:
                 m = min(CHUNK, n - i)
                 with nogil:
-                    rc = fill_i64(&self.s, pi + i, m)
+                    rc = fill_native(&self.s, data + i * item, is_bool, m)
                 i += m
                 PyErr_CheckSignals()
         if rc != DG_OK:
