@@ -1,76 +1,293 @@
-"""Throughput of dgauss against its pure-Python oracle and NumPy's inexact sampler.
+"""Throughput, random bits and memory of dgauss, against its oracle, its peers and NumPy.
 
-Run from an installed dgauss::
+Run from an installed dgauss (peers: ``pip install '.[bench]'``)::
 
-    python benchmarks/bench.py            # full table (about a minute)
-    python benchmarks/bench.py --quick    # fewer samples
+    python benchmarks/bench.py              # full run, a few minutes
+    python benchmarks/bench.py --quick      # smaller samples, no memory run
 
-Every rate is the best of several repeats (timeit-style minimum of time per
-sample), and every row is reported as ratios measured in the same run, so the
-table is comparable across machines: dgauss / oracle and dgauss / NumPy's
-``rint(normal)`` (or ``rint(laplace)``), which is fast but not exact.
+It prints a table and writes ``benchmarks/results/bench.json`` and
+``bench.md``.  For every case, in the same run and on the same inputs:
+
+* dgauss on one thread and on every core (``workers=-1``), samples/s and
+  ns/sample, with the random bits it consumed per sample beside the
+  distribution's entropy (the least any exact sampler could use);
+* ``dgauss.reference``, the pure-Python oracle;
+* NumPy's inexact ``rint(normal)`` / ``rint(laplace)`` / ``random() < exp(-g)``,
+  the speed yardstick (fast, not exact);
+* OpenDP's vector samplers (exact, Rust) and diffprivlib's ``GaussianDiscrete``
+  (not exact: floats) when installed.
+
+Each rate is the best of several timed calls (a timeit-style minimum); ratios
+are against NumPy and against the best exact peer (OpenDP).  The memory run
+measures the peak resident memory of a 10**8-sample int64 batch and of the
+CLI streaming 4 * 10**7 samples, each in a fresh process.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import platform
+import subprocess
+import sys
 import time
+from decimal import Decimal, localcontext
 from fractions import Fraction
-from typing import Callable, List
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
 import dgauss
-from dgauss import reference
+from dgauss import _core, reference
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+GAUSSIAN = [1, 100, 10**4, 10**6, 10**10, 10**100]
+LAPLACE = [1, 10, 1000, 10**6]
+BERNOULLI_EXP = [Fraction(1, 2), Fraction(7, 3)]
 
 
-def best_rate(draw: Callable[[int], object], n: int, repeats: int) -> float:
-    """Samples per second: the best of ``repeats`` timed calls of ``draw(n)``."""
-    draw(min(n, 1000))  # warm-up
-    best = float("inf")
+# ---- timing ------------------------------------------------------------------
+
+def rate(draw: Callable[[int], object], n: int, repeats: int, budget: float = 20.0) -> float:
+    """Samples/s: the best of ``repeats`` calls of ``draw(n)``, stopping early after ``budget`` s."""
+    draw(min(n, 100))  # warm-up
+    best, spent = math.inf, 0.0
     for _ in range(repeats):
         start = time.perf_counter()
         draw(n)
-        best = min(best, time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        best, spent = min(best, elapsed), spent + elapsed
+        if spent > budget:
+            break
     return n / best
 
 
-def rows(quick: bool) -> List[tuple]:
-    n = 200_000 if quick else 2_000_000
-    n_ref = 300 if quick else 2_000
+def adaptive_rate(draw: Callable[[int], object], budget: float = 3.0, cap: int = 20_000) -> float:
+    """Samples/s of a slow sampler: batches of 1, 2, 4, ... up to ``cap`` until ``budget`` s are spent."""
+    n, best, spent = 1, 0.0, 0.0
+    while spent < budget:
+        start = time.perf_counter()
+        draw(n)
+        elapsed = time.perf_counter() - start
+        best, spent = max(best, n / max(elapsed, 1e-9)), spent + elapsed
+        if n >= cap:
+            break
+        n = min(2 * n, cap)
+    return best
+
+
+# ---- peers -------------------------------------------------------------------
+
+def opendp_samplers() -> Dict[str, Callable]:
+    try:
+        import opendp.prelude as dp
+    except ImportError as exc:
+        return {"error": f"not installed ({exc.name})"}
+    dp.enable_features("contrib")
+    domain = dp.vector_domain(dp.atom_domain(T=int))
+
+    def gaussian(sigma2):
+        meas = dp.m.make_gaussian(domain, dp.l2_distance(T=int), scale=math.sqrt(float(sigma2)))
+        return lambda n: meas([0] * n)
+
+    def laplace(scale):
+        meas = dp.m.make_laplace(domain, dp.l1_distance(T=int), scale=float(scale))
+        return lambda n: meas([0] * n)
+
+    return {"gaussian": gaussian, "laplace": laplace}
+
+
+#: Above this, one diffprivlib draw runs for minutes or never ends (its float loop in
+#: bernoulli_neg_exp); those cells read n/a.
+DIFFPRIVLIB_MAX_SIGMA2 = 10**10
+
+
+def diffprivlib_samplers() -> Dict[str, Callable]:
+    try:
+        from diffprivlib.mechanisms import GaussianDiscrete
+    except ImportError as exc:
+        return {"error": f"not importable ({exc})"}
+
+    def gaussian(sigma2):
+        if sigma2 > DIFFPRIVLIB_MAX_SIGMA2:
+            return None
+        mech = GaussianDiscrete(epsilon=0.5, delta=1e-5, sensitivity=1)
+        mech._scale = math.sqrt(float(sigma2))  # private attribute: set the scale we benchmark
+        return lambda n: [mech.randomise(0) for _ in range(n)]
+
+    return {"gaussian": gaussian}
+
+
+# ---- entropy -----------------------------------------------------------------
+
+def entropy_bits(kind: str, param: Fraction) -> float:
+    """Shannon entropy of one sample, in bits (a lower bound on the bits any exact sampler uses)."""
+    if kind == "bernoulli_exp":
+        p = math.exp(-float(param))
+        return -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
+    if kind == "laplace":
+        t = float(param)
+        a = math.exp(-1 / t)
+        c = (1 - a) / (1 + a)
+        mean_abs = 2 * a / ((1 - a) * (1 + a))
+        return -math.log2(c) + mean_abs * math.log2(math.e) / t
+    sigma2 = float(param) if param < 10**300 else math.inf
+    if sigma2 > 10**6:
+        return 0.5 * math.log2(2 * math.pi * math.e) + 0.5 * math.log2(param.numerator) - 0.5 * math.log2(param.denominator)
+    with localcontext() as ctx:
+        ctx.prec = 30
+        s2 = Decimal(param.numerator) / Decimal(param.denominator)
+        reach = int(40 * math.sqrt(sigma2)) + 10
+        weights = [(-(Decimal(x) ** 2) / (2 * s2)).exp() for x in range(-reach, reach + 1)]
+        total = sum(weights)
+        return float(-sum((w / total) * (w / total).ln() for w in weights if w > 0) / Decimal(2).ln())
+
+
+def bits_per_sample(kind: str, param: Fraction, n: int) -> float:
+    """Random bits the compiled core consumed per sample, from the OS source."""
+    codes = {"gaussian": _core.GAUSSIAN, "laplace": _core.LAPLACE, "bernoulli_exp": _core.BERNOULLI_EXP}
+    out = np.empty(n, dtype=np.bool_ if kind == "bernoulli_exp" else object)
+    return _core.fill(codes[kind], param.numerator, param.denominator, 0, None, out) / n
+
+
+# ---- one case --------------------------------------------------------------------
+
+def case(kind: str, param, quick: bool, peers: Dict[str, Dict[str, Callable]]) -> dict:
+    param = Fraction(param)
+    big = kind == "gaussian" and param > 10**20
+    n = (100_000 if big else 400_000) if quick else (400_000 if big else 4_000_000)
     repeats = 3 if quick else 5
     gen = np.random.default_rng(0)
-    out = []
-    for sigma2 in (1, 100, 10**6, 10**10, 10**100):
-        sigma = float(Fraction(sigma2)) ** 0.5
-        n_core = n if sigma2 < 10**20 else n // 10
-        core = best_rate(lambda k: dgauss.sample_gaussian(sigma2, k), n_core, repeats)
-        seeded = best_rate(lambda k: dgauss.sample_gaussian(sigma2, k, rng=gen), n_core, repeats)
-        oracle = best_rate(lambda k: reference.sample_gaussian(sigma2, k), n_ref, 1)
-        inexact = best_rate(lambda k: np.rint(gen.normal(0.0, sigma, k)), n, repeats)
-        out.append((f"gaussian sigma2={sigma2:g}", core, seeded, oracle, inexact))
-    for scale in (1, 10, 1000, 10**6):
-        core = best_rate(lambda k: dgauss.sample_laplace(scale, k), n, repeats)
-        seeded = best_rate(lambda k: dgauss.sample_laplace(scale, k, rng=gen), n, repeats)
-        oracle = best_rate(lambda k: reference.sample_laplace(scale, k), n_ref, 1)
-        inexact = best_rate(lambda k: np.rint(gen.laplace(0.0, scale, k)), n, repeats)
-        out.append((f"laplace scale={scale:g}", core, seeded, oracle, inexact))
-    return out
+    if kind == "gaussian":
+        ours = lambda k, w=None: dgauss.sample_gaussian(param, k, workers=w)
+        oracle = lambda k: reference.sample_gaussian(param, k)
+        sigma = math.sqrt(float(param)) if not big else 10.0 ** (math.log10(param) / 2)
+        yardstick = lambda k: np.rint(gen.normal(0.0, sigma, k))
+    elif kind == "laplace":
+        ours = lambda k, w=None: dgauss.sample_laplace(param, k, workers=w)
+        oracle = lambda k: reference.sample_laplace(param, k)
+        yardstick = lambda k: np.rint(gen.laplace(0.0, float(param), k))
+    else:
+        ours = lambda k, w=None: dgauss.sample_bernoulli_exp(param, k, workers=w)
+        oracle = lambda k: reference.sample_bernoulli_exp(param, k)
+        threshold = math.exp(-float(param))
+        yardstick = lambda k: gen.random(k) < threshold
+    row = {
+        "case": f"{kind} {_label(param)}",
+        "dgauss_1": rate(ours, n, repeats),
+        "dgauss_all": rate(lambda k: ours(k, -1), n, repeats),
+        "bits": bits_per_sample(kind, param, min(n, 200_000)),
+        "entropy": entropy_bits(kind, param),
+        "reference": adaptive_rate(oracle, budget=2.0 if quick else 5.0),
+        "numpy": rate(yardstick, n, repeats),
+    }
+    for name, samplers in peers.items():
+        make = samplers.get(kind)
+        sampler = make(param) if make else None
+        row[name] = adaptive_rate(sampler) if sampler else None
+    exact_peer = row.get("opendp")
+    row["vs_numpy"] = row["dgauss_1"] / row["numpy"]
+    row["vs_best_exact_peer"] = row["dgauss_1"] / exact_peer if exact_peer else None
+    row["vs_reference"] = row["dgauss_1"] / row["reference"]
+    row["cores_speedup"] = row["dgauss_all"] / row["dgauss_1"]
+    return row
 
 
-def main() -> None:
+def _label(q: Fraction) -> str:
+    if q.denominator == 1 and q.numerator >= 10**4 and str(q.numerator).rstrip("0") == "1":
+        return f"1e{len(str(q.numerator)) - 1}"
+    return str(q)
+
+
+# ---- memory ------------------------------------------------------------------------
+
+MEMORY_PROBE = """
+import numpy as np, dgauss
+
+def status(key):  # bytes, from /proc/self/status (Linux)
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+
+dgauss.sample_gaussian(100, 10**6, workers=-1)  # warm up threads, imports, buffers
+base = status("VmRSS")
+open("/proc/self/clear_refs", "w").write("5")  # restart the peak (VmHWM) from here
+x = dgauss.sample_gaussian(100, 10**8, workers=-1)
+print(status("VmHWM") - base, x.nbytes)
+"""
+
+
+def memory() -> dict:
+    """Peak extra memory of a 10**8 int64 batch beyond the output; CLI peak for two run lengths."""
+    extra, output = map(int, subprocess.check_output([sys.executable, "-c", MEMORY_PROBE], text=True).split())
+    cli = {}
+    for n in (10**6, 4 * 10**7):
+        probe = ("import resource, sys; from dgauss.cli import main; "
+                 f"main(['sample', '--sigma2', '100', '-n', '{n}', '--no-progress']); "
+                 "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, file=sys.stderr)")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        cli[n] = int(done.stderr.strip().splitlines()[-1])
+    return {"batch_output_bytes": output, "batch_peak_over_output_bytes": extra - output,
+            "cli_peak_rss_bytes": cli}
+
+
+# ---- report --------------------------------------------------------------------------
+
+COLUMNS = [("case", "case", "{}"), ("dgauss_1", "dgauss M/s", "{:.2f}"), ("ns", "ns/sample", "{:.0f}"),
+           ("dgauss_all", "all cores M/s", "{:.2f}"), ("bits", "bits/sample", "{:.1f}"),
+           ("entropy", "entropy bits", "{:.1f}"), ("vs_numpy", "÷ NumPy", "{:.3f}"),
+           ("vs_best_exact_peer", "× OpenDP", "{:.0f}"), ("vs_reference", "× oracle", "{:.0f}"),
+           ("cores_speedup", "cores ×", "{:.2f}")]
+
+
+def markdown(rows: List[dict], machine: str, mem: Optional[dict]) -> str:
+    lines = [f"dgauss {dgauss.__version__}, {machine}", "",
+             "| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
+             "|" + "---|" * len(COLUMNS)]
+    for row in rows:
+        row = dict(row, ns=1e9 / row["dgauss_1"], dgauss_1=row["dgauss_1"] / 1e6,
+                   dgauss_all=row["dgauss_all"] / 1e6)
+        cells = [fmt.format(row[key]) if row.get(key) is not None else "n/a" for key, _, fmt in COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Peers' samples/s (same run): " + "; ".join(
+        f"{row['case']}: " + ", ".join(f"{name} {row[name]:,.0f}" for name in ("opendp", "diffprivlib", "reference")
+                                        if row.get(name)) for row in rows)]
+    if mem:
+        lines += ["", f"Memory: a 10^8-sample int64 batch ({mem['batch_output_bytes'] / 2**20:.0f} MiB of output) "
+                      f"peaks {mem['batch_peak_over_output_bytes'] / 2**20:.1f} MiB above its output; "
+                      "the CLI's peak RSS is " + ", ".join(f"{v / 2**20:.0f} MiB for -n {k:,}"
+                                                          for k, v in mem["cli_peak_rss_bytes"].items()) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer samples, fewer repeats")
-    args = parser.parse_args()
-    print(f"# dgauss {dgauss.__version__} on {platform.machine()}, {platform.python_version()}, one thread")
-    print(f"{'case':<26}{'dgauss M/s':>11}{'seeded M/s':>11}{'oracle k/s':>11}"
-          f"{'x oracle':>10}{'/ numpy':>9}")
-    for name, core, seeded, oracle, inexact in rows(args.quick):
-        print(f"{name:<26}{core / 1e6:>11.2f}{seeded / 1e6:>11.2f}{oracle / 1e3:>11.2f}"
-              f"{core / oracle:>10.0f}{core / inexact:>9.3f}")
-    print("x oracle: dgauss (OS randomness) / dgauss.reference;  / numpy: dgauss / np.rint(rng.normal) "
-          "or np.rint(rng.laplace), the inexact yardstick")
+    parser.add_argument("--quick", action="store_true", help="smaller samples, no memory run")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write bench.json and bench.md")
+    args = parser.parse_args(argv)
+    peers = {"opendp": opendp_samplers(), "diffprivlib": diffprivlib_samplers()}
+    for name, samplers in peers.items():
+        if "error" in samplers:
+            print(f"# {name}: {samplers.pop('error')}", file=sys.stderr)
+    machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+               f"NumPy {np.__version__}")
+    rows = []
+    for kind, params in (("gaussian", GAUSSIAN), ("laplace", LAPLACE), ("bernoulli_exp", BERNOULLI_EXP)):
+        for param in params:
+            rows.append(case(kind, param, args.quick, peers))
+            print(markdown(rows[-1:], machine, None).splitlines()[-3], flush=True)
+    mem = None if args.quick else memory()
+    report = markdown(rows, machine, mem)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench.md").write_text(report)
+    (args.out / "bench.json").write_text(json.dumps({"machine": machine, "rows": rows, "memory": mem},
+                                                    indent=2, default=str))
+    print(report)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,6 +8,7 @@ samplers themselves.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import math
 from fractions import Fraction
 from typing import Callable, Optional, Tuple, Union
@@ -27,25 +28,42 @@ BERNOULLI = _core.BERNOULLI  # the primitives, for dgauss.testing
 UNIFORM = _core.UNIFORM
 
 
+#: Smallest slice worth a thread of its own (thread start-up is ~50 us).
+MIN_SLICE = 1 << 16
+
+
 def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
-         rng: RNGLike, dtype: Optional[np.dtype]):
-    """Validate ``size`` and ``rng``, allocate, call ``fill``, shape the result.
+         rng: RNGLike, dtype: Optional[np.dtype], workers=None):
+    """Validate ``size``, ``rng`` and ``workers``, allocate, fill, shape the result.
 
     ``param`` and ``mu`` are already exact; ``dtype`` is the resolved output
     dtype (bool for Bernoulli).  ``size=None`` returns one Python ``int``
-    (``bool`` for Bernoulli).
+    (``bool`` for Bernoulli).  With several workers the flat output is cut into
+    contiguous slices, each filled by its own thread from its own OS bit stream
+    (``fill`` releases the GIL).
     """
     shape = _params.shape(size)
-    bitgen = _params.bit_generator(rng)
+    source = _params.bit_generator(rng)
+    threads = _params.workers(workers, source)
     count = 1 if shape is None else math.prod(shape)
     out = np.empty(count, dtype=dtype)
-    fill(kind, param.numerator, param.denominator, mu, bitgen, out)
+    threads = max(1, min(threads, count // MIN_SLICE))
+    if threads == 1:
+        fill(kind, param.numerator, param.denominator, mu, source, out)
+    else:
+        bounds = [count * i // threads for i in range(threads + 1)]
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            jobs = [pool.submit(fill, kind, param.numerator, param.denominator, mu, None, out[a:b])
+                    for a, b in zip(bounds, bounds[1:])]
+            for job in jobs:
+                job.result()  # re-raises a slice's error
     if shape is None:
         return bool(out[0]) if dtype == np.bool_ else int(out[0])
     return out.reshape(shape)
 
 
-def sample_gaussian(sigma2, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, dtype=None):
+def sample_gaussian(sigma2, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, dtype=None,
+                    workers: Optional[int] = None):
     r"""Draw from the discrete Gaussian :math:`\mathcal{N}_\mathbb{Z}(\mu, \sigma^2)`.
 
     .. math:: P[X = x] = \frac{e^{-(x-\mu)^2 / 2\sigma^2}}{\sum_{y \in \mathbb{Z}} e^{-(y-\mu)^2 / 2\sigma^2}}
@@ -71,6 +89,11 @@ def sample_gaussian(sigma2, size: ShapeLike = None, *, mu=0, rng: RNGLike = None
         ``None`` gives ``int64`` when ``sigma2 <= 2**100`` and
         ``|mu| <= 2**62`` (a sample then leaves int64 with probability below
         ``2**-1000000``), otherwise an object array of exact Python ints.
+    workers : int, optional
+        Threads to sample with: ``None`` or 1 (default) uses the calling
+        thread, -1 every core, n >= 1 that many (as in ``scipy.fft``).
+        Batches are split only when each thread gets at least 65,536 samples.
+        Needs ``rng=None``: a seeded generator is one sequential stream.
 
     Returns
     -------
@@ -101,10 +124,11 @@ def sample_gaussian(sigma2, size: ShapeLike = None, *, mu=0, rng: RNGLike = None
     >>> type(dgauss.sample_gaussian("1e100"))
     <class 'int'>
     """
-    return sample(_core.fill, GAUSSIAN, sigma2, size, mu, rng, dtype)
+    return sample(_core.fill, GAUSSIAN, sigma2, size, mu, rng, dtype, workers)
 
 
-def sample_laplace(scale, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, dtype=None):
+def sample_laplace(scale, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, dtype=None,
+                   workers: Optional[int] = None):
     r"""Draw from the discrete Laplace :math:`\mathrm{Lap}_\mathbb{Z}(\mu, t)`.
 
     .. math:: P[X = x] = \frac{e^{1/t} - 1}{e^{1/t} + 1} \, e^{-|x-\mu|/t}
@@ -115,7 +139,7 @@ def sample_laplace(scale, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, 
         The scale :math:`t > 0`, any rational (same accepted types as
         ``sigma2`` in :func:`sample_gaussian`).  The geometric mechanism with
         privacy parameter :math:`\varepsilon` uses ``scale = 1/epsilon``.
-    size, mu, rng
+    size, mu, rng, workers
         As in :func:`sample_gaussian`.
     dtype : {None, numpy.int64, object}, optional
         ``None`` gives ``int64`` when ``scale <= 2**40`` and ``|mu| <= 2**62``,
@@ -136,10 +160,11 @@ def sample_laplace(scale, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, 
     >>> dgauss.sample_laplace("7/3", size=(2, 3), rng=np.random.default_rng(0)).shape
     (2, 3)
     """
-    return sample(_core.fill, LAPLACE, scale, size, mu, rng, dtype)
+    return sample(_core.fill, LAPLACE, scale, size, mu, rng, dtype, workers)
 
 
-def sample_bernoulli_exp(gamma, size: ShapeLike = None, *, rng: RNGLike = None):
+def sample_bernoulli_exp(gamma, size: ShapeLike = None, *, rng: RNGLike = None,
+                         workers: Optional[int] = None):
     r"""Draw from :math:`\mathrm{Bernoulli}(e^{-\gamma})`.
 
     Parameters
@@ -147,7 +172,7 @@ def sample_bernoulli_exp(gamma, size: ShapeLike = None, *, rng: RNGLike = None):
     gamma : rational
         :math:`\gamma \ge 0`, same accepted types as ``sigma2`` in
         :func:`sample_gaussian`.
-    size, rng
+    size, rng, workers
         As in :func:`sample_gaussian`.
 
     Returns
@@ -165,13 +190,14 @@ def sample_bernoulli_exp(gamma, size: ShapeLike = None, *, rng: RNGLike = None):
     >>> dgauss.sample_bernoulli_exp(0)
     True
     """
-    return sample(_core.fill, BERNOULLI_EXP, gamma, size, 0, rng, None)
+    return sample(_core.fill, BERNOULLI_EXP, gamma, size, 0, rng, None, workers)
 
 
-def sample(fill: Fill, kind: int, param, size, mu, rng, dtype):
+def sample(fill: Fill, kind: int, param, size, mu, rng, dtype, workers=None):
     """Check the distribution's parameters, pick the dtype, then :func:`draw`."""
     if kind == BERNOULLI_EXP:
-        return draw(fill, kind, _params.nonnegative(param, "gamma"), size, 0, rng, np.dtype(np.bool_))
+        return draw(fill, kind, _params.nonnegative(param, "gamma"), size, 0, rng,
+                    np.dtype(np.bool_), workers)
     name = "sigma2" if kind == GAUSSIAN else "scale"
     value = _params.positive(param, name)
     mu = _params.integer(mu, "mu")
@@ -179,4 +205,4 @@ def sample(fill: Fill, kind: int, param, size, mu, rng, dtype):
     out_dtype = _params.result_dtype(dtype, safe)
     if size is None and dtype is None:
         out_dtype = np.dtype(object)  # a scalar is always an exact Python int
-    return draw(fill, kind, value, size, mu, rng, out_dtype)
+    return draw(fill, kind, value, size, mu, rng, out_dtype, workers)

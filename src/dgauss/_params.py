@@ -11,6 +11,7 @@ import decimal
 import math
 import numbers
 import operator
+import os
 import re
 from fractions import Fraction
 from typing import Optional, Tuple, Union
@@ -173,6 +174,27 @@ def bit_generator(rng):
         return rng
     raise TypeError("rng must be None (the OS CSPRNG), a numpy.random.Generator or a "
                     f"numpy.random.BitGenerator, not {type(rng).__name__}")
+
+
+def workers(value, rng) -> int:
+    """The number of threads: None or 1 -> 1, -1 -> every core, n >= 1 -> n."""
+    if value is None:
+        return 1
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("workers must be None, -1 or a positive int, not bool")
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise TypeError(f"workers must be None, -1 or a positive int, not {type(value).__name__}") from None
+    if count == -1:
+        count = os.cpu_count() or 1
+    if count < 1:
+        raise ValueError(f"workers must be None, -1 or a positive int, got {show(value)}")
+    if count > 1 and rng is not None:
+        raise ValueError("workers > 1 needs rng=None (the OS CSPRNG): a seeded generator or tape is "
+                         "one sequential stream, and splitting it across threads would make the "
+                         "result depend on thread scheduling")
+    return count
 
 
 # ---- output dtype ---------------------------------------------------------

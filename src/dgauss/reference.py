@@ -281,16 +281,16 @@ def _advancing(source, stream):
             source.position += stream.words_taken
 
 
-def sample_gaussian(sigma2, size=None, *, mu=0, rng=None, dtype=None):
-    """:func:`dgauss.sample_gaussian`, computed by the oracle."""
-    return _api.sample(fill, _api.GAUSSIAN, sigma2, size, mu, rng, dtype)
+def sample_gaussian(sigma2, size=None, *, mu=0, rng=None, dtype=None, workers=None):
+    """:func:`dgauss.sample_gaussian`, computed by the oracle (threads give it no speed)."""
+    return _api.sample(fill, _api.GAUSSIAN, sigma2, size, mu, rng, dtype, workers)
 
 
-def sample_laplace(scale, size=None, *, mu=0, rng=None, dtype=None):
+def sample_laplace(scale, size=None, *, mu=0, rng=None, dtype=None, workers=None):
     """:func:`dgauss.sample_laplace`, computed by the oracle."""
-    return _api.sample(fill, _api.LAPLACE, scale, size, mu, rng, dtype)
+    return _api.sample(fill, _api.LAPLACE, scale, size, mu, rng, dtype, workers)
 
 
-def sample_bernoulli_exp(gamma, size=None, *, rng=None):
+def sample_bernoulli_exp(gamma, size=None, *, rng=None, workers=None):
     """:func:`dgauss.sample_bernoulli_exp`, computed by the oracle."""
-    return _api.sample(fill, _api.BERNOULLI_EXP, gamma, size, 0, rng, None)
+    return _api.sample(fill, _api.BERNOULLI_EXP, gamma, size, 0, rng, None, workers)
