@@ -24,10 +24,15 @@ CLI streaming 4 * 10**7 samples, each in a fresh process.
 """
 from __future__ import annotations
 
+import os
+
+# NumPy's OpenBLAS threads spin on the second core and halve the all-cores figures
+# (perf: blas_thread_server at 8% of a run that never calls BLAS); keep them to one.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import json
 import math
-import os
 import platform
 import subprocess
 import sys
