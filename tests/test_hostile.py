@@ -6,7 +6,6 @@ time and memory (checked in a subprocess under an address-space limit, so a
 GMP abort or a hang would fail the test instead of the test run).
 """
 import decimal
-import math
 import subprocess
 import sys
 import textwrap

@@ -14,7 +14,7 @@ import operator
 import os
 import re
 from fractions import Fraction
-from typing import Optional, Tuple, Union
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -43,9 +43,6 @@ _DECIMAL = re.compile(r"\s*([+-]?)(?=\.?\d)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\
 
 #: Decimal digits that fit in MAX_PARAM_BITS bits (log10(2) < 0.30103).
 _MAX_DIGITS = int(MAX_PARAM_BITS * 0.30103) + 2
-
-Rational = Union[int, Fraction, decimal.Decimal, float, str]
-
 
 def show(value) -> str:
     """repr(value) for an error message, shortened (and safe for ints past Python's digit limit)."""
