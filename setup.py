@@ -66,7 +66,8 @@ def extensions():
     gmp_include, gmp_lib = gmp_flags()
     core = Extension(
         "dgauss._core",
-        sources=["src/dgauss/_core.pyx", "csrc/dg_rng.c", "csrc/dg_prim.c"],
+        sources=["src/dgauss/_core.pyx", "csrc/dg_rng.c", "csrc/dg_prim.c",
+                 "csrc/dg_exp.c"],
         include_dirs=["csrc", numpy_include, *gmp_include],
         library_dirs=gmp_lib,
         libraries=["gmp"],

@@ -60,6 +60,7 @@ int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d);
 int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem);
 
 int dg_decide_fair_bit(dg_rng *rng);
+int dg_decide_bernoulli_exp(dg_rng *rng, uint64_t n, uint64_t d);
 
 /* Bernoulli(1/2) as one raw bit (the discrete Laplace's sign); -1 on failure. */
 static inline int dg_fair_bit(dg_rng *rng)
@@ -74,14 +75,15 @@ static inline int dg_fair_bit(dg_rng *rng)
 /*
  * Decision mode, for dgauss.testing only.  With rng->decider set, the three
  * primitives above read no bits: each takes its outcome from `outcomes`
- * (0/1 for a Bernoulli, 0..m-1 for uniform(m)), in call order.  The cases that
+ * (0/1 for a Bernoulli, 0..m-1 for uniform(m)), in call order; so does
+ * Bernoulli(exp(-n/d)) by digits (dg_exp.h), as one decision.  The cases that
  * read nothing in bit mode (uniform(1), p = 0, p >= 1) take no outcome here
  * either.  When the list is used up, the primitive records what it asked for
- * in `want` (p = want_a/want_b, or m = want_a) and fails with
+ * in `want` (p = want_a/want_b, exp(-want_a/want_b), or m = want_a) and fails with
  * DG_ERR_EXHAUSTED, so that a checker can branch on every outcome with its
  * exact probability.
  */
-enum { DG_WANT_NONE = 0, DG_WANT_BERNOULLI = 1, DG_WANT_UNIFORM = 2 };
+enum { DG_WANT_NONE = 0, DG_WANT_BERNOULLI = 1, DG_WANT_UNIFORM = 2, DG_WANT_BERNOULLI_EXP = 3 };
 
 typedef struct dg_decider {
     const uint64_t *outcomes;

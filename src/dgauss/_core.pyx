@@ -4,6 +4,7 @@
 The chain, named as in the paper (Section 5):
 
     uniform(m), Bernoulli(n/d)          csrc/dg_prim.c  (bottom primitives)
+    Bernoulli(exp(-g)) by its digits    csrc/dg_exp.c   (g = 1, and U/t for small t)
     bernoulli_exp    Bernoulli(exp(-g))  Algorithm 1
     geometric_exp1   Geometric(1 - 1/e)  inner loop of Algorithm 2
     laplace          Lap_Z(t/s)          Algorithm 2
@@ -14,6 +15,12 @@ the same values, so the samplers switch to GMP exactly where a number stops
 fitting in a word, sample by sample, without changing any output.  No floating
 point is used anywhere in this file.
 
+Two Bernoulli(exp(-g)) draws compare the random bits with the exact binary
+digits of exp(-g) instead of running Algorithm 1's loop (csrc/dg_exp.h): every
+Bernoulli(exp(-1)), and Algorithm 2's Bernoulli(exp(-U/t)) when
+t <= EXP_TABLE_MAX, whose t values are tabulated.  dgauss.reference does the
+same, so the two still read the same bits.
+
 This module is private: parameters arrive already validated and reduced
 (dgauss._params).  `fill` writes samples into a 1-D contiguous array with the
 GIL released, holding the NumPy BitGenerator's lock when one is used.
@@ -23,7 +30,7 @@ from cpython.long cimport PyLong_FromLong
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport uint64_t, int64_t, INT64_MAX, INT64_MIN, UINT64_MAX
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, free
 
 cimport numpy as cnp
 from numpy.random cimport bitgen_t
@@ -63,6 +70,12 @@ cdef enum:
 
 cdef uint64_t TWO63 = (<uint64_t>1) << 63
 
+#: Algorithm 2 tabulates the digits of exp(-u/t) when t is at most this.
+EXP_TABLE_MAX = DG_EXP_TABLE_MAX
+
+# floor(2**64 / e): the first 64 binary digits of exp(-1)
+cdef uint64_t EXP_M1_PREFIX = dg_exp_neg_prefix(1, 1)
+
 
 # --------------------------------------------------------------------------
 # State shared by one call: scratch integers, parameters, bit source
@@ -82,6 +95,8 @@ cdef struct LaplaceParams:
     bint small          # t, s < 2**63: the word path
     uint64_t t, s
     mpz_t T, S
+    bint table          # t <= EXP_TABLE_MAX: Bernoulli(exp(-U/t)) by the digits in `exp_u`
+    dg_exp_table exp_u
 
 cdef struct Params:
     mpz_t N, D          # the parameter as given: gamma, scale t/s, or sigma^2 = N/D
@@ -127,6 +142,11 @@ cdef void _params_clear(Params *p) noexcept nogil:
 cdef inline bint _fits_word(mpz_srcptr z) noexcept nogil:
     """0 <= z < 2**63: small enough for every word path."""
     return mpz_sgn(z) >= 0 and mpz_sizeinbase(z, 2) <= 63
+
+
+cdef inline int bernoulli_exp1(dg_rng *rng) noexcept nogil:
+    """Bernoulli(exp(-1)), by comparison with the binary digits of 1/e."""
+    return dg_bernoulli_exp_digits(rng, EXP_M1_PREFIX, 1, 1)
 
 
 # --------------------------------------------------------------------------
@@ -180,7 +200,9 @@ cdef int bernoulli_exp_u64(dg_rng *rng, uint64_t n, uint64_t d, Work *w) noexcep
     cdef Ratio g
     cdef uint64_t i = 0, whole
     cdef int a
-    if n <= d:
+    if n == d:
+        return bernoulli_exp1(rng)
+    if n < d:
         g.small = True
         g.n = n
         g.d = d
@@ -188,7 +210,7 @@ cdef int bernoulli_exp_u64(dg_rng *rng, uint64_t n, uint64_t d, Work *w) noexcep
     # gamma > 1: floor(gamma) draws of Bernoulli(exp(-1)), then exp(-(gamma - floor(gamma)))
     whole = n // d
     while i < whole:
-        a = bernoulli_exp_u64(rng, 1, 1, w)
+        a = bernoulli_exp1(rng)
         if a != 1:
             return a
         i += 1
@@ -204,14 +226,17 @@ cdef int bernoulli_exp(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, Work *w) noexcep
     cdef int a
     if mpz_fits_ulong_p(n) and _fits_word(d):
         return bernoulli_exp_u64(rng, mpz_get_ui(n), mpz_get_ui(d), w)
-    if mpz_cmp(n, d) <= 0:
+    a = mpz_cmp(n, d)
+    if a == 0:
+        return bernoulli_exp1(rng)
+    if a < 0:
         g.small = False
         g.N = n
         g.D = d
         return bernoulli_exp_unit(rng, &g, w)
     mpz_fdiv_qr(w.whole, w.frac, n, d)
     while mpz_sgn(w.whole) > 0:
-        a = bernoulli_exp_u64(rng, 1, 1, w)
+        a = bernoulli_exp1(rng)
         if a != 1:
             return a
         mpz_sub_ui(w.whole, w.whole, 1)
@@ -228,7 +253,7 @@ cdef int geometric_exp1(dg_rng *rng, Work *w, uint64_t *v) noexcept nogil:
     cdef int a
     v[0] = 0
     while True:
-        a = bernoulli_exp_u64(rng, 1, 1, w)
+        a = bernoulli_exp1(rng)
         if a < 0:
             return -1
         if a == 0:
@@ -257,7 +282,12 @@ cdef int laplace(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept n
         if lp.small:
             if dg_uniform_u64(rng, lp.t, &u) < 0:
                 return -1
-            a = bernoulli_exp_u64(rng, u, lp.t, w)
+            if not lp.table:
+                a = bernoulli_exp_u64(rng, u, lp.t, w)
+            elif u == 0:
+                a = 1
+            else:
+                a = dg_bernoulli_exp_digits(rng, dg_exp_table_prefix(&lp.exp_u, u), u, lp.t)
         else:
             if dg_uniform_mpz(rng, lp.T, w.u) < 0:
                 return -1
@@ -480,6 +510,54 @@ cdef object mpz_to_int(mpz_srcptr z):
 # One call
 # --------------------------------------------------------------------------
 
+_EXP_E = {}     # t -> floor(2**128 exp(-1/t)), for Algorithm 2's tables (t <= EXP_TABLE_MAX)
+
+cdef object _exp_table_e(uint64_t t):
+    cdef mpz_t z
+    e = _EXP_E.get(t)
+    if e is None:
+        mpz_init(z)
+        dg_exp_neg_floor(z, 1, t, 128)
+        e = mpz_to_int(z)
+        mpz_clear(z)
+        _EXP_E[t] = e
+    return e
+
+
+def exp_neg_floor(uint64_t n, uint64_t d, unsigned long k):
+    """floor(2**k exp(-n/d)) for 0 <= n <= d, d >= 1 (for tests of the digits the core uses)."""
+    cdef mpz_t z
+    if d == 0 or n > d:
+        raise ValueError("need 0 <= n <= d, d >= 1")
+    mpz_init(z)
+    dg_exp_neg_floor(z, n, d, k)
+    v = mpz_to_int(z)
+    mpz_clear(z)
+    return v
+
+
+def exp_table(uint64_t t, u_values):
+    """Algorithm 2's table words floor(2**64 exp(-u/t)) for the given u (1 <= u < t), as
+    the core computes them (fixed point with a GMP fallback): for tests."""
+    cdef dg_exp_table tab
+    cdef uint64_t *words
+    if not 2 <= t <= DG_EXP_TABLE_MAX:
+        raise ValueError(f"t must be in [2, {DG_EXP_TABLE_MAX}]")
+    words = <uint64_t *>calloc(t, sizeof(uint64_t))
+    if words == NULL:
+        raise MemoryError()
+    e = _exp_table_e(t)
+    dg_exp_table_init(&tab, t, e >> 64, e & 0xFFFFFFFFFFFFFFFF, words)
+    try:
+        out = []
+        for u in u_values:
+            if not 1 <= u < t:
+                raise ValueError("u must be in [1, t)")
+            out.append(dg_exp_table_prefix(&tab, u))
+        return out
+    finally:
+        free(words)
+
 cdef class _Job:
     """Everything one public call needs: parameters, scratch space, one bit stream."""
     cdef State s
@@ -488,6 +566,7 @@ cdef class _Job:
     cdef mpz_t *vals
     cdef TapeWords tape
     cdef dg_decider decider
+    cdef uint64_t *exp_u    # Algorithm 2's table of digits
     cdef object source      # keeps a tape's arrays alive while C points into them
 
     def __cinit__(self):
@@ -498,6 +577,7 @@ cdef class _Job:
         mpz_init(self.decider.want_b)
         self.buf = NULL
         self.vals = NULL
+        self.exp_u = NULL
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -506,6 +586,7 @@ cdef class _Job:
                 mpz_clear(self.vals[i])
             free(self.vals)
         free(self.buf)
+        free(self.exp_u)
         mpz_clear(self.decider.want_a)
         mpz_clear(self.decider.want_b)
         mpz_clear(self.s.mu)
@@ -541,6 +622,14 @@ cdef class _Job:
         if p.lap.small:
             p.lap.t = mpz_get_ui(p.lap.T)
             p.lap.s = mpz_get_ui(p.lap.S)
+        p.lap.table = (kind == KIND_LAPLACE or kind == KIND_GAUSSIAN) and p.lap.small \
+            and p.lap.t <= DG_EXP_TABLE_MAX
+        if p.lap.table and p.lap.t >= 2:
+            self.exp_u = <uint64_t *>calloc(p.lap.t, sizeof(uint64_t))
+            if self.exp_u == NULL:
+                raise MemoryError()
+            e = _exp_table_e(p.lap.t)
+            dg_exp_table_init(&p.lap.exp_u, p.lap.t, e >> 64, e & 0xFFFFFFFFFFFFFFFF, self.exp_u)
 
         int_to_mpz(self.s.mu, mu)
         self.s.mu_small = mpz_fits_slong_p(self.s.mu)
@@ -600,6 +689,9 @@ cdef class _Job:
             return None
         if self.decider.want == DG_WANT_UNIFORM:
             return ("uniform", mpz_to_int(self.decider.want_a))
+        if self.decider.want == DG_WANT_BERNOULLI_EXP:
+            return ("bernoulli_exp", Fraction(mpz_to_int(self.decider.want_a),
+                                              mpz_to_int(self.decider.want_b)))
         return ("bernoulli", Fraction(mpz_to_int(self.decider.want_a), mpz_to_int(self.decider.want_b)))
 
     cdef int run(self, cnp.ndarray out) except -1:
@@ -666,6 +758,13 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
         if isinstance(source, _sources.Tape):
             source.position = job.tape.pos
     return dg_bits_used(&job.s.rng)
+
+
+def _exp_test_hook(bint force_exact):
+    """Test hook, not API: compute every table word of Algorithm 2 with GMP (the
+    fallback of the fixed-point path), or not."""
+    global dg_exp_test_force_exact
+    dg_exp_test_force_exact = force_exact
 
 
 def _os_test_hook(int fail_after=-1, int fail_count=0, int fail_errno=_errno.EIO, bint fake=False):

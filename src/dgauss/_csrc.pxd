@@ -44,6 +44,7 @@ cdef extern from "dg_prim.h" nogil:
         DG_WANT_NONE
         DG_WANT_BERNOULLI
         DG_WANT_UNIFORM
+        DG_WANT_BERNOULLI_EXP
     ctypedef struct dg_decider:
         const uint64_t *outcomes
         size_t count, pos
@@ -57,3 +58,15 @@ cdef extern from "dg_prim.h" nogil:
     int dg_uniform_mpz(dg_rng *rng, mpz_srcptr m, mpz_ptr out)
     int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
     int dg_bernoulli_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, mpz_ptr rem)
+
+cdef extern from "dg_exp.h" nogil:
+    enum:
+        DG_EXP_TABLE_MAX
+    ctypedef struct dg_exp_table:
+        uint64_t t
+    void dg_exp_neg_floor(mpz_ptr out, uint64_t n, uint64_t d, unsigned long k)
+    uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d)
+    void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_lo, uint64_t *prefix)
+    uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
+    int dg_exp_test_force_exact
+    int dg_bernoulli_exp_digits(dg_rng *rng, uint64_t prefix, uint64_t n, uint64_t d)

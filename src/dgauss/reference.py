@@ -24,6 +24,12 @@ Bit-consumption contract
   is that digit of ``p``) or when the rest of ``p``'s expansion is all zeros
   (the answer is False, nothing more is read).  Reads at most 2 bits on
   average, and depends only on the value of ``p``.
+* ``bernoulli_exp_digits(g)``, Bernoulli(exp(-g)) for ``0 < g <= 1``: the same
+  comparison as ``bernoulli``, with the binary digits of the irrational
+  ``exp(-g)`` (computed exactly by :func:`exp_neg_floor`).  Every
+  Bernoulli(exp(-1)) is drawn this way, and so is Algorithm 2's
+  Bernoulli(exp(-U/t)) when ``t <= EXP_TABLE_MAX``; all other
+  Bernoulli(exp(-g)) run Algorithm 1's loop.
 * The discrete Laplace's sign ``B ~ Bernoulli(1/2)`` is one raw bit, 1 meaning
   negative.
 * Algorithm 2 is run with ``t/s`` = the scale in lowest terms; Algorithm 3
@@ -36,6 +42,7 @@ share their parameter checking.  They run about a thousand times slower.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 from fractions import Fraction
@@ -47,12 +54,17 @@ from dgauss import _api
 from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
 
 __all__ = [
-    "BitStream", "uniform", "bernoulli", "fair_bit", "bernoulli_exp", "geometric_exp1",
+    "BitStream", "uniform", "bernoulli", "fair_bit", "exp_neg_floor", "bernoulli_exp_digits",
+    "bernoulli_exp", "geometric_exp1",
     "discrete_laplace", "discrete_gaussian",
     "sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "fill", "open_stream",
 ]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+#: Algorithm 2 draws Bernoulli(exp(-U/t)) by the digits of exp(-U/t) when t is at most this
+#: (the compiled core tabulates them).
+EXP_TABLE_MAX = 4096
 
 
 class BitStream:
@@ -107,7 +119,7 @@ class BitStream:
 class DecisionStream:
     """Testing only: outcomes of the primitives from a :class:`dgauss.testing.DecisionTape`.
 
-    uniform, bernoulli and fair_bit take their outcomes from here instead of
+    uniform, bernoulli, bernoulli_exp_digits and fair_bit take their outcomes from here instead of
     reading bits (see DecisionTape); the samplers above them run unchanged.
     """
 
@@ -172,6 +184,52 @@ def fair_bit(bits: BitStream) -> int:
     return bits.bit()
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def exp_neg_floor(gamma: Fraction, k: int) -> int:
+    """floor(2**k * exp(-gamma)) for rational 0 <= gamma <= 1, exactly.
+
+    The Taylor series of exp(-gamma) alternates with decreasing terms, so its
+    partial sums bracket it: S_1 <= S_3 <= ... <= exp(-gamma) <= ... <= S_2 <= S_0.
+    Sum until a lower and an upper bound have the same floor after scaling by
+    2**k (for gamma > 0, exp(-gamma) is irrational, so they eventually do).
+    """
+    if gamma == 0:
+        return 1 << k
+    term, partial, j = Fraction(1), Fraction(1), 0
+    lower = upper = None
+    while True:
+        if j % 2 == 0:
+            upper = math.floor(partial * (1 << k))
+        else:
+            lower = math.floor(partial * (1 << k))
+        if lower == upper:
+            return lower
+        j += 1
+        term = term * gamma / j
+        partial += -term if j % 2 else term
+
+
+def bernoulli_exp_digits(bits: BitStream, gamma: Fraction) -> bool:
+    """Bernoulli(exp(-gamma)), 0 <= gamma <= 1, comparing a lazy uniform with the digits of exp(-gamma).
+
+    Reads one bit per binary digit of exp(-gamma) and stops at the first bit
+    that differs (the answer is that digit), as :func:`bernoulli` does for a
+    rational p.  exp(-gamma) is irrational for gamma > 0, so its expansion is
+    unique and never ends.
+    """
+    if gamma == 0:
+        return True
+    if bits.decisions:
+        return bits.decide(("bernoulli_exp", gamma), 2) == 1
+    j = 0
+    while True:
+        k = 64 * (j // 64 + 1)          # digits come in blocks of 64, as in the core
+        digit = (exp_neg_floor(gamma, k) >> (k - 1 - j)) & 1
+        j += 1
+        if bits.bit() != digit:
+            return digit == 1
+
+
 def restart(bits: BitStream) -> None:
     """A rejection: the loop starts again from its initial state (testing sources may stop here)."""
     if bits.stop_at_restart:
@@ -179,14 +237,16 @@ def restart(bits: BitStream) -> None:
 
 
 def bernoulli_exp(bits: BitStream, gamma: Fraction) -> bool:
-    """Algorithm 1: Bernoulli(exp(-gamma)), gamma >= 0 rational."""
-    if gamma <= 1:
+    """Algorithm 1: Bernoulli(exp(-gamma)), gamma >= 0 rational (exp(-1) by its digits)."""
+    if gamma == 1:
+        return bernoulli_exp_digits(bits, gamma)
+    if gamma < 1:
         k = 1
         while bernoulli(bits, gamma / k):
             k += 1
         return k % 2 == 1
     for _ in range(math.floor(gamma)):
-        if not bernoulli_exp(bits, Fraction(1)):
+        if not bernoulli_exp_digits(bits, Fraction(1)):
             return False
     return bernoulli_exp(bits, gamma - math.floor(gamma))
 
@@ -194,7 +254,7 @@ def bernoulli_exp(bits: BitStream, gamma: Fraction) -> bool:
 def geometric_exp1(bits: BitStream) -> int:
     """V ~ Geometric(1 - exp(-1)), the inner loop of Algorithm 2."""
     v = 0
-    while bernoulli_exp(bits, Fraction(1)):
+    while bernoulli_exp_digits(bits, Fraction(1)):
         v += 1
     return v
 
@@ -203,7 +263,8 @@ def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
     """Algorithm 2: one sample of Lap_Z(t/s), integers s, t >= 1."""
     while True:
         u = uniform(bits, t)
-        if not bernoulli_exp(bits, Fraction(u, t)):
+        d = (bernoulli_exp_digits if t <= EXP_TABLE_MAX else bernoulli_exp)(bits, Fraction(u, t))
+        if not d:
             restart(bits)
             continue
         v = geometric_exp1(bits)

@@ -8,9 +8,10 @@ that, with rigorous bounds, against the compiled core or the oracle:
 * :func:`enumerate_bits` runs a sampler on all bit tapes, shortest first.
   Used for the sampling primitives and Bernoulli(exp(-gamma)).
 * :func:`enumerate_decisions` runs a sampler on *decision tapes*: the
-  outcomes of its primitives (uniform(m), Bernoulli(n/d), the sign bit), each
-  weighted by its exact rational probability, most probable first, stopping at
-  rejection-loop restarts.  Algorithms 2 and 3 restart from their initial state,
+  outcomes of its primitives (uniform(m), Bernoulli(n/d), the sign bit, and
+  Bernoulli(exp(-g)) drawn by the digits of exp(-g)), each weighted by its
+  exact probability (for exp(-g), rational bounds 2**-256 apart), most
+  probable first, stopping at rejection-loop restarts.  Algorithms 2 and 3 restart from their initial state,
   so with A(v) the mass of first attempts that output v and R the mass that
   restart, P[v] = A(v) / (1 - R) exactly.  Bit-level enumeration of the
   Gaussian is hopeless (a draw uses ~20 bits with a long tail: 2**100 tapes to
@@ -98,15 +99,19 @@ def sampler(name: str, param, *, oracle: bool = False) -> Draw:
 class Enumeration:
     """What an enumeration found.
 
+    Probabilities are pairs ``(lo, hi)`` of exact ``gmpy2.mpq`` bounds (equal
+    unless some branch had an irrational probability, exp(-g)).
+
     Attributes
     ----------
     mass : dict
-        Exact probability (``gmpy2.mpq``) of the tapes that ended with each
-        value; for a regenerative enumeration, within the first attempt.
-    restart : mpq
-        Mass of the tapes that reached a restart (0 without restarts).
-    unresolved : mpq
-        Mass of the tapes not followed to their end.
+        Probability bounds of the tapes that ended with each value; for a
+        regenerative enumeration, within the first attempt.
+    restart : (mpq, mpq)
+        Bounds on the mass of the tapes that reached a restart.
+    resolved_lo : mpq
+        Lower bound on the mass of all tapes followed to their end.  The
+        unresolved mass is at most ``unresolved = 1 - resolved_lo``.
     runs : int
         Sampler runs made.
     regenerative : bool
@@ -115,21 +120,33 @@ class Enumeration:
         The resolution asked for; :attr:`complete` says whether it was reached.
     """
 
-    mass: Dict[Any, mpq] = field(default_factory=dict)
-    restart: mpq = mpq(0)
-    unresolved: mpq = mpq(1)
+    mass: Dict[Any, Tuple[mpq, mpq]] = field(default_factory=dict)
+    restart: Tuple[mpq, mpq] = (mpq(0), mpq(0))
+    resolved_lo: mpq = mpq(0)
     runs: int = 0
     regenerative: bool = False
     target: mpq = mpq(0)
 
+    @property
+    def unresolved(self) -> mpq:
+        """Upper bound on the mass of the tapes not followed to their end."""
+        return 1 - self.resolved_lo
+
     def bounds(self, value) -> Tuple[mpq, mpq]:
-        """Exact lower and upper bounds on the sampler's P[value] implied by the enumeration."""
-        a = self.mass.get(value, mpq(0))
+        """Exact lower and upper bounds on the sampler's P[value] implied by the enumeration.
+
+        Without restarts, P = A + (part of the unresolved mass U).  With them,
+        P = A_total / (1 - R_total), where A_total >= A, R_total >= R and
+        1 - R_total >= 1 - R - U.
+        """
+        a_lo, a_hi = self.mass.get(value, (mpq(0), mpq(0)))
+        u = self.unresolved
         if not self.regenerative:
-            return a, min(mpq(1), a + self.unresolved)
-        lo = a / (1 - self.restart)
-        rest = 1 - self.restart - self.unresolved
-        hi = (a + self.unresolved) / rest if rest > 0 else mpq(1)
+            return a_lo, min(mpq(1), a_hi + u)
+        r_lo, r_hi = self.restart
+        lo = a_lo / (1 - r_lo)
+        rest = 1 - r_hi - u
+        hi = (a_hi + u) / rest if rest > 0 else mpq(1)
         return lo, min(mpq(1), hi)
 
     @property
@@ -153,32 +170,43 @@ def _enumerate(draw: Draw, make_source, root, extend, branches, target, max_runs
     """
     result = Enumeration(regenerative=regenerative, target=target)
     order = itertools.count()
-    heap: List[tuple] = [(-1.0, next(order), root, mpq(1))]
+    heap: List[tuple] = [(-1.0, next(order), root, (mpq(1), mpq(1)))]
     while heap and result.runs < max_runs:
         if result.runs % 16 == 0 and result.width <= target:
             break
-        _, _, prefix, weight = heapq.heappop(heap)
+        _, _, prefix, (w_lo, w_hi) = heapq.heappop(heap)
         result.runs += 1
         try:
             value = draw(make_source(prefix))
         except Exhausted as exc:
-            for outcome, p in branches(exc.request):
-                if p > 0:
-                    child = weight * p
-                    heapq.heappush(heap, (-float(child), next(order), extend(prefix, outcome), child))
+            for outcome, (p_lo, p_hi) in branches(exc.request):
+                if p_hi > 0:
+                    child = (w_lo * p_lo, w_hi * p_hi)
+                    heapq.heappush(heap, (-float(child[1]), next(order), extend(prefix, outcome), child))
             continue
         except Restart:
-            result.restart += weight
+            result.restart = _add(result.restart, (w_lo, w_hi))
         else:
-            result.mass[value] = result.mass.get(value, mpq(0)) + weight
-        result.unresolved -= weight
+            result.mass[value] = _add(result.mass.get(value, (mpq(0), mpq(0))), (w_lo, w_hi))
+        result.resolved_lo += w_lo
     return result
+
+
+def _add(a: Tuple[mpq, mpq], b: Tuple[mpq, mpq]) -> Tuple[mpq, mpq]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+_HALF = (mpq(1, 2), mpq(1, 2))
 
 
 def _bit_branches(request):
     if request is not None:
         raise RuntimeError("a bit tape ran out with a decision request")
-    return ((0, mpq(1, 2)), (1, mpq(1, 2)))
+    return ((0, _HALF), (1, _HALF))
+
+
+#: Bits of the rational bounds on an irrational branch probability exp(-g).
+EXP_BOUND_BITS = 256
 
 
 #: Widest uniform(m) a decision enumeration branches on.
@@ -191,10 +219,15 @@ def _decision_branches(request):
     what, arg = request
     if what == "bernoulli":
         p = mpq(arg.numerator, arg.denominator)
-        return ((1, p), (0, 1 - p))
+        return ((1, (p, p)), (0, (1 - p, 1 - p)))
+    if what == "bernoulli_exp":    # exp(-arg) in [f, f + 1) / 2**256
+        f = reference.exp_neg_floor(arg, EXP_BOUND_BITS)
+        lo, hi = mpq(f, 1 << EXP_BOUND_BITS), mpq(f + 1, 1 << EXP_BOUND_BITS)
+        return ((1, (lo, hi)), (0, (1 - hi, 1 - lo)))
     if arg > MAX_UNIFORM_BRANCHES:
         raise ValueError(f"uniform({arg}) has too many outcomes to enumerate")
-    return [(i, mpq(1, arg)) for i in range(arg)]
+    p = (mpq(1, arg), mpq(1, arg))
+    return [(i, p) for i in range(arg)]
 
 
 def enumerate_bits(draw: Draw, *, target: float = 1e-3, max_runs: int = 2_000_000) -> Enumeration:
@@ -334,7 +367,7 @@ class Check:
         verdict = "FAILED" if self.failures else "ok" if e.complete else "INCONCLUSIVE (target not reached)"
         lines = [f"{verdict}: {self.values_checked} values checked, "
                  f"{e.runs} runs, unresolved mass {float(e.unresolved):.3g}, "
-                 f"restart mass {float(e.restart):.3g}, resolution {float(e.width):.3g}"]
+                 f"restart mass {float(e.restart[1]):.3g}, resolution {float(e.width):.3g}"]
         for value, elo, ehi, tlo, thi in self.failures[:20]:
             lines.append(f"  value {value!r}: sampler P in [{float(elo):.9g}, {float(ehi):.9g}], "
                          f"true P in [{float(tlo):.9g}, {float(thi):.9g}]")

@@ -1,0 +1,112 @@
+/*
+ * dg_exp.h -- Bernoulli(exp(-g)) by comparison with the binary digits of exp(-g).
+ *
+ * For a rational 0 < g <= 1, p = exp(-g) is irrational (Lindemann), so its
+ * binary expansion p = 0.p1 p2 p3 ... is unique and never ends.  Bernoulli(p)
+ * compares a lazy uniform U = 0.b1 b2 ... with p: read one bit per digit, stop
+ * at the first j with b_j != p_j and return p_j (U < p exactly when U has 0
+ * where p has 1).  It reads 2 bits on average, and the bits it reads depend
+ * only on p: this is the Bernoulli(n/d) primitive of dg_prim.h applied to an
+ * irrational p, and it reads exactly the bits that primitive would.
+ *
+ * The first 64 digits are one word, floor(2**64 p), taken from a table or a
+ * constant and compared with the random bits a word at a time (the bits are
+ * still consumed only up to the first difference).  Digits beyond the 64th,
+ * needed with probability 2**-64, are computed exactly with GMP.
+ *
+ * dgauss uses this for Bernoulli(exp(-1)) (Algorithms 1 and 2) and, when
+ * t <= DG_EXP_TABLE_MAX, for Algorithm 2's Bernoulli(exp(-U/t)); everything
+ * else goes through Algorithm 1 (dgauss/_core.pyx).  dgauss.reference
+ * computes the same digits from exact rational bounds.
+ *
+ * Nothing here uses floating point.
+ */
+#ifndef DG_EXP_H
+#define DG_EXP_H
+
+#include <gmp.h>
+#include <stdint.h>
+
+#include "dg_prim.h"
+#include "dg_rng.h"
+
+#ifndef __SIZEOF_INT128__
+#error "dgauss needs a compiler with unsigned __int128"
+#endif
+
+typedef unsigned __int128 dg_u128;
+
+/* Largest t for which Algorithm 2 tabulates the digits of exp(-u/t). */
+#define DG_EXP_TABLE_MAX 4096
+
+/* out = floor(2**k exp(-n/d)) exactly, for 0 <= n <= d, d >= 1. */
+void dg_exp_neg_floor(mpz_t out, uint64_t n, uint64_t d, unsigned long k);
+
+/* floor(2**64 exp(-n/d)), the first 64 digits, for 0 < n <= d. */
+uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d);
+
+/*
+ * Digits of p_u = exp(-u/t), u = 1 .. t-1, for one t <= DG_EXP_TABLE_MAX,
+ * computed on first use from e = floor(2**128 exp(-1/t)): e**u in 128-bit
+ * fixed point, every product rounded down, is a lower bound within 2u - 1
+ * units of 2**128 p_u (the proof is in dg_exp.c); when that interval straddles a
+ * multiple of 2**64 the word is computed with GMP instead.
+ */
+typedef struct dg_exp_table {
+    uint64_t t;
+    dg_u128 e;          /* floor(2**128 exp(-1/t)) */
+    uint64_t *prefix;   /* t words; floor(2**64 p_u), or 0 while not computed (p_u > 1/e) */
+} dg_exp_table;
+
+/* `prefix` must hold t zeroed words; e_hi 2**64 + e_lo = floor(2**128 exp(-1/t)), t >= 2. */
+void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_lo,
+                       uint64_t *prefix);
+uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u);
+
+/* Test hook, not API: non-zero sends every table word down the GMP path. */
+extern int dg_exp_test_force_exact;
+
+/* floor(2**64 exp(-u/t)) for 1 <= u < t. */
+static inline uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
+{
+    uint64_t w = tab->prefix[u];
+    return w != 0 ? w : dg_exp_table_compute(tab, u);
+}
+
+/* The comparison from digit `from`+1 on, one bit at a time. */
+int dg_exp_digits_tail(dg_rng *rng, uint64_t prefix, unsigned from, uint64_t n, uint64_t d);
+
+/*
+ * Bernoulli(exp(-n/d)) for 0 < n <= d, given prefix = floor(2**64 exp(-n/d)):
+ * 1 or 0, or -1 when the bit source failed.
+ */
+static inline int dg_bernoulli_exp_digits(dg_rng *rng, uint64_t prefix, uint64_t n, uint64_t d)
+{
+    uint64_t p = prefix, diff;
+    unsigned left = 64, m, pos;
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return dg_decide_bernoulli_exp(rng, n, d);
+    for (;;) {
+        if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
+            return -1;
+        /* compare the next m random bits with the next m digits (top bits of p) */
+        m = rng->avail < left ? rng->avail : left;
+        diff = rng->cur ^ p;
+        if (m < 64)
+            diff &= ~(UINT64_MAX >> m);
+        if (diff != 0) {
+            pos = (unsigned)__builtin_clzll(diff);      /* first difference, < m */
+            rng->cur = (pos == 63) ? 0 : rng->cur << (pos + 1);
+            rng->avail -= pos + 1;
+            return (int)((p >> (63 - pos)) & 1);
+        }
+        rng->cur = (m == 64) ? 0 : rng->cur << m;
+        rng->avail -= m;
+        p = (m == 64) ? 0 : p << m;
+        left -= m;
+        if (left == 0)
+            return dg_exp_digits_tail(rng, prefix, 64, n, d);
+    }
+}
+
+#endif /* DG_EXP_H */

@@ -1,0 +1,138 @@
+"""Bernoulli(exp(-g)) by the binary digits of exp(-g): the digits, their table, and the fallbacks.
+
+The core compares random bits with floor(2**64 exp(-g)) a word at a time and
+computes later digits with GMP; Algorithm 2's table of exp(-u/t) comes from
+128-bit fixed point with a GMP fallback.  The oracle computes every digit from
+exact rational bounds.  These tests check the words against the oracle and
+force each fallback.
+"""
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import dgauss
+from dgauss import _api, _core, reference
+from dgauss.testing import Tape
+
+
+def test_table_limit_is_shared():
+    assert _core.EXP_TABLE_MAX == reference.EXP_TABLE_MAX
+
+
+@pytest.mark.parametrize("k", [1, 2, 63, 64, 65, 128, 200, 1000])
+def test_exp_neg_floor_matches_oracle(k):
+    rng = random.Random(k)
+    cases = [(0, 1), (1, 1), (1, 2), (2, 3), (4095, 4096), (1, 4096), (2**63 - 1, 2**63)]
+    cases += [(rng.randrange(1, d + 1), d) for d in (rng.randrange(1, 2**63) for _ in range(20))]
+    for n, d in cases:
+        assert _core.exp_neg_floor(n, d, k) == reference.exp_neg_floor(Fraction(n, d), k), (n, d)
+
+
+def test_exp_neg_floor_is_the_floor():
+    """Independent of both implementations: 2**k exp(-1) lies in [f, f + 1) (e from its series)."""
+    k = 300
+    f = _core.exp_neg_floor(1, 1, k)
+    # 1/e between partial sums of sum (-1)^j / j!, far tighter than 2**-300
+    lo = sum(Fraction((-1) ** j, __import__("math").factorial(j)) for j in range(101))
+    hi = lo + Fraction(1, __import__("math").factorial(101))
+    assert f <= lo * 2**k and hi * 2**k < f + 1
+
+
+@pytest.mark.parametrize("force_exact", [False, True], ids=["fixed-point", "gmp-fallback"])
+def test_table_words_match_oracle(force_exact):
+    rng = random.Random(7)
+    ts = list(range(2, 80)) + [1000, 1001, 4095, 4096] + rng.sample(range(80, 4096), 6)
+    _core._exp_test_hook(force_exact)
+    try:
+        for t in ts:
+            us = list(range(1, t)) if t < 80 else sorted(rng.sample(range(1, t), 60)) + [t - 1]
+            want = [reference.exp_neg_floor(Fraction(u, t), 64) for u in us]
+            assert _core.exp_table(t, us) == want, t
+    finally:
+        _core._exp_test_hook(False)
+
+
+def test_forced_table_fallback_gives_the_same_samples():
+    """Every table word from GMP instead of fixed point: the same samples, the same bits."""
+    runs = []
+    for force_exact in (False, True):
+        _core._exp_test_hook(force_exact)
+        try:
+            runs.append(dgauss.sample_gaussian(1000, 3000, rng=np.random.default_rng(5)).tolist())
+        finally:
+            _core._exp_test_hook(False)
+    assert runs[0] == runs[1]
+    assert runs[0] == reference.sample_gaussian(1000, 3000, rng=np.random.default_rng(5)).tolist()
+
+
+def _digits(gamma, count):
+    """The first `count` binary digits of exp(-gamma), as a bit string."""
+    k = count
+    return format(reference.exp_neg_floor(Fraction(gamma), k), f"0{k}b")[-k:]
+
+
+@pytest.mark.parametrize("match", [0, 5, 63, 64, 65, 127, 128, 130, 300])
+def test_digits_past_the_first_word(match):
+    """A tape that agrees with 1/e for `match` digits, then differs: the answer is that
+    digit, read after exactly match + 1 bits, by core and oracle alike (match >= 64 runs
+    the GMP digits)."""
+    digits = _digits(1, match + 1)
+    next_digit = digits[match]
+    tape_bits = digits[:match] + ("1" if next_digit == "0" else "0")
+    for fill in (_core.fill, reference.fill):
+        out = np.empty(1, dtype=np.bool_)
+        used = fill(_api.BERNOULLI_EXP, 1, 1, 0, Tape(tape_bits + "1" * 64), out)
+        assert bool(out[0]) == (next_digit == "1")
+        assert used == match + 1
+
+
+@pytest.mark.parametrize("t,u", [(7, 3), (4096, 4095)])
+def test_laplace_table_digits_past_the_first_word(t, u):
+    """Algorithm 2 with U = u, then 70 bits agreeing with exp(-u/t): D is decided by bit 71,
+    as that digit says (D = 1: V = 0, sign +, Y = u; D = 0: restart with U = 0, Y = 0)."""
+    k = (t - 1).bit_length()
+    digits = _digits(Fraction(u, t), 71)
+    accept = digits[70] == "1"
+    rest = "1" + "0" if accept else "0" * k + "1" + "0"   # V = 0 (1/e starts 0.01), sign +
+    tape = format(u, f"0{k}b") + digits[:70] + ("0" if accept else "1") + rest
+    for fill in (_core.fill, reference.fill):
+        out = np.empty(1, dtype=object)
+        padded = tape + "0" * (64 - len(tape) % 64)    # whole words: bits used is exact
+        assert fill(_api.LAPLACE, t, 1, 0, Tape(padded), out) == len(tape)
+        assert out[0] == (u if accept else 0)
+
+
+@pytest.mark.parametrize("scale", [4095, 4096, 4097], ids=str)
+def test_laplace_parity_at_the_table_limit(scale):
+    """t = 4096 uses the table's digits, t = 4097 Algorithm 1: core and oracle agree on both."""
+    for seed in range(2):
+        a = dgauss.sample_laplace(scale, 400, rng=np.random.default_rng(seed))
+        b = reference.sample_laplace(scale, 400, rng=np.random.default_rng(seed))
+        assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("sigma2", [4095**2, 4096**2 - 1, 4096**2], ids=str)
+def test_gaussian_parity_at_the_table_limit(sigma2):
+    """t = floor(sigma) + 1 = 4096 (table) and 4097 (Algorithm 1)."""
+    a = dgauss.sample_gaussian(sigma2, 300, rng=np.random.default_rng(3))
+    b = reference.sample_gaussian(sigma2, 300, rng=np.random.default_rng(3))
+    assert a.tolist() == b.tolist()
+
+
+def test_the_two_methods_use_different_bits():
+    """The limit matters: at t <= EXP_TABLE_MAX the digits method really runs (it reads
+    other bits than Algorithm 1 would), so parity above proves the core switches there."""
+    gen = np.random.default_rng(11)
+    words = gen.integers(0, 2**64, size=64, dtype=np.uint64)
+    t = 4096
+    used_digits = reference.fill(_api.LAPLACE, t, 1, 0, Tape.from_words(words), np.empty(50, dtype=object))
+    saved = reference.EXP_TABLE_MAX
+    reference.EXP_TABLE_MAX = 0
+    try:
+        used_alg1 = reference.fill(_api.LAPLACE, t, 1, 0, Tape.from_words(words),
+                                   np.empty(50, dtype=object))
+    finally:
+        reference.EXP_TABLE_MAX = saved
+    assert used_digits != used_alg1
