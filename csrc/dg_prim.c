@@ -1,11 +1,6 @@
 /* dg_prim.c -- uniform integers and Bernoulli(n/d).  See dg_prim.h. */
 #include "dg_prim.h"
 
-static unsigned bit_length_u64(uint64_t x)
-{
-    return x == 0 ? 0 : 64u - (unsigned)__builtin_clzll(x);
-}
-
 /* ---- decision mode (testing) ----------------------------------------- */
 
 /* The next outcome, which must be below `limit`; -1 when there is none. */
@@ -27,8 +22,6 @@ static int next_outcome(dg_rng *rng, int want, uint64_t limit, uint64_t *out)
     return 0;
 }
 
-#define DG_COLD __attribute__((noinline, cold))
-
 static int decide_bernoulli(dg_rng *rng)
 {
     uint64_t b;
@@ -36,7 +29,7 @@ static int decide_bernoulli(dg_rng *rng)
 }
 
 /* Out of line and cold, so that the bit-mode loops stay tight. */
-static DG_COLD int decide_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
+DG_COLD int dg_decide_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
 {
     mpz_set_ui(rng->decider->want_a, m);
     return next_outcome(rng, DG_WANT_UNIFORM, m, out);
@@ -56,7 +49,7 @@ static DG_COLD int decide_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
     return 0;
 }
 
-static DG_COLD int decide_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
+DG_COLD int dg_decide_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
 {
     if (n == 0)
         return 0;
@@ -89,28 +82,6 @@ int dg_decide_fair_bit(dg_rng *rng)
     return decide_bernoulli(rng);
 }
 
-int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
-{
-    unsigned k;
-    uint64_t x;
-    if (m <= 1) {
-        *out = 0;
-        return 0;
-    }
-    if (__builtin_expect(rng->decider != NULL, 0))
-        return decide_uniform_u64(rng, m, out);
-    k = bit_length_u64(m - 1);
-    for (;;) {
-        x = dg_bits(rng, k);
-        if (rng->status != DG_OK)
-            return -1;
-        if (x < m) {
-            *out = x;
-            return 0;
-        }
-    }
-}
-
 int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
 {
     size_t k, left;
@@ -139,28 +110,6 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
         if (mpz_cmp(out, m) < 0)
             return 0;
     }
-}
-
-int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
-{
-    uint64_t r = n;
-    int digit, b;
-    if (n >= d)
-        return 1;
-    if (__builtin_expect(rng->decider != NULL, 0))
-        return decide_bernoulli_u64(rng, n, d);
-    while (r != 0) {
-        r <<= 1;
-        digit = r >= d;
-        if (digit)
-            r -= d;
-        b = dg_bit(rng);
-        if (rng->status != DG_OK)
-            return -1;
-        if (b != digit)
-            return digit;
-    }
-    return 0;
 }
 
 int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)

@@ -51,16 +51,63 @@ static inline int dg_add_i64(int64_t a, int64_t b, int64_t *r)
     return !__builtin_add_overflow(a, b, r);
 }
 
-int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out);
-int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out);
+#define DG_COLD __attribute__((noinline, cold))
 
-/* requires 1 <= d <= DG_BERNOULLI_DMAX */
-int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d);
+/* Decision mode (testing; see below), out of line so that the bit loops stay tight. */
+DG_COLD int dg_decide_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out);
+DG_COLD int dg_decide_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d);
+DG_COLD int dg_decide_fair_bit(dg_rng *rng);
+DG_COLD int dg_decide_bernoulli_exp(dg_rng *rng, uint64_t n, uint64_t d);
+
+int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out);
 /* `rem` is scratch, distinct from n and d */
 int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem);
 
-int dg_decide_fair_bit(dg_rng *rng);
-int dg_decide_bernoulli_exp(dg_rng *rng, uint64_t n, uint64_t d);
+/* The word versions are inline: they run in every sampler's innermost loop. */
+static inline int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
+{
+    unsigned k;
+    uint64_t x;
+    if (m <= 1) {
+        *out = 0;
+        return 0;
+    }
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return dg_decide_uniform_u64(rng, m, out);
+    k = 64u - (unsigned)__builtin_clzll(m - 1);   /* m >= 2 */
+    for (;;) {
+        x = dg_bits(rng, k);
+        if (rng->status != DG_OK)
+            return -1;
+        if (x < m) {
+            *out = x;
+            return 0;
+        }
+    }
+}
+
+/* requires 1 <= d <= DG_BERNOULLI_DMAX */
+static inline int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
+{
+    uint64_t r = n;
+    int digit, b;
+    if (n >= d)
+        return 1;
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return dg_decide_bernoulli_u64(rng, n, d);
+    while (r != 0) {
+        r <<= 1;
+        digit = r >= d;
+        if (digit)
+            r -= d;
+        b = dg_bit(rng);
+        if (rng->status != DG_OK)
+            return -1;
+        if (b != digit)
+            return digit;
+    }
+    return 0;
+}
 
 /* Bernoulli(1/2) as one raw bit (the discrete Laplace's sign); -1 on failure. */
 static inline int dg_fair_bit(dg_rng *rng)
