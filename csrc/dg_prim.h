@@ -17,6 +17,8 @@
  *     is 0 where p's is 1).  When the remainder r reaches 0 every later digit
  *     of p is 0, so U >= p: return 0 without reading.  Expected bits: <= 2.
  *     The bits read depend only on the value n/d, never on its representation.
+ *     (The word version gets 64 digits per division and compares them with
+ *     the random bits a word at a time, reading exactly these bits.)
  *
  * Return value: the result (>= 0), or -1 when the bit source failed
  * (rng->status says why).
@@ -86,25 +88,60 @@ static inline int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
     }
 }
 
-/* requires 1 <= d <= DG_BERNOULLI_DMAX */
+/* q = floor(n 2**64 / d), *r = n 2**64 mod d, for n < d (so q < 2**64). */
+static inline uint64_t dg_div_shift64(uint64_t n, uint64_t d, uint64_t *r)
+{
+#if defined(__x86_64__)
+    uint64_t q, rem;
+    __asm__("divq %4" : "=a"(q), "=d"(rem) : "a"((uint64_t)0), "d"(n), "rm"(d));
+    *r = rem;
+    return q;
+#else
+    unsigned __int128 x = (unsigned __int128)n << 64;
+    *r = (uint64_t)(x % d);
+    return (uint64_t)(x / d);
+#endif
+}
+
+/*
+ * requires 1 <= d <= DG_BERNOULLI_DMAX.  The digits of n/d come 64 at a time
+ * (one division) and are compared with the random bits a word at a time,
+ * reading exactly the bits of the one-digit-at-a-time walk described above:
+ * up to the first difference, or up to p's last 1 digit when p's expansion
+ * ends.
+ */
 static inline int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
 {
-    uint64_t r = n;
-    int digit, b;
+    uint64_t p, r, diff;
+    unsigned left, m, pos;
     if (n >= d)
         return 1;
     if (__builtin_expect(rng->decider != NULL, 0))
         return dg_decide_bernoulli_u64(rng, n, d);
-    while (r != 0) {
-        r <<= 1;
-        digit = r >= d;
-        if (digit)
-            r -= d;
-        b = dg_bit(rng);
-        if (rng->status != DG_OK)
-            return -1;
-        if (b != digit)
-            return digit;
+    while (n != 0) {
+        p = dg_div_shift64(n, d, &r);       /* the next 64 digits; p != 0 unless r != 0 */
+        left = (r != 0) ? 64 : 64 - (unsigned)__builtin_ctzll(p);
+        for (;;) {
+            if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
+                return -1;
+            m = rng->avail < left ? rng->avail : left;
+            diff = rng->cur ^ p;
+            if (m < 64)
+                diff &= ~(UINT64_MAX >> m);
+            if (diff != 0) {
+                pos = (unsigned)__builtin_clzll(diff);
+                rng->cur = (pos == 63) ? 0 : rng->cur << (pos + 1);
+                rng->avail -= pos + 1;
+                return (int)((p >> (63 - pos)) & 1);
+            }
+            rng->cur = (m == 64) ? 0 : rng->cur << m;
+            rng->avail -= m;
+            p = (m == 64) ? 0 : p << m;
+            left -= m;
+            if (left == 0)
+                break;
+        }
+        n = r;
     }
     return 0;
 }

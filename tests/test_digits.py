@@ -136,3 +136,26 @@ def test_the_two_methods_use_different_bits():
     finally:
         reference.EXP_TABLE_MAX = saved
     assert used_digits != used_alg1
+
+
+def _rational_digits(p: Fraction, count: int) -> str:
+    return format(p.numerator * 2**count // p.denominator, f"0{count}b")[-count:]
+
+
+@pytest.mark.parametrize("gamma", [Fraction(1, 3), Fraction(5, 7), Fraction(2**62, 2**62 + 1),
+                                   Fraction(3, 2**40), Fraction(1, 2**62)], ids=str)
+@pytest.mark.parametrize("match", [0, 5, 63, 64, 65, 130])
+def test_word_bernoulli_past_the_first_word(gamma, match):
+    """Algorithm 1's first draw is Bernoulli(gamma): a tape agreeing with gamma's digits for
+    `match` digits, then differing.  The word primitive takes 64 digits per division, so
+    this crosses its word boundary (and the end of 3/2**40's expansion); core and oracle
+    must read the same bits and agree."""
+    digits = _rational_digits(gamma, match + 1)
+    tape = digits[:match] + ("1" if digits[match] == "0" else "0")
+    tail = format(int(np.random.default_rng(match).integers(0, 2**63)), "064b") * 4
+    results = []
+    for fill in (_core.fill, reference.fill):
+        out = np.empty(1, dtype=np.bool_)
+        used = fill(_api.BERNOULLI_EXP, gamma.numerator, gamma.denominator, 0, Tape(tape + tail), out)
+        results.append((bool(out[0]), used))
+    assert results[0] == results[1]
