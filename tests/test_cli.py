@@ -89,6 +89,9 @@ def test_npy_refused_when_int64_is_not_the_default(tmp_path, capsys, args):
     (["--sigma2", "1", "-n", "10", "-o", "noise.csv"], "-o"),
     (["--sigma2", "1", "--laplace", "1", "-n", "10"], "--laplace"),
     (["-n", "10"], "--sigma2"),
+    (["--sigma2", "1", "-n", "10", "--workers", "0"], "--workers"),
+    (["--sigma2", "1", "-n", "10", "--workers", "-2"], "--workers"),
+    (["--sigma2", "1", "-n", "10", "--workers", "2", "--seed", "1"], "--workers"),
 ])
 def test_bad_arguments_exit_2_naming_the_option(capsys, args, option):
     assert cli.main(["sample", *args]) == 2
@@ -178,3 +181,17 @@ def test_python_dash_m(tmp_path):
     assert "samples of N_Z(0, 1/3)" in result.stdout and "samples/s" in result.stdout
     expected = api_draws(dgauss.sample_gaussian, Fraction(1, 3), 1000, 256, 2)
     np.testing.assert_array_equal(np.load(path), expected)
+
+
+@pytest.mark.parametrize("workers", ["2", "-1"])
+def test_workers_fill_every_sample(tmp_path, workers):
+    """--workers splits each chunk across threads: all n samples arrive, with N_Z(0, 100)'s spread."""
+    path = tmp_path / "noise.npy"
+    n = 300_000
+    assert cli.main(["sample", "--sigma2", "100", "-n", str(n), "--chunk", "200000",
+                     "--workers", workers, "-o", str(path), "--no-progress"]) == 0
+    loaded = np.load(path)
+    assert loaded.shape == (n,) and loaded.dtype == np.int64
+    # variance of N_Z(0, 100) is within 1e-6 of 100; 300k samples put it within 1.5 with
+    # probability far above 1 - 1e-6; an unfilled (zero) slice would pull it far below
+    assert abs(loaded.var() - 100) < 1.5 and abs(loaded.mean()) < 0.2

@@ -82,9 +82,9 @@ class Distribution:
         """The distribution in the summary's notation, e.g. ``N_Z(0, 100)``."""
         return f"{self.symbol}({_digits(self.mu)}, {self.text})"
 
-    def draw(self, size: int, rng: Optional[np.random.Generator]) -> np.ndarray:
-        """Draw ``size`` samples in the sampler's default dtype."""
-        return self.sampler(self.param, size, mu=self.mu, rng=rng)
+    def draw(self, size: int, rng: Optional[np.random.Generator], workers: int = 1) -> np.ndarray:
+        """Draw ``size`` samples in the sampler's default dtype, on ``workers`` threads."""
+        return self.sampler(self.param, size, mu=self.mu, rng=rng, workers=workers)
 
 
 class Moments:
@@ -227,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "operating system's CSPRNG)")
     sample.add_argument("--chunk", type=_positive_int, default=DEFAULT_CHUNK, metavar="C",
                         help=f"samples drawn per call (default {DEFAULT_CHUNK:,})")
+    sample.add_argument("--workers", type=_workers, default=1, metavar="W",
+                        help="threads per chunk: a positive int, or -1 for every core (default 1; "
+                             "needs the OS CSPRNG, not --seed)")
     sample.add_argument("--no-progress", action="store_true",
                         help="no progress bar (it is shown only when stderr is a terminal)")
     return parser
@@ -243,6 +246,10 @@ def run_sample(args: argparse.Namespace) -> int:
 
     rng = None
     if args.seed is not None:
+        if args.workers != 1:
+            print("dgauss sample: error: --workers needs the OS CSPRNG: --seed gives one "
+                  "sequential stream, which threads cannot share reproducibly", file=sys.stderr)
+            return EXIT_USAGE
         rng = np.random.default_rng(args.seed)
         print("dgauss: warning: --seed makes the noise reproducible; never use seeded "
               "output to protect real data", file=sys.stderr)
@@ -254,7 +261,7 @@ def run_sample(args: argparse.Namespace) -> int:
     try:
         with _open_output(args.output, args.count) as write:
             for size in _chunk_sizes(args.count, args.chunk):
-                chunk = dist.draw(size, rng)
+                chunk = dist.draw(size, rng, args.workers)
                 write(chunk)
                 moments.add(chunk)
                 progress.update(moments.count, time.perf_counter() - start)
@@ -365,6 +372,14 @@ def _approx(value: Optional[Fraction]) -> str:
 
 def _nonnegative_int(text: str) -> int:
     return _int_at_least(text, 0)
+
+
+def _workers(text: str) -> int:
+    """argparse type: a positive int or -1 (every core)."""
+    value = _nonnegative_int(text) if not text.strip() == "-1" else -1
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be a positive int or -1 (every core), got 0")
+    return value
 
 
 def _positive_int(text: str) -> int:
