@@ -82,31 +82,11 @@ int dg_exp_digits_tail(dg_rng *rng, uint64_t prefix, unsigned from, uint64_t n, 
  */
 static inline int dg_bernoulli_exp_digits(dg_rng *rng, uint64_t prefix, uint64_t n, uint64_t d)
 {
-    uint64_t p = prefix, diff;
-    unsigned left = 64, m, pos;
+    int c;
     if (__builtin_expect(rng->decider != NULL, 0))
         return dg_decide_bernoulli_exp(rng, n, d);
-    for (;;) {
-        if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
-            return -1;
-        /* compare the next m random bits with the next m digits (top bits of p) */
-        m = rng->avail < left ? rng->avail : left;
-        diff = rng->cur ^ p;
-        if (m < 64)
-            diff &= ~(UINT64_MAX >> m);
-        if (diff != 0) {
-            pos = (unsigned)__builtin_clzll(diff);      /* first difference, < m */
-            rng->cur = (pos == 63) ? 0 : rng->cur << (pos + 1);
-            rng->avail -= pos + 1;
-            return (int)((p >> (63 - pos)) & 1);
-        }
-        rng->cur = (m == 64) ? 0 : rng->cur << m;
-        rng->avail -= m;
-        p = (m == 64) ? 0 : p << m;
-        left -= m;
-        if (left == 0)
-            return dg_exp_digits_tail(rng, prefix, 64, n, d);
-    }
+    c = dg_compare_digits(rng, prefix, 64);
+    return c != DG_DIGITS_MATCH ? c : dg_exp_digits_tail(rng, prefix, 64, n, d);
 }
 
 #endif /* DG_EXP_H */

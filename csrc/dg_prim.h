@@ -104,6 +104,39 @@ static inline uint64_t dg_div_shift64(uint64_t n, uint64_t d, uint64_t *r)
 }
 
 /*
+ * Compare the next random bits with the `left` (1..64) binary digits at the
+ * top of `p`, a word at a time, reading bits only up to the first difference.
+ * Returns that digit of p (0 or 1), DG_DIGITS_MATCH when all `left` matched
+ * (all of them read), or -1 when the bit source failed.
+ */
+#define DG_DIGITS_MATCH 2
+static inline int dg_compare_digits(dg_rng *rng, uint64_t p, unsigned left)
+{
+    uint64_t diff;
+    unsigned m, pos;
+    for (;;) {
+        if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
+            return -1;
+        m = rng->avail < left ? rng->avail : left;
+        diff = rng->cur ^ p;
+        if (m < 64)
+            diff &= ~(UINT64_MAX >> m);
+        if (diff != 0) {
+            pos = (unsigned)__builtin_clzll(diff);      /* first difference, < m */
+            rng->cur = (pos == 63) ? 0 : rng->cur << (pos + 1);
+            rng->avail -= pos + 1;
+            return (int)((p >> (63 - pos)) & 1);
+        }
+        rng->cur = (m == 64) ? 0 : rng->cur << m;
+        rng->avail -= m;
+        p = (m == 64) ? 0 : p << m;
+        left -= m;
+        if (left == 0)
+            return DG_DIGITS_MATCH;
+    }
+}
+
+/*
  * requires 1 <= d <= DG_BERNOULLI_DMAX.  The digits of n/d come 64 at a time
  * (one division) and are compared with the random bits a word at a time,
  * reading exactly the bits of the one-digit-at-a-time walk described above:
@@ -112,8 +145,9 @@ static inline uint64_t dg_div_shift64(uint64_t n, uint64_t d, uint64_t *r)
  */
 static inline int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
 {
-    uint64_t p, r, diff;
-    unsigned left, m, pos;
+    uint64_t p, r;
+    unsigned left;
+    int c;
     if (n >= d)
         return 1;
     if (__builtin_expect(rng->decider != NULL, 0))
@@ -121,26 +155,9 @@ static inline int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
     while (n != 0) {
         p = dg_div_shift64(n, d, &r);       /* the next 64 digits; p != 0 unless r != 0 */
         left = (r != 0) ? 64 : 64 - (unsigned)__builtin_ctzll(p);
-        for (;;) {
-            if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
-                return -1;
-            m = rng->avail < left ? rng->avail : left;
-            diff = rng->cur ^ p;
-            if (m < 64)
-                diff &= ~(UINT64_MAX >> m);
-            if (diff != 0) {
-                pos = (unsigned)__builtin_clzll(diff);
-                rng->cur = (pos == 63) ? 0 : rng->cur << (pos + 1);
-                rng->avail -= pos + 1;
-                return (int)((p >> (63 - pos)) & 1);
-            }
-            rng->cur = (m == 64) ? 0 : rng->cur << m;
-            rng->avail -= m;
-            p = (m == 64) ? 0 : p << m;
-            left -= m;
-            if (left == 0)
-                break;
-        }
+        c = dg_compare_digits(rng, p, left);
+        if (c != DG_DIGITS_MATCH)
+            return c;
         n = r;
     }
     return 0;
