@@ -113,42 +113,24 @@ uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u)
     return w;
 }
 
-/* ---- digits past the prefix ------------------------------------------- */
+/* ---- digits past the first 64 ---------------------------------------- */
 
-static int next_bit(dg_rng *rng)
-{
-    int b = dg_bit(rng);
-    return rng->status == DG_OK ? b : -1;
-}
-
-int dg_exp_digits_tail(dg_rng *rng, uint64_t prefix, unsigned from, uint64_t n, uint64_t d)
+int dg_exp_digits_tail(dg_rng *rng, uint64_t n, uint64_t d)
 {
     mpz_t digits;
-    unsigned long j = from, k = 64;
-    int b, digit, result;
-    for (; j < 64; j++) {
-        digit = (int)((prefix >> (63 - j)) & 1);
-        b = next_bit(rng);
-        if (b < 0)
-            return -1;
-        if (b != digit)
-            return digit;
-    }
-    /* digits 65, 66, ...: floor(2**k exp(-n/d)) for k = 128, 256, ... */
+    unsigned long j, k = 64;    /* j digits compared; `digits` = floor(2**k exp(-n/d)) */
+    int b, digit;
     mpz_init(digits);
-    for (;;) {
+    for (j = 64;; j++) {
         if (j == k) {
             k *= 2;
             dg_exp_neg_floor(digits, n, d, k);
         }
         digit = mpz_tstbit(digits, k - 1 - j);
-        j++;
-        b = next_bit(rng);
-        if (b < 0 || b != digit) {
-            result = b < 0 ? -1 : digit;
+        b = dg_bit(rng);
+        if (rng->status != DG_OK || b != digit)
             break;
-        }
     }
     mpz_clear(digits);
-    return result;
+    return rng->status != DG_OK ? -1 : digit;
 }

@@ -73,8 +73,8 @@ static inline uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
     return w != 0 ? w : dg_exp_table_compute(tab, u);
 }
 
-/* The comparison from digit `from`+1 on, one bit at a time. */
-int dg_exp_digits_tail(dg_rng *rng, uint64_t prefix, unsigned from, uint64_t n, uint64_t d);
+/* The comparison from digit 65 on, one bit at a time, digits from GMP. */
+int dg_exp_digits_tail(dg_rng *rng, uint64_t n, uint64_t d);
 
 /*
  * Bernoulli(exp(-n/d)) for 0 < n <= d, given prefix = floor(2**64 exp(-n/d)):
@@ -86,7 +86,7 @@ static inline int dg_bernoulli_exp_digits(dg_rng *rng, uint64_t prefix, uint64_t
     if (__builtin_expect(rng->decider != NULL, 0))
         return dg_decide_bernoulli_exp(rng, n, d);
     c = dg_compare_digits(rng, prefix, 64);
-    return c != DG_DIGITS_MATCH ? c : dg_exp_digits_tail(rng, prefix, 64, n, d);
+    return c != DG_DIGITS_MATCH ? c : dg_exp_digits_tail(rng, n, d);
 }
 
 #endif /* DG_EXP_H */

@@ -6,6 +6,7 @@ computes later digits with GMP; Algorithm 2's table of exp(-u/t) comes from
 exact rational bounds.  These tests check the words against the oracle and
 force each fallback.
 """
+import math
 import random
 from fractions import Fraction
 
@@ -35,8 +36,8 @@ def test_exp_neg_floor_is_the_floor():
     k = 300
     f = _core.exp_neg_floor(1, 1, k)
     # 1/e between partial sums of sum (-1)^j / j!, far tighter than 2**-300
-    lo = sum(Fraction((-1) ** j, __import__("math").factorial(j)) for j in range(101))
-    hi = lo + Fraction(1, __import__("math").factorial(101))
+    lo = sum(Fraction((-1) ** j, math.factorial(j)) for j in range(101))
+    hi = lo + Fraction(1, math.factorial(101))
     assert f <= lo * 2**k and hi * 2**k < f + 1
 
 

@@ -512,16 +512,12 @@ cdef object mpz_to_int(mpz_srcptr z):
 
 _EXP_E = {}     # t -> floor(2**128 exp(-1/t)), for Algorithm 2's tables (t <= EXP_TABLE_MAX)
 
-cdef object _exp_table_e(uint64_t t):
-    cdef mpz_t z
+cdef void _exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t *words):
+    """Algorithm 2's table for t (2 <= t <= EXP_TABLE_MAX) over t zeroed words."""
     e = _EXP_E.get(t)
     if e is None:
-        mpz_init(z)
-        dg_exp_neg_floor(z, 1, t, 128)
-        e = mpz_to_int(z)
-        mpz_clear(z)
-        _EXP_E[t] = e
-    return e
+        e = _EXP_E[t] = exp_neg_floor(1, t, 128)
+    dg_exp_table_init(tab, t, e >> 64, e & 0xFFFFFFFFFFFFFFFF, words)
 
 
 def exp_neg_floor(uint64_t n, uint64_t d, unsigned long k):
@@ -546,8 +542,7 @@ def exp_table(uint64_t t, u_values):
     words = <uint64_t *>calloc(t, sizeof(uint64_t))
     if words == NULL:
         raise MemoryError()
-    e = _exp_table_e(t)
-    dg_exp_table_init(&tab, t, e >> 64, e & 0xFFFFFFFFFFFFFFFF, words)
+    _exp_table_init(&tab, t, words)
     try:
         out = []
         for u in u_values:
@@ -628,8 +623,7 @@ cdef class _Job:
             self.exp_u = <uint64_t *>calloc(p.lap.t, sizeof(uint64_t))
             if self.exp_u == NULL:
                 raise MemoryError()
-            e = _exp_table_e(p.lap.t)
-            dg_exp_table_init(&p.lap.exp_u, p.lap.t, e >> 64, e & 0xFFFFFFFFFFFFFFFF, self.exp_u)
+            _exp_table_init(&p.lap.exp_u, p.lap.t, self.exp_u)
 
         int_to_mpz(self.s.mu, mu)
         self.s.mu_small = mpz_fits_slong_p(self.s.mu)

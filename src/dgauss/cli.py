@@ -376,7 +376,7 @@ def _nonnegative_int(text: str) -> int:
 
 def _workers(text: str) -> int:
     """argparse type: a positive int or -1 (every core)."""
-    value = _nonnegative_int(text) if not text.strip() == "-1" else -1
+    value = -1 if text.strip() == "-1" else _nonnegative_int(text)
     if value == 0:
         raise argparse.ArgumentTypeError("must be a positive int or -1 (every core), got 0")
     return value
