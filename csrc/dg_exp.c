@@ -15,11 +15,11 @@
  * both ends agree above the g guard bits, so does V.  As exp(-x) is
  * irrational for x > 0, V is never exactly on a boundary: some g works.
  */
-void dg_exp_neg_floor(mpz_t out, uint64_t n, uint64_t d, unsigned long k)
+void dg_exp_neg_floor_mpz(mpz_t out, const mpz_t n, const mpz_t d, unsigned long k)
 {
     mpz_t term, sum, lo, hi;
     unsigned long guard = 64, j;
-    if (n == 0) {
+    if (mpz_sgn(n) == 0) {
         mpz_set_ui(out, 1);
         mpz_mul_2exp(out, out, k);
         return;
@@ -30,8 +30,8 @@ void dg_exp_neg_floor(mpz_t out, uint64_t n, uint64_t d, unsigned long k)
         mpz_mul_2exp(term, term, k + guard);
         mpz_set(sum, term);
         for (j = 1; mpz_sgn(term) != 0; j++) {
-            mpz_mul_ui(term, term, n);
-            mpz_fdiv_q_ui(term, term, d);
+            mpz_mul(term, term, n);
+            mpz_fdiv_q(term, term, d);
             mpz_fdiv_q_ui(term, term, j);       /* floor(floor(a/d)/j) = floor(a/(dj)) */
             if (j & 1)
                 mpz_sub(sum, sum, term);
@@ -51,18 +51,16 @@ void dg_exp_neg_floor(mpz_t out, uint64_t n, uint64_t d, unsigned long k)
     mpz_clears(term, sum, lo, hi, NULL);
 }
 
-uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d)
+void dg_exp_neg_floor(mpz_t out, uint64_t n, uint64_t d, unsigned long k)
 {
-    mpz_t f;
-    uint64_t w;
-    mpz_init(f);
-    dg_exp_neg_floor(f, n, d, 64);      /* < 2**64 as exp(-n/d) < 1 */
-    w = mpz_get_ui(f);
-    mpz_clear(f);
-    return w;
+    mpz_t nz, dz;
+    mpz_init_set_ui(nz, n);
+    mpz_init_set_ui(dz, d);
+    dg_exp_neg_floor_mpz(out, nz, dz, k);
+    mpz_clears(nz, dz, NULL);
 }
 
-/* ---- the table for Algorithm 2 --------------------------------------- */
+/* ---- the first 64 digits in 128-bit fixed point ---------------------- */
 
 /* floor(a b / 2**128): the product of two fixed-point numbers in [0, 1). */
 static dg_u128 mul_fix(dg_u128 a, dg_u128 b)
@@ -74,6 +72,105 @@ static dg_u128 mul_fix(dg_u128 a, dg_u128 b)
     dg_u128 m2 = (dg_u128)al * bh + (uint64_t)m1;           /* < 2**128 */
     return (dg_u128)ah * bh + (m1 >> 64) + (m2 >> 64);
 }
+
+int dg_exp_test_force_exact = 0;      /* test hook: every fixed-point computation gives up */
+
+#define SERIES_TERMS 35               /* 2**128 / 35! < 1/30 */
+#define SERIES_BOUND 140              /* 4 * SERIES_TERMS: see below */
+static dg_u128 inv_fact[SERIES_TERMS];  /* floor(2**128 / j!) for 2 <= j < SERIES_TERMS */
+
+void dg_exp_init(void)
+{
+    unsigned j;
+    inv_fact[2] = (dg_u128)1 << 127;
+    for (j = 3; j < SERIES_TERMS; j++)
+        inv_fact[j] = inv_fact[j - 1] / j;      /* floor(floor(a/b)/c) = floor(a/(bc)) */
+}
+
+/*
+ * 1 - exp(-x) = x - x**2/2! + x**3/3! - ...  in units of 2**-128, every
+ * product rounded down, with X = x_fix:
+ *   P_1 = X,  P_j = mul_fix(P_{j-1}, X)   (lower bounds on p_j = 2**128 x**j),
+ *   T_1 = X,  T_j = mul_fix(P_j, F_j)     (F_j = floor(2**128/j!) = inv_fact[j]),
+ *   Q = T_1 - T_2 + T_3 - ... - T_34.
+ * Errors (0 <= x < 1, each mul_fix loses less than one unit):
+ *   p_j - P_j < 2j - 1, as for the table below (p_1 - P_1 < 1, and
+ *   p_j - P_j < (p_{j-1} - P_{j-1}) + (p_1 - P_1) + 1);
+ *   t_j - T_j < (p_j - P_j)/j! + 1 + 1 <= 3/2 + 2 for j >= 2, with t_j the
+ *   true term 2**128 x**j / j!, and t_1 - T_1 < 1;
+ *   the terms from j = 35 on alternate and decrease, so their sum is below
+ *   t_35 <= 2**128/35! < 1.
+ * So |2**128 (1 - exp(-x)) - Q| < 1 + 33 * 3.5 + 1 < 140 = SERIES_BOUND.
+ * Once P_j is 0 every later computed term is 0; the true terms left are then
+ * below p_j/j! < (2j - 1)/j! < 2, and the same bound holds.  The partial sums
+ * never wrap: they stay near the true partial sums, between x - x**2/2 and x.
+ * With V = 2**128 - Q, 2**128 exp(-x) lies in (V - 140, V + 140), and when
+ * both ends have the same top 64 bits, those are the first 64 digits.
+ */
+int dg_exp_neg_prefix_fix(dg_u128 x_fix, uint64_t *prefix)
+{
+    dg_u128 p = x_fix, q = x_fix, v;
+    unsigned j;
+    for (j = 2; j < SERIES_TERMS && p != 0; j++) {
+        p = mul_fix(p, x_fix);
+        if (j & 1)
+            q += mul_fix(p, inv_fact[j]);
+        else
+            q -= mul_fix(p, inv_fact[j]);
+    }
+    if (q < SERIES_BOUND || dg_exp_test_force_exact)
+        return 0;           /* x < 2**-120: the interval may pass 1 */
+    v = -q;                 /* 2**128 - q */
+    if ((uint64_t)((v - SERIES_BOUND) >> 64) != (uint64_t)((v + (SERIES_BOUND - 1)) >> 64))
+        return 0;
+    *prefix = (uint64_t)((v - SERIES_BOUND) >> 64);
+    return 1;
+}
+
+static uint64_t prefix_exact(const mpz_t n, const mpz_t d)
+{
+    mpz_t f;
+    uint64_t w;
+    mpz_init(f);
+    dg_exp_neg_floor_mpz(f, n, d, 64);  /* < 2**64 as exp(-n/d) < 1 */
+    w = mpz_get_ui(f);
+    mpz_clear(f);
+    return w;
+}
+
+uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d)
+{
+    uint64_t hi, lo, r, w;
+    mpz_t nz, dz;
+    if (n < d) {
+        hi = dg_div_shift64(n, d, &r);          /* floor(2**128 n/d), two words */
+        lo = dg_div_shift64(r, d, &r);
+        if (dg_exp_neg_prefix_fix(((dg_u128)hi << 64) | lo, &w))
+            return w;
+    }
+    mpz_init_set_ui(nz, n);
+    mpz_init_set_ui(dz, d);
+    w = prefix_exact(nz, dz);
+    mpz_clears(nz, dz, NULL);
+    return w;
+}
+
+uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d)
+{
+    mpz_t x;
+    uint64_t w;
+    int ok = 0;
+    if (mpz_cmp(n, d) < 0) {
+        mpz_init(x);
+        mpz_mul_2exp(x, n, 128);
+        mpz_fdiv_q(x, x, d);                    /* floor(2**128 n/d) < 2**128 */
+        ok = dg_exp_neg_prefix_fix(((dg_u128)mpz_getlimbn(x, 1) << 64) | mpz_getlimbn(x, 0), &w);
+        mpz_clear(x);
+    }
+    return ok ? w : prefix_exact(n, d);
+}
+
+/* ---- the table for Algorithm 2 --------------------------------------- */
 
 void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_lo,
                        uint64_t *prefix)
@@ -94,8 +191,6 @@ void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_
  * those are floor(2**64 exp(-u/t)); otherwise (probability about u/2**63)
  * the word is computed exactly with GMP.
  */
-int dg_exp_test_force_exact = 0;      /* test hook: take the GMP path for every word */
-
 uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u)
 {
     dg_u128 x = tab->e;
@@ -117,6 +212,17 @@ uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u)
 
 int dg_exp_digits_tail(dg_rng *rng, uint64_t n, uint64_t d)
 {
+    mpz_t nz, dz;
+    int c;
+    mpz_init_set_ui(nz, n);
+    mpz_init_set_ui(dz, d);
+    c = dg_exp_digits_tail_mpz(rng, nz, dz);
+    mpz_clears(nz, dz, NULL);
+    return c;
+}
+
+int dg_exp_digits_tail_mpz(dg_rng *rng, const mpz_t n, const mpz_t d)
+{
     mpz_t digits;
     unsigned long j, k = 64;    /* j digits compared; `digits` = floor(2**k exp(-n/d)) */
     int b, digit;
@@ -124,7 +230,7 @@ int dg_exp_digits_tail(dg_rng *rng, uint64_t n, uint64_t d)
     for (j = 64;; j++) {
         if (j == k) {
             k *= 2;
-            dg_exp_neg_floor(digits, n, d, k);
+            dg_exp_neg_floor_mpz(digits, n, d, k);
         }
         digit = mpz_tstbit(digits, k - 1 - j);
         b = dg_bit(rng);

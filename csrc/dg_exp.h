@@ -15,9 +15,10 @@
  * needed with probability 2**-64, are computed exactly with GMP.
  *
  * dgauss uses this for Bernoulli(exp(-1)) (Algorithms 1 and 2) and, when
- * t <= DG_EXP_TABLE_MAX, for Algorithm 2's Bernoulli(exp(-U/t)); everything
- * else goes through Algorithm 1 (dgauss/_core.pyx).  dgauss.reference
- * computes the same digits from exact rational bounds.
+ * t <= DG_EXP_TABLE_MAX, for Algorithm 2's Bernoulli(exp(-U/t)) and for the
+ * fractional part of Algorithm 3's acceptance; everything else goes through
+ * Algorithm 1 (dgauss/_core.pyx).  dgauss.reference computes the same digits
+ * from exact rational bounds.
  *
  * Nothing here uses floating point.
  */
@@ -39,11 +40,24 @@ typedef unsigned __int128 dg_u128;
 /* Largest t for which Algorithm 2 tabulates the digits of exp(-u/t). */
 #define DG_EXP_TABLE_MAX 4096
 
-/* out = floor(2**k exp(-n/d)) exactly, for 0 <= n <= d, d >= 1. */
+/* out = floor(2**k exp(-n/d)) exactly, for 0 <= n <= d, d >= 1 (GMP). */
 void dg_exp_neg_floor(mpz_t out, uint64_t n, uint64_t d, unsigned long k);
+void dg_exp_neg_floor_mpz(mpz_t out, const mpz_t n, const mpz_t d, unsigned long k);
 
-/* floor(2**64 exp(-n/d)), the first 64 digits, for 0 < n <= d. */
+/* Fills the constants of dg_exp_neg_prefix_fix; call once before any other function here. */
+void dg_exp_init(void);
+
+/*
+ * The first 64 digits floor(2**64 exp(-x)) in 128-bit fixed point, from
+ * x_fix = floor(2**128 x) for a real 0 <= x < 1: 1 and *prefix when the
+ * proven error interval (dg_exp.c) decides them, else 0 (then use GMP).
+ */
+int dg_exp_neg_prefix_fix(dg_u128 x_fix, uint64_t *prefix);
+
+/* floor(2**64 exp(-n/d)), the first 64 digits, for 0 < n <= d: the fixed
+ * point above, or GMP when it cannot decide. */
 uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d);
+uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d);
 
 /*
  * Digits of p_u = exp(-u/t), u = 1 .. t-1, for one t <= DG_EXP_TABLE_MAX,
@@ -63,7 +77,8 @@ void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_
                        uint64_t *prefix);
 uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u);
 
-/* Test hook, not API: non-zero sends every table word down the GMP path. */
+/* Test hook, not API: non-zero makes every fixed-point computation (table
+ * words, dg_exp_neg_prefix_fix) give up, so that GMP computes every word. */
 extern int dg_exp_test_force_exact;
 
 /* floor(2**64 exp(-u/t)) for 1 <= u < t. */
@@ -75,6 +90,7 @@ static inline uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
 
 /* The comparison from digit 65 on, one bit at a time, digits from GMP. */
 int dg_exp_digits_tail(dg_rng *rng, uint64_t n, uint64_t d);
+int dg_exp_digits_tail_mpz(dg_rng *rng, const mpz_t n, const mpz_t d);
 
 /*
  * Bernoulli(exp(-n/d)) for 0 < n <= d, given prefix = floor(2**64 exp(-n/d)):

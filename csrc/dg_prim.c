@@ -67,7 +67,15 @@ static DG_COLD int decide_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t 
     return decide_bernoulli(rng);
 }
 
-int dg_decide_bernoulli_exp(dg_rng *rng, uint64_t n, uint64_t d)
+DG_COLD int dg_decide_bernoulli_exp_mpz(dg_rng *rng, const mpz_t n, const mpz_t d)
+{
+    uint64_t b;
+    mpz_set(rng->decider->want_a, n);
+    mpz_set(rng->decider->want_b, d);
+    return next_outcome(rng, DG_WANT_BERNOULLI_EXP, 2, &b) < 0 ? -1 : (int)b;
+}
+
+DG_COLD int dg_decide_bernoulli_exp(dg_rng *rng, uint64_t n, uint64_t d)
 {
     uint64_t b;
     mpz_set_ui(rng->decider->want_a, n);

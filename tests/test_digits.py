@@ -160,3 +160,123 @@ def test_word_bernoulli_past_the_first_word(gamma, match):
         used = fill(_api.BERNOULLI_EXP, gamma.numerator, gamma.denominator, 0, Tape(tape + tail), out)
         results.append((bool(out[0]), used))
     assert results[0] == results[1]
+
+
+# --- the first 64 digits of exp(-x) for any x in (0, 1): 128-bit fixed point, GMP fallback ---
+
+def test_fixed_point_prefix_holds_on_its_whole_interval():
+    """exp_neg_prefix_fix(X) claims floor(2**64 exp(-x)) for every x in [X, X + 1) / 2**128:
+    check both ends against the oracle's exact digits, for X of every size."""
+    rng = random.Random(3)
+    declined = []
+    for i in range(1500):
+        x_fix = rng.randrange(1, 2**128) if i % 2 else rng.randrange(1, 2 ** rng.randrange(1, 129))
+        w = _core.exp_neg_prefix_fix(x_fix)
+        if w is None:
+            declined.append(x_fix)
+            continue
+        assert w == reference.exp_neg_floor(Fraction(x_fix, 2**128), 64), x_fix
+        assert w == reference.exp_neg_floor(Fraction(x_fix + 1, 2**128), 64), x_fix
+    # it declines only for x < 2**-120 (then exp(-x) is within 140 units of 1) or, with
+    # probability about 2**-56, next to a word boundary: never here
+    assert declined and max(declined) < 256
+
+
+def test_fixed_point_declines_next_to_a_word_boundary():
+    """x = -ln(w / 2**64) puts 2**128 exp(-x) within a unit of the multiple w 2**64: the proven
+    interval (+-140 units) straddles it, so the fixed point must decline and GMP decide."""
+    import gmpy2
+    ctx = gmpy2.get_context()
+    ctx.precision = 400
+    rng = random.Random(4)
+    for _ in range(40):
+        w = rng.randrange(2**64 * 37 // 100, 2**64 - 1)     # exp(-x) > 1/e: 0 < x < 1
+        x_fix = int(gmpy2.floor(-gmpy2.log(gmpy2.mpfr(w) / 2**64) * 2**128))
+        assert _core.exp_neg_prefix_fix(x_fix) is None, w
+        want = reference.exp_neg_floor(Fraction(x_fix, 2**128), 64)
+        assert want in (w - 1, w)
+        assert _core.exp_neg_prefix(x_fix, 2**128) == want
+
+
+@pytest.mark.parametrize("force_exact", [False, True], ids=["fixed-point", "gmp-fallback"])
+def test_exp_neg_prefix_matches_oracle(force_exact):
+    """Words (d < 2**64, two divisions) and GMP integers (d >= 2**64) alike."""
+    rng = random.Random(5)
+    cases = [(1, 3), (1, 2**64 - 1), (2**64 - 2, 2**64 - 1), (2**63 - 1, 2**63), (1, 8), (7, 8),
+             (10**30, 10**30 + 7), (3, 10**40), (2**200 - 1, 2**200)]
+    for bits in (3, 20, 40, 63, 64, 65, 100, 300):
+        d = rng.randrange(2, 2**bits)
+        cases.append((rng.randrange(1, d), d))
+    _core._exp_test_hook(force_exact)
+    try:
+        for n, d in cases:
+            assert _core.exp_neg_prefix(n, d) == reference.exp_neg_floor(Fraction(n, d), 64), (n, d)
+    finally:
+        _core._exp_test_hook(False)
+
+
+# --- Algorithm 3's acceptance by digits (t <= EXP_TABLE_MAX) ---
+
+GAUSSIAN_CASES = [
+    1, 2, 10, Fraction(1, 3),
+    Fraction(314159265358979, 10**14),  # 2 n d t^2 > 2**63: the acceptance's numbers on GMP
+    Fraction(1, 10**30),                # t = 1 and floor(gamma) >= 2**64 once |Y| >= 1
+    4096**2 - 1,                        # t = 4096, the last tabulated
+]
+
+
+@pytest.mark.parametrize("sigma2", GAUSSIAN_CASES, ids=str)
+@pytest.mark.parametrize("force_exact", [False, True], ids=["fixed-point", "gmp-fallback"])
+def test_gaussian_acceptance_parity(sigma2, force_exact):
+    """Core and oracle, the same generator: the same samples, with every digit word from
+    fixed point or (forced) from GMP."""
+    _core._exp_test_hook(force_exact)
+    try:
+        a = dgauss.sample_gaussian(sigma2, 400, rng=np.random.default_rng(8), dtype=object)
+    finally:
+        _core._exp_test_hook(False)
+    b = reference.sample_gaussian(sigma2, 400, rng=np.random.default_rng(8), dtype=object)
+    assert a.tolist() == b.tolist()
+
+
+def _tape_for_laplace_draw(t: int, v: int) -> str:
+    """Bits for one pass of Algorithm 2, t a power of two: U = 0 (so D = 1, read from nothing),
+    V = v (1/e = 0.0101...: '00' is a Bernoulli(exp(-1)) success, '1' a failure), sign +."""
+    return "0" * (t - 1).bit_length() + "00" * v + "1" + "0"
+
+
+@pytest.mark.parametrize("v", [0, 1, 7, 8, 40], ids=lambda v: f"V={v}")
+def test_gaussian_acceptance_uncached_and_cached(v):
+    """sigma^2 = 2: t = 2, |Y| = 2V, cached while |Y| < 8t = 16.  Large V forces the uncached
+    path; the rest of the tape is random.  Core and oracle read the same bits."""
+    tape = _tape_for_laplace_draw(2, v)
+    tail = "".join(format(int(w), "064b") for w in
+                   np.random.default_rng(v).integers(0, 2**63, size=40, dtype=np.uint64))
+    results = []
+    for fill in (_core.fill, reference.fill):
+        out = np.empty(3, dtype=object)
+        used = fill(_api.GAUSSIAN, 2, 1, 0, Tape(tape + tail), out)
+        results.append((out.tolist(), used))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("match", [0, 5, 63, 64, 65, 130])
+def test_gaussian_acceptance_digits_past_the_first_word(match):
+    """sigma^2 = 10 (t = 4), Y = 0: gamma = (10/4)^2/20 = 5/16.  The tape agrees with the digits
+    of exp(-5/16) for `match` digits, then differs: accepted (Y = 0) or rejected exactly as that
+    digit says, after exactly the same bits in core and oracle (match >= 64: GMP digits)."""
+    gamma = Fraction(5, 16)
+    digits = _digits(gamma, match + 1)
+    tape = _tape_for_laplace_draw(4, 0) + digits[:match] + ("1" if digits[match] == "0" else "0")
+    tail = format(int(np.random.default_rng(match).integers(0, 2**63)), "064b") * 8
+    accept = digits[match] == "1"
+    results = []
+    for fill in (_core.fill, reference.fill):
+        out = np.empty(1, dtype=object)
+        used = fill(_api.GAUSSIAN, 10, 1, 0, Tape(tape + tail), out)
+        results.append((out[0], used))
+        if accept:
+            assert out[0] == 0 and used == len(tape)
+        else:
+            assert used > len(tape)
+    assert results[0] == results[1]

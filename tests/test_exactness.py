@@ -203,9 +203,23 @@ def test_decision_tape_reports_the_pending_request_and_restarts():
             draw(DecisionTape([3, 1, 0]))  # V = 0, Y = 3: the sign
         assert info.value.request == ("bernoulli", Fraction(1, 2))
         with pytest.raises(Exhausted) as info:
-            draw(DecisionTape([3, 1, 0, 0]))  # Y = 3: accept with exp(-(3 - 10/4)^2/20) by Algorithm 1
-        assert info.value.request == ("bernoulli", Fraction(1, 80))
+            draw(DecisionTape([3, 1, 0, 0]))  # Y = 3: accept with exp(-(3 - 10/4)^2/20), by its digits
+        assert info.value.request == ("bernoulli_exp", Fraction(1, 80))
         with pytest.raises(Restart):
             draw(DecisionTape([3, 0]))  # D = 0: reject and restart
         with pytest.raises(ValueError):
             draw(DecisionTape([4]))  # outside uniform(4)
+
+
+def test_past_the_table_the_acceptance_runs_algorithm_1():
+    sigma2 = 4097 ** 2                                    # t = 4098 > EXP_TABLE_MAX
+    gamma = Fraction(sigma2, 4098) ** 2 / (2 * sigma2)    # Y = 0
+    for oracle in (False, True):
+        draw = sampler("gaussian", sigma2, oracle=oracle)
+        with pytest.raises(Exhausted) as info:            # U = 0 (D = 1 reads nothing), V = 0, B = 0
+            draw(DecisionTape([0, 0, 0]))
+        assert info.value.request == ("bernoulli", gamma)  # Algorithm 1's first Bernoulli(gamma/1)
+    draw = sampler("gaussian", 4096 ** 2 - 1)             # t = 4096: by its digits
+    with pytest.raises(Exhausted) as info:
+        draw(DecisionTape([0, 0, 0]))
+    assert info.value.request[0] == "bernoulli_exp"

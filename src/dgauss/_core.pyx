@@ -15,11 +15,12 @@ the same values, so the samplers switch to GMP exactly where a number stops
 fitting in a word, sample by sample, without changing any output.  No floating
 point is used anywhere in this file.
 
-Two Bernoulli(exp(-g)) draws compare the random bits with the exact binary
+Some Bernoulli(exp(-g)) draws compare the random bits with the exact binary
 digits of exp(-g) instead of running Algorithm 1's loop (csrc/dg_exp.h): every
-Bernoulli(exp(-1)), and Algorithm 2's Bernoulli(exp(-U/t)) when
-t <= EXP_TABLE_MAX, whose t values are tabulated.  dgauss.reference does the
-same, so the two still read the same bits.
+Bernoulli(exp(-1)), and, when t <= EXP_TABLE_MAX, Algorithm 2's
+Bernoulli(exp(-U/t)) (a table by U) and the fractional part of Algorithm 3's
+acceptance (a cache by |Y|).  dgauss.reference does the same, so the two still
+read the same bits.
 
 This module is private: parameters arrive already validated and reduced
 (dgauss._params).  `fill` writes samples into a 1-D contiguous array with the
@@ -70,11 +71,17 @@ cdef enum:
 
 cdef uint64_t TWO63 = (<uint64_t>1) << 63
 
-#: Algorithm 2 tabulates the digits of exp(-u/t) when t is at most this.
+#: When t is at most this, Algorithm 2 tabulates the digits of exp(-u/t) and
+#: Algorithm 3 caches the digits of its acceptance probabilities.
 EXP_TABLE_MAX = DG_EXP_TABLE_MAX
+
+dg_exp_init()
 
 # floor(2**64 / e): the first 64 binary digits of exp(-1)
 cdef uint64_t EXP_M1_PREFIX = dg_exp_neg_prefix(1, 1)
+
+cdef enum:
+    ACCEPT_CACHE_PER_T = 8      # Algorithm 3 caches |Y| < 8t (P(|Y| >= 8t) < exp(-7))
 
 
 # --------------------------------------------------------------------------
@@ -98,6 +105,17 @@ cdef struct LaplaceParams:
     bint table          # t <= EXP_TABLE_MAX: Bernoulli(exp(-U/t)) by the digits in `exp_u`
     dg_exp_table exp_u
 
+cdef enum AcceptState:
+    ACCEPT_UNKNOWN = 0  # not computed yet
+    ACCEPT_DIGITS = 1   # gamma has a fractional part; `prefix` holds its digits
+    ACCEPT_WHOLE = 2    # gamma is an integer
+
+cdef struct Acceptance:
+    # Algorithm 3's acceptance for one |Y|: exp(-gamma) = exp(-1)**whole * exp(-frac)
+    AcceptState state
+    uint64_t whole      # floor(gamma)
+    uint64_t prefix     # floor(2**64 exp(-frac)), frac = gamma - floor(gamma) > 0
+
 cdef struct Params:
     mpz_t N, D          # the parameter as given: gamma, scale t/s, or sigma^2 = N/D
     LaplaceParams lap   # Algorithm 2's t/s (for the Gaussian: t = floor(sigma) + 1, s = 1)
@@ -105,6 +123,9 @@ cdef struct Params:
     bint small          # n, d t fit a word and 2 n d t^2 <= 2**63
     uint64_t n, dt, den
     mpz_t DT, DEN
+    bint accept_digits  # t <= EXP_TABLE_MAX: the fraction of gamma by digits, cached by |Y|
+    Acceptance *accept  # accept_len entries, for |Y| < accept_len
+    uint64_t accept_len
 
 cdef struct Value:
     # one sample: (-1)**neg * mag on the word path, else the signed Work.y
@@ -331,6 +352,100 @@ cdef int laplace(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept n
 # Algorithm 3: the discrete Gaussian N_Z(0, sigma^2), sigma^2 = n/d
 # --------------------------------------------------------------------------
 
+cdef void gamma_numerator(Params *p, Work *w, Value *y) noexcept nogil:
+    """w.num = (|Y| d t - n)^2, so that gamma = w.num / p.DEN."""
+    if y.big:
+        mpz_abs(w.num, w.y)
+    else:
+        mpz_set_ui(w.num, y.mag)
+    mpz_mul(w.num, w.num, p.DT)
+    mpz_sub(w.num, w.num, p.N)
+    mpz_mul(w.num, w.num, w.num)
+
+
+cdef bint acceptance_of(Params *p, Work *w, Value *y, Acceptance *e) noexcept nogil:
+    """*e for this |Y|; False (e untouched) when floor(gamma) does not fit a word."""
+    cdef uint64_t a, diff, num, r
+    if p.small and not y.big and dg_mul_u64(y.mag, p.dt, &a):
+        diff = a - p.n if a >= p.n else p.n - a
+        if dg_mul_u64(diff, diff, &num):
+            e.whole = num // p.den
+            r = num % p.den
+            if r == 0:
+                e.state = ACCEPT_WHOLE
+            else:
+                e.prefix = dg_exp_neg_prefix(r, p.den)
+                e.state = ACCEPT_DIGITS
+            return True
+    gamma_numerator(p, w, y)
+    mpz_fdiv_qr(w.whole, w.frac, w.num, p.DEN)
+    if not mpz_fits_ulong_p(w.whole):
+        return False
+    e.whole = mpz_get_ui(w.whole)
+    if mpz_sgn(w.frac) == 0:
+        e.state = ACCEPT_WHOLE
+    else:
+        e.prefix = dg_exp_neg_prefix_mpz(w.frac, p.DEN)
+        e.state = ACCEPT_DIGITS
+    return True
+
+
+cdef int fraction_by_digits(dg_rng *rng, Params *p, Work *w, Value *y, uint64_t prefix) noexcept nogil:
+    """Bernoulli(exp(-frac)), frac = gamma - floor(gamma) > 0, by its digits (first 64 = prefix)."""
+    cdef int c
+    if rng.decider == NULL:
+        c = dg_compare_digits(rng, prefix, 64)
+        if c != DG_DIGITS_MATCH:
+            return c
+    # decision mode, or all 64 digits matched (probability 2**-64): the fraction on GMP
+    gamma_numerator(p, w, y)
+    mpz_fdiv_qr(w.whole, w.frac, w.num, p.DEN)
+    if rng.decider != NULL:
+        return dg_decide_bernoulli_exp_mpz(rng, w.frac, p.DEN)
+    return dg_exp_digits_tail_mpz(rng, w.frac, p.DEN)
+
+
+cdef int accept_huge(dg_rng *rng, Params *p, Work *w, Value *y) noexcept nogil:
+    """The acceptance when floor(gamma) >= 2**64: its Bernoulli(exp(-1)) draws counted on GMP."""
+    cdef int c
+    gamma_numerator(p, w, y)
+    mpz_fdiv_qr(w.whole, w.frac, w.num, p.DEN)
+    while mpz_sgn(w.whole) > 0:
+        c = bernoulli_exp1(rng)
+        if c != 1:
+            return c
+        mpz_sub_ui(w.whole, w.whole, 1)
+    # reached with probability exp(-2**64): kept exact all the same
+    if mpz_sgn(w.frac) == 0:
+        return 1
+    return fraction_by_digits(rng, p, w, y, dg_exp_neg_prefix_mpz(w.frac, p.DEN))
+
+
+cdef int accept_by_digits(dg_rng *rng, Params *p, Work *w, Value *y) noexcept nogil:
+    """Algorithm 3's Bernoulli(exp(-gamma)) when t <= EXP_TABLE_MAX: Algorithm 1's
+    floor(gamma) draws of Bernoulli(exp(-1)), then Bernoulli(exp(-frac)) by its
+    digits instead of Algorithm 1's loop; the digits cached by |Y|."""
+    cdef Acceptance one
+    cdef Acceptance *e
+    cdef uint64_t i
+    cdef int c
+    if not y.big and y.mag < p.accept_len:
+        e = &p.accept[y.mag]
+        if e.state == ACCEPT_UNKNOWN and not acceptance_of(p, w, y, e):
+            return accept_huge(rng, p, w, y)
+    else:
+        e = &one
+        if not acceptance_of(p, w, y, e):
+            return accept_huge(rng, p, w, y)
+    for i in range(e.whole):
+        c = bernoulli_exp1(rng)
+        if c != 1:
+            return c
+    if e.state == ACCEPT_WHOLE:
+        return 1
+    return fraction_by_digits(rng, p, w, y, e.prefix)
+
+
 cdef int gaussian(dg_rng *rng, Params *p, Work *w, Value *out) noexcept nogil:
     """One sample of N_Z(0, n/d) into `out`; 0, or -1 when the bit source failed.
 
@@ -343,21 +458,18 @@ cdef int gaussian(dg_rng *rng, Params *p, Work *w, Value *out) noexcept nogil:
     while True:
         if laplace(rng, &p.lap, w, out) < 0:
             return -1
-        done = False
-        if p.small and not out.big and dg_mul_u64(out.mag, p.dt, &a):
-            diff = a - p.n if a >= p.n else p.n - a
-            if dg_mul_u64(diff, diff, &num):
-                c = bernoulli_exp_u64(rng, num, p.den, w)
-                done = True
-        if not done:
-            if out.big:
-                mpz_abs(w.num, w.y)
-            else:
-                mpz_set_ui(w.num, out.mag)
-            mpz_mul(w.num, w.num, p.DT)
-            mpz_sub(w.num, w.num, p.N)
-            mpz_mul(w.num, w.num, w.num)
-            c = bernoulli_exp(rng, w.num, p.DEN, w)
+        if p.accept_digits:
+            c = accept_by_digits(rng, p, w, out)
+        else:
+            done = False
+            if p.small and not out.big and dg_mul_u64(out.mag, p.dt, &a):
+                diff = a - p.n if a >= p.n else p.n - a
+                if dg_mul_u64(diff, diff, &num):
+                    c = bernoulli_exp_u64(rng, num, p.den, w)
+                    done = True
+            if not done:
+                gamma_numerator(p, w, out)
+                c = bernoulli_exp(rng, w.num, p.DEN, w)
         if c < 0:
             return -1
         if c == 1:
@@ -532,6 +644,36 @@ def exp_neg_floor(uint64_t n, uint64_t d, unsigned long k):
     return v
 
 
+def exp_neg_prefix(n, d):
+    """floor(2**64 exp(-n/d)) for integers 0 < n <= d, as the core computes it (128-bit
+    fixed point, GMP when that cannot decide; words or GMP integers): for tests."""
+    cdef mpz_t zn, zd
+    if not 0 < n <= d:
+        raise ValueError("need 0 < n <= d")
+    if d < 2**64:
+        return dg_exp_neg_prefix(n, d)
+    mpz_init(zn)
+    mpz_init(zd)
+    try:
+        int_to_mpz(zn, n)
+        int_to_mpz(zd, d)
+        return dg_exp_neg_prefix_mpz(zn, zd)
+    finally:
+        mpz_clear(zn)
+        mpz_clear(zd)
+
+
+def exp_neg_prefix_fix(x_fix):
+    """The fixed-point step alone: floor(2**64 exp(-x)) for every x in
+    [x_fix, x_fix + 1) / 2**128, or None when it cannot decide: for tests."""
+    cdef uint64_t w
+    if not 0 <= x_fix < 2**128:
+        raise ValueError("x_fix must be in [0, 2**128)")
+    if dg_exp_neg_prefix_fix((<dg_u128>(<uint64_t>(x_fix >> 64)) << 64) | <uint64_t>(x_fix & 0xFFFFFFFFFFFFFFFF), &w):
+        return w
+    return None
+
+
 def exp_table(uint64_t t, u_values):
     """Algorithm 2's table words floor(2**64 exp(-u/t)) for the given u (1 <= u < t), as
     the core computes them (fixed point with a GMP fallback): for tests."""
@@ -562,6 +704,7 @@ cdef class _Job:
     cdef TapeWords tape
     cdef dg_decider decider
     cdef uint64_t *exp_u    # Algorithm 2's table of digits
+    cdef Acceptance *accept # Algorithm 3's cache of digits
     cdef object source      # keeps a tape's arrays alive while C points into them
 
     def __cinit__(self):
@@ -573,6 +716,7 @@ cdef class _Job:
         self.buf = NULL
         self.vals = NULL
         self.exp_u = NULL
+        self.accept = NULL
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -582,6 +726,7 @@ cdef class _Job:
             free(self.vals)
         free(self.buf)
         free(self.exp_u)
+        free(self.accept)
         mpz_clear(self.decider.want_a)
         mpz_clear(self.decider.want_b)
         mpz_clear(self.s.mu)
@@ -624,6 +769,13 @@ cdef class _Job:
             if self.exp_u == NULL:
                 raise MemoryError()
             _exp_table_init(&p.lap.exp_u, p.lap.t, self.exp_u)
+        p.accept_digits = kind == KIND_GAUSSIAN and p.lap.table
+        if p.accept_digits:
+            p.accept_len = ACCEPT_CACHE_PER_T * p.lap.t
+            self.accept = <Acceptance *>calloc(p.accept_len, sizeof(Acceptance))
+            if self.accept == NULL:
+                raise MemoryError()
+            p.accept = self.accept
 
         int_to_mpz(self.s.mu, mu)
         self.s.mu_small = mpz_fits_slong_p(self.s.mu)

@@ -58,14 +58,24 @@ cdef extern from "dg_prim.h" nogil:
     int dg_uniform_mpz(dg_rng *rng, mpz_srcptr m, mpz_ptr out)
     int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
     int dg_bernoulli_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, mpz_ptr rem)
+    enum:
+        DG_DIGITS_MATCH
+    int dg_compare_digits(dg_rng *rng, uint64_t p, unsigned left)
+    int dg_decide_bernoulli_exp_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d)
 
 cdef extern from "dg_exp.h" nogil:
     enum:
         DG_EXP_TABLE_MAX
+    ctypedef unsigned long long dg_u128     # unsigned __int128: only shifted and or-ed here
+    int dg_exp_neg_prefix_fix(dg_u128 x_fix, uint64_t *prefix)
     ctypedef struct dg_exp_table:
         uint64_t t
+    void dg_exp_init()
     void dg_exp_neg_floor(mpz_ptr out, uint64_t n, uint64_t d, unsigned long k)
+    void dg_exp_neg_floor_mpz(mpz_ptr out, mpz_srcptr n, mpz_srcptr d, unsigned long k)
     uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d)
+    uint64_t dg_exp_neg_prefix_mpz(mpz_srcptr n, mpz_srcptr d)
+    int dg_exp_digits_tail_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d)
     void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_lo, uint64_t *prefix)
     uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
     int dg_exp_test_force_exact

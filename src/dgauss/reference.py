@@ -27,9 +27,10 @@ Bit-consumption contract
 * ``bernoulli_exp_digits(g)``, Bernoulli(exp(-g)) for ``0 < g <= 1``: the same
   comparison as ``bernoulli``, with the binary digits of the irrational
   ``exp(-g)`` (computed exactly by :func:`exp_neg_floor`).  Every
-  Bernoulli(exp(-1)) is drawn this way, and so is Algorithm 2's
-  Bernoulli(exp(-U/t)) when ``t <= EXP_TABLE_MAX``; all other
-  Bernoulli(exp(-g)) run Algorithm 1's loop.
+  Bernoulli(exp(-1)) is drawn this way.  When ``t <= EXP_TABLE_MAX``, so are
+  Algorithm 2's Bernoulli(exp(-U/t)) and the fractional part of Algorithm 3's
+  acceptance (:func:`bernoulli_exp_by_digits`); all other Bernoulli(exp(-g))
+  run Algorithm 1's loop.
 * The discrete Laplace's sign ``B ~ Bernoulli(1/2)`` is one raw bit, 1 meaning
   negative.
 * Algorithm 2 is run with ``t/s`` = the scale in lowest terms; Algorithm 3
@@ -55,15 +56,15 @@ from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
 
 __all__ = [
     "BitStream", "uniform", "bernoulli", "fair_bit", "exp_neg_floor", "bernoulli_exp_digits",
-    "bernoulli_exp", "geometric_exp1",
+    "bernoulli_exp", "bernoulli_exp_by_digits", "geometric_exp1",
     "discrete_laplace", "discrete_gaussian",
     "sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "fill", "open_stream",
 ]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
-#: Algorithm 2 draws Bernoulli(exp(-U/t)) by the digits of exp(-U/t) when t is at most this
-#: (the compiled core tabulates them).
+#: When t is at most this, Algorithm 2's Bernoulli(exp(-U/t)) and Algorithm 3's acceptance
+#: draw by digits (:func:`bernoulli_exp_by_digits`; the compiled core tabulates the digits).
 EXP_TABLE_MAX = 4096
 
 
@@ -251,6 +252,17 @@ def bernoulli_exp(bits: BitStream, gamma: Fraction) -> bool:
     return bernoulli_exp(bits, gamma - math.floor(gamma))
 
 
+def bernoulli_exp_by_digits(bits: BitStream, gamma: Fraction) -> bool:
+    """Bernoulli(exp(-gamma)), gamma >= 0: Algorithm 1's floor(gamma) draws of
+    Bernoulli(exp(-1)), then Bernoulli(exp(-frac)) by the digits of exp(-frac)
+    instead of Algorithm 1's loop (frac = gamma - floor(gamma); frac = 0 reads nothing)."""
+    whole = math.floor(gamma)
+    for _ in range(whole):
+        if not bernoulli_exp_digits(bits, Fraction(1)):
+            return False
+    return bernoulli_exp_digits(bits, gamma - whole)
+
+
 def geometric_exp1(bits: BitStream) -> int:
     """V ~ Geometric(1 - exp(-1)), the inner loop of Algorithm 2."""
     v = 0
@@ -261,9 +273,10 @@ def geometric_exp1(bits: BitStream) -> int:
 
 def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
     """Algorithm 2: one sample of Lap_Z(t/s), integers s, t >= 1."""
+    bernoulli_exp_u = bernoulli_exp_by_digits if t <= EXP_TABLE_MAX else bernoulli_exp
     while True:
         u = uniform(bits, t)
-        d = (bernoulli_exp_digits if t <= EXP_TABLE_MAX else bernoulli_exp)(bits, Fraction(u, t))
+        d = bernoulli_exp_u(bits, Fraction(u, t))
         if not d:
             restart(bits)
             continue
@@ -280,10 +293,11 @@ def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
 def discrete_gaussian(bits: BitStream, sigma2: Fraction) -> int:
     """Algorithm 3: one sample of N_Z(0, sigma2), rational sigma2 > 0."""
     t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1   # floor(sigma) + 1
+    bernoulli_exp_y = bernoulli_exp_by_digits if t <= EXP_TABLE_MAX else bernoulli_exp
     while True:
         y = discrete_laplace(bits, t, 1)
         gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
-        if bernoulli_exp(bits, gamma):
+        if bernoulli_exp_y(bits, gamma):
             return y
         restart(bits)
 
