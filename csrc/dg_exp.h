@@ -37,6 +37,9 @@
 
 typedef unsigned __int128 dg_u128;
 
+/* floor(2**64 / e): the first 64 binary digits of exp(-1) (the tests check it against GMP). */
+#define DG_EXP_M1_PREFIX UINT64_C(0x5E2D58D8B3BCDF1A)
+
 /* Largest t for which Algorithm 2 tabulates the digits of exp(-u/t). */
 #define DG_EXP_TABLE_MAX 4096
 

@@ -31,6 +31,11 @@ def test_exp_neg_floor_matches_oracle(k):
         assert _core.exp_neg_floor(n, d, k) == reference.exp_neg_floor(Fraction(n, d), k), (n, d)
 
 
+def test_exp_m1_constant_is_the_first_word_of_1_over_e():
+    """Every Bernoulli(exp(-1)) compares with the constant DG_EXP_M1_PREFIX (dg_exp.h)."""
+    assert _core.EXP_M1_PREFIX == reference.exp_neg_floor(Fraction(1), 64) == _core.exp_neg_floor(1, 1, 64)
+
+
 def test_exp_neg_floor_is_the_floor():
     """Independent of both implementations: 2**k exp(-1) lies in [f, f + 1) (e from its series)."""
     k = 300

@@ -77,8 +77,8 @@ EXP_TABLE_MAX = DG_EXP_TABLE_MAX
 
 dg_exp_init()
 
-# floor(2**64 / e): the first 64 binary digits of exp(-1)
-cdef uint64_t EXP_M1_PREFIX = dg_exp_neg_prefix(1, 1)
+#: floor(2**64 / e), the first 64 binary digits of exp(-1) (a constant in dg_exp.h)
+EXP_M1_PREFIX = DG_EXP_M1_PREFIX
 
 cdef enum:
     ACCEPT_CACHE_PER_T = 8      # Algorithm 3 caches |Y| < 8t (P(|Y| >= 8t) < exp(-7))
@@ -167,7 +167,7 @@ cdef inline bint _fits_word(mpz_srcptr z) noexcept nogil:
 
 cdef inline int bernoulli_exp1(dg_rng *rng) noexcept nogil:
     """Bernoulli(exp(-1)), by comparison with the binary digits of 1/e."""
-    return dg_bernoulli_exp_digits(rng, EXP_M1_PREFIX, 1, 1)
+    return dg_bernoulli_exp_digits(rng, DG_EXP_M1_PREFIX, 1, 1)
 
 
 # --------------------------------------------------------------------------
@@ -272,17 +272,16 @@ cdef int bernoulli_exp(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, Work *w) noexcep
 cdef int geometric_exp1(dg_rng *rng, Work *w, uint64_t *v) noexcept nogil:
     """V ~ Geometric(1 - exp(-1)): count Bernoulli(exp(-1)) successes before the first failure."""
     cdef int a
-    v[0] = 0
+    cdef uint64_t count = 0
     while True:
         a = bernoulli_exp1(rng)
-        if a < 0:
-            return -1
-        if a == 0:
-            return 0
-        if v[0] == UINT64_MAX:
+        if a != 1:
+            v[0] = count
+            return a        # 0, or -1 when the bit source failed
+        if count == UINT64_MAX:
             rng.status = DG_ERR_LIMIT
             return -1
-        v[0] += 1
+        count += 1
 
 
 cdef inline bint stop_at_restart(dg_rng *rng) noexcept nogil:
@@ -324,7 +323,7 @@ cdef int laplace(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept n
         # X = U + t V ~ Geometric(1 - exp(-1/t)); Y = floor(X / s)
         if lp.small and dg_mul_u64(lp.t, v, &tv) and dg_add_u64(tv, u, &x):
             out.big = False
-            out.mag = x // lp.s
+            out.mag = x if lp.s == 1 else x // lp.s     # s = 1 always in Algorithm 3
             zero = out.mag == 0
         else:
             if lp.small:
