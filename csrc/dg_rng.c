@@ -51,13 +51,13 @@ int dg_rng_next_word(dg_rng *rng)
     }
     rng->cur = rng->buf[rng->pos++];
     rng->avail = 64;
-    rng->words_taken++;
     if (rng->bit_budget != UINT64_MAX) {
         /* a finite source: its last word may hold fewer than 64 bits */
         if (rng->bit_budget < 64)
             rng->avail = (unsigned)rng->bit_budget;
         rng->bit_budget -= rng->avail;
     }
+    rng->bits_taken += rng->avail;
     return 0;
 }
 

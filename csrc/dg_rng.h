@@ -51,7 +51,7 @@ typedef struct dg_rng {
     unsigned avail;      /* how many bits of cur are unread */
     int status;          /* DG_OK or the first error */
     int os_errno;        /* errno of a failed OS read */
-    uint64_t words_taken;/* words started so far (bits used = 64*words_taken - avail) */
+    uint64_t bits_taken; /* bits of the words started so far (bits used = bits_taken - avail) */
     uint64_t bit_budget; /* bits a finite source still has (UINT64_MAX: unlimited) */
     struct dg_decider *decider; /* testing: primitives take outcomes from here */
     int stop_at_restart; /* testing: a rejection loop stops with DG_ERR_RESTART */
@@ -80,7 +80,7 @@ int dg_rng_next_word(dg_rng *rng);
 
 static inline uint64_t dg_bits_used(const dg_rng *rng)
 {
-    return 64u * rng->words_taken - rng->avail;
+    return rng->bits_taken - rng->avail;
 }
 
 /* The next bit (0 or 1); 0 after an error, with status set. */

@@ -21,7 +21,7 @@ cdef extern from "dg_rng.h" nogil:
     ctypedef struct dg_rng:
         int status
         int os_errno
-        uint64_t words_taken
+        uint64_t bits_taken
         unsigned avail
         uint64_t bit_budget
         dg_decider *decider

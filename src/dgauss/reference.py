@@ -84,6 +84,7 @@ class BitStream:
         self._avail = 0
         self._budget = budget
         self.words_taken = 0
+        self._bits_taken = 0    # bits of the words taken (the last word of a tape may be short)
 
     def bits(self, k: int) -> int:
         """The next ``k`` bits as an integer, first bit most significant."""
@@ -108,13 +109,14 @@ class BitStream:
                 self._word >>= 64 - self._budget
                 self._avail = self._budget
             self._budget -= self._avail
+        self._bits_taken += self._avail
 
     def bit(self) -> int:
         return self.bits(1)
 
     @property
     def bits_used(self) -> int:
-        return 64 * self.words_taken - self._avail
+        return self._bits_taken - self._avail
 
 
 class DecisionStream:
