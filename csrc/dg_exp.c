@@ -15,7 +15,7 @@
  * both ends agree above the g guard bits, so does V.  As exp(-x) is
  * irrational for x > 0, V is never exactly on a boundary: some g works.
  */
-void dg_exp_neg_floor_mpz(mpz_t out, const mpz_t n, const mpz_t d, unsigned long k)
+static void exp_neg_floor_unit(mpz_t out, const mpz_t n, const mpz_t d, unsigned long k)
 {
     mpz_t term, sum, lo, hi;
     unsigned long guard = 64, j;
@@ -49,6 +49,44 @@ void dg_exp_neg_floor_mpz(mpz_t out, const mpz_t n, const mpz_t d, unsigned long
     }
     mpz_set(out, lo);
     mpz_clears(term, sum, lo, hi, NULL);
+}
+
+/*
+ * n > d: exp(-n/d) = exp(-1)**q exp(-r/d), q = floor(n/d), r = n mod d.  With
+ * w = k + g bits, A = floor(2**w / e) and B = floor(2**w exp(-r/d)) bound the
+ * two factors from below and A + 1, B + 1 from above, so 2**(k+g) exp(-n/d)
+ * lies in [A**q B, (A+1)**q (B+1)] / 2**(w q); when both ends agree above the g
+ * guard bits, so does the value (irrational, never on a boundary).
+ */
+void dg_exp_neg_floor_mpz(mpz_t out, const mpz_t n, const mpz_t d, unsigned long k)
+{
+    mpz_t q, r, one, a, b, lo, hi;
+    unsigned long guard = 64, w, qq;
+    if (mpz_cmp(n, d) <= 0) {
+        exp_neg_floor_unit(out, n, d, k);
+        return;
+    }
+    mpz_inits(q, r, a, b, lo, hi, NULL);
+    mpz_init_set_ui(one, 1);
+    mpz_fdiv_qr(q, r, n, d);
+    qq = mpz_get_ui(q);     /* callers keep n/d far below 2**64 */
+    for (;; guard *= 2) {
+        w = k + guard;
+        exp_neg_floor_unit(a, one, one, w);
+        exp_neg_floor_unit(b, r, d, w);
+        mpz_pow_ui(lo, a, qq);
+        mpz_mul(lo, lo, b);
+        mpz_add_ui(a, a, 1);
+        mpz_add_ui(b, b, 1);
+        mpz_pow_ui(hi, a, qq);
+        mpz_mul(hi, hi, b);
+        mpz_fdiv_q_2exp(lo, lo, w * qq + guard);
+        mpz_fdiv_q_2exp(hi, hi, w * qq + guard);
+        if (mpz_cmp(lo, hi) == 0)
+            break;
+    }
+    mpz_set(out, lo);
+    mpz_clears(q, r, one, a, b, lo, hi, NULL);
 }
 
 void dg_exp_neg_floor(mpz_t out, uint64_t n, uint64_t d, unsigned long k)
@@ -239,4 +277,101 @@ int dg_exp_digits_tail_mpz(dg_rng *rng, const mpz_t n, const mpz_t d)
     }
     mpz_clear(digits);
     return rng->status != DG_OK ? -1 : digit;
+}
+
+/* ---- Geometric(1 - exp(-1/t)) by inversion ---------------------------- */
+
+uint64_t dg_geometric_table_size(uint64_t t)
+{
+    return 45 * t + 2;      /* exp(-x/t) < 2**-64 once x > 64 t ln 2 = 44.36 t */
+}
+
+/*
+ * thr[x] = floor(2**64 exp(-x/t)) from e**x, e = floor(2**128 exp(-1/t)), each
+ * product rounded down: a lower bound within 2x - 1 units (as for the table
+ * above, e**x = e**(x-1) e), GMP when that interval straddles a word.  Filled
+ * up to the first zero word; the rest stay zero.
+ */
+void dg_geometric_table_init(dg_geometric_table *g, uint64_t t, uint64_t e_hi, uint64_t e_lo,
+                             uint64_t *thr)
+{
+    dg_u128 e = ((dg_u128)e_hi << 64) | e_lo, p = e;
+    uint64_t x, last = dg_geometric_table_size(t) - 1, word;
+    mpz_t f;
+    mpz_init(f);
+    g->t = t;
+    g->thr = thr;
+    thr[0] = UINT64_MAX;
+    for (x = 1; x < last; x++) {
+        if (x > 1)
+            p = mul_fix(p, e);
+        word = (uint64_t)(p >> 64);
+        if ((uint64_t)((p + 2 * (dg_u128)x - 1) >> 64) != word || dg_exp_test_force_exact) {
+            dg_exp_neg_floor(f, x, t, 64);
+            word = mpz_get_ui(f);
+        }
+        thr[x] = word;
+        if (word == 0)
+            break;
+    }
+    g->count = x - 1;
+    for (; x <= last; x++)
+        thr[x] = 0;
+    mpz_clear(f);
+}
+
+/* Geometric(1 - exp(-1/t)) as Bernoulli(exp(-1/t)) decisions: successes before a failure. */
+DG_COLD int dg_decide_geometric(dg_rng *rng, uint64_t t, uint64_t *out)
+{
+    uint64_t x = 0;
+    int c;
+    for (;;) {
+        c = dg_decide_bernoulli_exp(rng, 1, t);
+        if (c < 0)
+            return -1;
+        if (c == 0)
+            break;
+        x++;
+    }
+    *out = x;
+    return 0;
+}
+
+/* One bit at a time from bit nknown + 1 on (dgauss.reference.geometric_by_inversion). */
+int dg_geometric_slow(dg_rng *rng, uint64_t t, uint64_t known, unsigned nknown, uint64_t *out)
+{
+    mpz_t a, f;
+    unsigned long j = nknown;
+    uint64_t x, count = 0;
+    int b, c, decided = 0;
+    mpz_inits(a, f, NULL);
+    if (nknown > 0)
+        mpz_set_ui(a, known >> (64 - nknown));
+    while (!decided) {
+        b = dg_bit(rng);
+        if (rng->status != DG_OK)
+            break;
+        mpz_mul_2exp(a, a, 1);
+        mpz_add_ui(a, a, (unsigned long)b);
+        j++;
+        if (mpz_sgn(a) == 0)
+            continue;           /* every exp(-x/t) below 2**-j shares R's digits */
+        /* R is in [a, a + 1) / 2**j: count the thresholds above it, unless one is inside */
+        decided = 1;
+        for (x = 1, count = 0;; x++, count++) {
+            dg_exp_neg_floor(f, x, t, j);
+            c = mpz_cmp(f, a);
+            if (c < 0)
+                break;
+            if (c == 0) {
+                decided = 0;
+                break;
+            }
+        }
+    }
+    mpz_clears(a, f, NULL);
+    if (!decided)
+        return -1;
+    *out = count;
+    return 0;
 }

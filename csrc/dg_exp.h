@@ -17,7 +17,9 @@
  * dgauss uses this for Bernoulli(exp(-1)) (Algorithms 1 and 2) and, when
  * t <= DG_EXP_TABLE_MAX, for Algorithm 2's Bernoulli(exp(-U/t)) and for the
  * fractional part of Algorithm 3's acceptance; everything else goes through
- * Algorithm 1 (dgauss/_core.pyx).  dgauss.reference computes the same digits
+ * Algorithm 1 (dgauss/_core.pyx).  The same comparison, with many thresholds
+ * at once, draws Algorithm 2's X ~ Geometric(1 - exp(-1/t)) by inversion when
+ * t <= DG_INVERSION_MAX (below).  dgauss.reference computes the same digits
  * from exact rational bounds.
  *
  * Nothing here uses floating point.
@@ -43,7 +45,7 @@ typedef unsigned __int128 dg_u128;
 /* Largest t for which Algorithm 2 tabulates the digits of exp(-u/t). */
 #define DG_EXP_TABLE_MAX 4096
 
-/* out = floor(2**k exp(-n/d)) exactly, for 0 <= n <= d, d >= 1 (GMP). */
+/* out = floor(2**k exp(-n/d)) exactly, for n >= 0, d >= 1 (GMP). */
 void dg_exp_neg_floor(mpz_t out, uint64_t n, uint64_t d, unsigned long k);
 void dg_exp_neg_floor_mpz(mpz_t out, const mpz_t n, const mpz_t d, unsigned long k);
 
@@ -106,6 +108,90 @@ static inline int dg_bernoulli_exp_digits(dg_rng *rng, uint64_t prefix, uint64_t
         return dg_decide_bernoulli_exp(rng, n, d);
     c = dg_compare_digits(rng, prefix, 64);
     return c != DG_DIGITS_MATCH ? c : dg_exp_digits_tail(rng, n, d);
+}
+
+/*
+ * Geometric(1 - exp(-1/t)) by inversion: X = #{x >= 1 : R < exp(-x/t)} for a
+ * uniform R = 0.b1 b2 ... in [0, 1), so P(X >= x) = exp(-x/t).  R is read
+ * lazily, one bit per digit in principle: reading stops at the first j such
+ * that no threshold exp(-x/t) has the same first j binary digits as R (the
+ * thresholds are irrational, so each lies strictly inside one dyadic interval
+ * of every length).  dgauss.reference.geometric_by_inversion does exactly
+ * this one bit at a time; here the first 64 digits of the thresholds are a
+ * table of words and R's next 64 bits are compared with them a word at a time.
+ * Algorithm 2 draws X = U + tV this way when t <= DG_INVERSION_MAX.
+ */
+#define DG_INVERSION_MAX 8
+
+typedef struct dg_geometric_table {
+    uint64_t t;
+    uint64_t count;         /* K: thr[K] > 0 = thr[K + 1] */
+    uint64_t *thr;          /* K + 2 words: thr[x] = floor(2**64 exp(-x/t)); thr[0] unused */
+} dg_geometric_table;
+
+/* Words needed for t: K + 2 with K = the last x where exp(-x/t) >= 2**-64. */
+uint64_t dg_geometric_table_size(uint64_t t);
+/* Fills `thr` (dg_geometric_table_size(t) words) from e_hi 2**64 + e_lo = floor(2**128 exp(-1/t)). */
+void dg_geometric_table_init(dg_geometric_table *g, uint64_t t, uint64_t e_hi, uint64_t e_lo,
+                             uint64_t *thr);
+
+/* The bit-at-a-time comparison (GMP thresholds), after the first `nknown`
+ * bits of R, given left-aligned in `known`, were taken: for ties at 64 digits. */
+int dg_geometric_slow(dg_rng *rng, uint64_t t, uint64_t known, unsigned nknown, uint64_t *out);
+DG_COLD int dg_decide_geometric(dg_rng *rng, uint64_t t, uint64_t *out);
+
+/* X for the 64 bits r, or 0 bits decided: returns the bits needed (1..64), or 65 on a tie. */
+static inline unsigned dg_geometric_word(const dg_geometric_table *g, uint64_t r, uint64_t *x)
+{
+    const uint64_t *thr = g->thr;
+    uint64_t i = 1;
+    unsigned lo, hi;
+    while (thr[i] > r)                  /* thr[K + 1] = 0 stops it */
+        i++;
+    *x = i - 1;
+    if (thr[i] == r)                    /* R's 64 bits equal a threshold's (r = 0 included) */
+        return 65;
+    lo = (unsigned)__builtin_clzll(r ^ thr[i]);
+    hi = (i > 1) ? (unsigned)__builtin_clzll(r ^ thr[i - 1]) : 0;
+    return 1 + (lo > hi ? lo : hi);
+}
+
+/* X ~ Geometric(1 - exp(-1/t)) into *out: 0, or -1 when the bit source failed. */
+static inline int dg_geometric_exp(dg_rng *rng, const dg_geometric_table *g, uint64_t *out)
+{
+    uint64_t r, x, first;
+    unsigned need, have;
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return dg_decide_geometric(rng, g->t, out);
+    if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
+        return -1;
+    need = dg_geometric_word(g, rng->cur, &x);  /* unread bits as zeros: valid if need <= avail */
+    if (need <= rng->avail) {
+        rng->cur = (need == 64) ? 0 : rng->cur << need;
+        rng->avail -= need;
+        *out = x;
+        return 0;
+    }
+    /* R's first 64 bits run into the next word */
+    have = rng->avail;
+    first = rng->cur;
+    if (have < 64) {
+        if (dg_rng_next_word(rng) < 0)
+            return -1;
+        r = first | (rng->cur >> have);
+        need = dg_geometric_word(g, r, &x);  /* r holds 64 bits of R: a tie (65) needs more */
+        if (need <= 64 && need <= have + rng->avail) {
+            need -= have;
+            rng->cur = (need == 64) ? 0 : rng->cur << need;
+            rng->avail -= need;
+            *out = x;
+            return 0;
+        }
+        return dg_geometric_slow(rng, g->t, first, have, out);
+    }
+    rng->cur = 0;
+    rng->avail = 0;
+    return dg_geometric_slow(rng, g->t, first, 64, out);
 }
 
 #endif /* DG_EXP_H */

@@ -94,7 +94,7 @@ def test_digits_past_the_first_word(match):
         assert used == match + 1
 
 
-@pytest.mark.parametrize("t,u", [(7, 3), (4096, 4095)])
+@pytest.mark.parametrize("t,u", [(9, 5), (4096, 4095)])
 def test_laplace_table_digits_past_the_first_word(t, u):
     """Algorithm 2 with U = u, then 70 bits agreeing with exp(-u/t): D is decided by bit 71,
     as that digit says (D = 1: V = 0, sign +, Y = u; D = 0: restart with U = 0, Y = 0)."""
@@ -105,8 +105,7 @@ def test_laplace_table_digits_past_the_first_word(t, u):
     tape = format(u, f"0{k}b") + digits[:70] + ("0" if accept else "1") + rest
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=object)
-        padded = tape + "0" * (64 - len(tape) % 64)    # whole words: bits used is exact
-        assert fill(_api.LAPLACE, t, 1, 0, Tape(padded), out) == len(tape)
+        assert fill(_api.LAPLACE, t, 1, 0, Tape(tape), out) == len(tape)
         assert out[0] == (u if accept else 0)
 
 
@@ -244,25 +243,35 @@ def test_gaussian_acceptance_parity(sigma2, force_exact):
     assert a.tolist() == b.tolist()
 
 
-def _tape_for_laplace_draw(t: int, v: int) -> str:
-    """Bits for one pass of Algorithm 2, t a power of two: U = 0 (so D = 1, read from nothing),
-    V = v (1/e = 0.0101...: '00' is a Bernoulli(exp(-1)) success, '1' a failure), sign +."""
-    return "0" * (t - 1).bit_length() + "00" * v + "1" + "0"
+def _tape_for_x(t: int, x: int) -> str:
+    """Bits for one pass of Algorithm 2 at t <= INVERSION_MAX giving X = x, sign +: the digits of
+    a word R halfway between the thresholds exp(-(x+1)/t) < R < exp(-x/t), cut where inversion
+    stops reading, then '0' for the sign."""
+    assert t <= reference.INVERSION_MAX
+    r = (reference.exp_neg_floor(Fraction(x, t), 64)
+         + reference.exp_neg_floor(Fraction(x + 1, t), 64)) // 2
+    stream = reference.BitStream(iter([r]).__next__)
+    assert reference.geometric_by_inversion(stream, t) == x
+    return format(r, "064b")[:stream.bits_used] + "0"
 
 
-@pytest.mark.parametrize("v", [0, 1, 7, 8, 40], ids=lambda v: f"V={v}")
-def test_gaussian_acceptance_uncached_and_cached(v):
-    """sigma^2 = 2: t = 2, |Y| = 2V, cached while |Y| < 8t = 16.  Large V forces the uncached
+@pytest.mark.parametrize("x", [0, 1, 15, 16, 40], ids=lambda x: f"X={x}")
+def test_gaussian_acceptance_uncached_and_cached(x):
+    """sigma^2 = 2: t = 2, |Y| = X, cached while |Y| < 8t = 16.  Large X forces the uncached
     path; the rest of the tape is random.  Core and oracle read the same bits."""
-    tape = _tape_for_laplace_draw(2, v)
+    tape = _tape_for_x(2, x)
     tail = "".join(format(int(w), "064b") for w in
-                   np.random.default_rng(v).integers(0, 2**63, size=40, dtype=np.uint64))
+                   np.random.default_rng(x).integers(0, 2**63, size=40, dtype=np.uint64))
     results = []
     for fill in (_core.fill, reference.fill):
         out = np.empty(3, dtype=object)
         used = fill(_api.GAUSSIAN, 2, 1, 0, Tape(tape + tail), out)
         results.append((out.tolist(), used))
     assert results[0] == results[1]
+    # The tape alone is one Laplace draw of exactly x, in the core as in the oracle.
+    for fill in (_core.fill, reference.fill):
+        out = np.empty(1, dtype=object)
+        assert fill(_api.LAPLACE, 2, 1, 0, Tape(tape), out) == len(tape) and out[0] == x
 
 
 @pytest.mark.parametrize("match", [0, 5, 63, 64, 65, 130])
@@ -272,7 +281,7 @@ def test_gaussian_acceptance_digits_past_the_first_word(match):
     digit says, after exactly the same bits in core and oracle (match >= 64: GMP digits)."""
     gamma = Fraction(5, 16)
     digits = _digits(gamma, match + 1)
-    tape = _tape_for_laplace_draw(4, 0) + digits[:match] + ("1" if digits[match] == "0" else "0")
+    tape = _tape_for_x(4, 0) + digits[:match] + ("1" if digits[match] == "0" else "0")
     tail = format(int(np.random.default_rng(match).integers(0, 2**63)), "064b") * 8
     accept = digits[match] == "1"
     results = []

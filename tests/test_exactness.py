@@ -189,13 +189,13 @@ def test_exhaustion_is_its_own_error():
 
 def test_decision_tape_reports_the_pending_request_and_restarts():
     for oracle in (False, True):
-        draw = sampler("gaussian", 10, oracle=oracle)
+        draw = sampler("gaussian", 90, oracle=oracle)
         with pytest.raises(Exhausted) as info:
             draw(DecisionTape([]))
-        assert info.value.request == ("uniform", 4)  # t = floor(sqrt(10)) + 1
+        assert info.value.request == ("uniform", 10)  # t = floor(sqrt(90)) + 1
         with pytest.raises(Exhausted) as info:
             draw(DecisionTape([3]))
-        assert info.value.request == ("bernoulli_exp", Fraction(3, 4))  # D by the digits of exp(-3/4)
+        assert info.value.request == ("bernoulli_exp", Fraction(3, 10))  # D by the digits of exp(-3/10)
         with pytest.raises(Exhausted) as info:
             draw(DecisionTape([3, 1]))  # D = 1; V's first Bernoulli(exp(-1))
         assert info.value.request == ("bernoulli_exp", 1)
@@ -203,12 +203,31 @@ def test_decision_tape_reports_the_pending_request_and_restarts():
             draw(DecisionTape([3, 1, 0]))  # V = 0, Y = 3: the sign
         assert info.value.request == ("bernoulli", Fraction(1, 2))
         with pytest.raises(Exhausted) as info:
-            draw(DecisionTape([3, 1, 0, 0]))  # Y = 3: accept with exp(-(3 - 10/4)^2/20), by its digits
-        assert info.value.request == ("bernoulli_exp", Fraction(1, 80))
+            draw(DecisionTape([3, 1, 0, 0]))  # Y = 3: accept with exp(-(3 - 90/10)^2/180), by its digits
+        assert info.value.request == ("bernoulli_exp", Fraction(1, 5))
         with pytest.raises(Restart):
             draw(DecisionTape([3, 0]))  # D = 0: reject and restart
         with pytest.raises(ValueError):
-            draw(DecisionTape([4]))  # outside uniform(4)
+            draw(DecisionTape([10]))  # outside uniform(10)
+
+
+def test_decision_tape_sees_inversion_as_bernoulli_exp_one_over_t():
+    """t <= INVERSION_MAX: X ~ Geometric(1 - exp(-1/t)) is, as decisions, Bernoulli(exp(-1/t))
+    successes before a failure (no U, D or V)."""
+    for oracle in (False, True):
+        draw = sampler("gaussian", 10, oracle=oracle)  # t = 4
+        for prefix in ([], [1], [1, 1]):
+            with pytest.raises(Exhausted) as info:
+                draw(DecisionTape(prefix))
+            assert info.value.request == ("bernoulli_exp", Fraction(1, 4))
+        with pytest.raises(Exhausted) as info:
+            draw(DecisionTape([1, 1, 0]))  # X = 2: the sign
+        assert info.value.request == ("bernoulli", Fraction(1, 2))
+        with pytest.raises(Exhausted) as info:
+            draw(DecisionTape([1, 1, 0, 0]))  # Y = 2: accept with exp(-(2 - 10/4)^2/20)
+        assert info.value.request == ("bernoulli_exp", Fraction(1, 80))
+        with pytest.raises(Restart):
+            draw(DecisionTape([0, 1]))  # X = 0 with sign -: reject and restart
 
 
 def test_past_the_table_the_acceptance_runs_algorithm_1():

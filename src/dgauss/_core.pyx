@@ -7,6 +7,8 @@ The chain, named as in the paper (Section 5):
     Bernoulli(exp(-g)) by its digits    csrc/dg_exp.c   (g = 1, and U/t for small t)
     bernoulli_exp    Bernoulli(exp(-g))  Algorithm 1
     geometric_exp1   Geometric(1 - 1/e)  inner loop of Algorithm 2
+    laplace_x_by_parts  X = U + tV       Algorithm 2's U, D and V
+    dg_geometric_exp    X by inversion   csrc/dg_exp.h (t <= INVERSION_MAX)
     laplace          Lap_Z(t/s)          Algorithm 2
     gaussian         N_Z(0, sigma^2)     Algorithm 3
 
@@ -19,8 +21,10 @@ Some Bernoulli(exp(-g)) draws compare the random bits with the exact binary
 digits of exp(-g) instead of running Algorithm 1's loop (csrc/dg_exp.h): every
 Bernoulli(exp(-1)), and, when t <= EXP_TABLE_MAX, Algorithm 2's
 Bernoulli(exp(-U/t)) (a table by U) and the fractional part of Algorithm 3's
-acceptance (a cache by |Y|).  dgauss.reference does the same, so the two still
-read the same bits.
+acceptance (a cache by |Y|).  When t <= INVERSION_MAX, Algorithm 2's
+X = U + tV ~ Geometric(1 - exp(-1/t)) is drawn in one inversion against a
+table of thresholds exp(-x/t).  dgauss.reference does the same, so the two
+still read the same bits.
 
 This module is private: parameters arrive already validated and reduced
 (dgauss._params).  `fill` writes samples into a 1-D contiguous array with the
@@ -74,6 +78,8 @@ cdef uint64_t TWO63 = (<uint64_t>1) << 63
 #: When t is at most this, Algorithm 2 tabulates the digits of exp(-u/t) and
 #: Algorithm 3 caches the digits of its acceptance probabilities.
 EXP_TABLE_MAX = DG_EXP_TABLE_MAX
+#: When t is at most this, Algorithm 2 draws X = U + tV by inversion (dg_exp.h).
+INVERSION_MAX = DG_INVERSION_MAX
 
 dg_exp_init()
 
@@ -104,6 +110,8 @@ cdef struct LaplaceParams:
     mpz_t T, S
     bint table          # t <= EXP_TABLE_MAX: Bernoulli(exp(-U/t)) by the digits in `exp_u`
     dg_exp_table exp_u
+    bint inversion      # t <= INVERSION_MAX: X = U + t V in one inversion, from `geo`
+    dg_geometric_table geo
 
 cdef enum AcceptState:
     ACCEPT_UNKNOWN = 0  # not computed yet
@@ -292,47 +300,64 @@ cdef inline bint stop_at_restart(dg_rng *rng) noexcept nogil:
     return False
 
 
+cdef int laplace_x_by_parts(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept nogil:
+    """X = U + t V ~ Geometric(1 - exp(-1/t)) as in the paper, Y = floor(X/s) into `out`:
+    1, 0 when D = 0 rejected U (the loop restarts), or -1 when the bit source failed."""
+    cdef uint64_t u, v, tv, x
+    cdef int a
+    # U uniform in {0..t-1}; D ~ Bernoulli(exp(-U/t)); reject when D = 0
+    if lp.small:
+        if dg_uniform_u64(rng, lp.t, &u) < 0:
+            return -1
+        if not lp.table:
+            a = bernoulli_exp_u64(rng, u, lp.t, w)
+        elif u == 0:
+            a = 1
+        else:
+            a = dg_bernoulli_exp_digits(rng, dg_exp_table_prefix(&lp.exp_u, u), u, lp.t)
+    else:
+        if dg_uniform_mpz(rng, lp.T, w.u) < 0:
+            return -1
+        a = bernoulli_exp(rng, w.u, lp.T, w)
+    if a <= 0:
+        return a
+    if geometric_exp1(rng, w, &v) < 0:
+        return -1
+    if lp.small and dg_mul_u64(lp.t, v, &tv) and dg_add_u64(tv, u, &x):
+        out.big = False
+        out.mag = x if lp.s == 1 else x // lp.s     # s = 1 always in Algorithm 3
+    else:
+        if lp.small:
+            mpz_set_ui(w.u, u)
+        mpz_mul_ui(w.y, lp.T, v)
+        mpz_add(w.y, w.y, w.u)
+        mpz_fdiv_q(w.y, w.y, lp.S)
+        out.big = True
+    return 1
+
+
 cdef int laplace(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept nogil:
     """One sample of Lap_Z(t/s) into `out`; 0, or -1 when the bit source failed."""
-    cdef uint64_t u, v, tv, x
+    cdef uint64_t x
     cdef int a, b
     cdef bint zero
     while True:
-        # U uniform in {0..t-1}; D ~ Bernoulli(exp(-U/t)); reject when D = 0
-        if lp.small:
-            if dg_uniform_u64(rng, lp.t, &u) < 0:
+        # X ~ Geometric(1 - exp(-1/t)); Y = floor(X / s)
+        if lp.inversion:
+            # t <= INVERSION_MAX: X in one inversion against the digits of exp(-x/t)
+            if dg_geometric_exp(rng, &lp.geo, &x) < 0:
                 return -1
-            if not lp.table:
-                a = bernoulli_exp_u64(rng, u, lp.t, w)
-            elif u == 0:
-                a = 1
-            else:
-                a = dg_bernoulli_exp_digits(rng, dg_exp_table_prefix(&lp.exp_u, u), u, lp.t)
-        else:
-            if dg_uniform_mpz(rng, lp.T, w.u) < 0:
-                return -1
-            a = bernoulli_exp(rng, w.u, lp.T, w)
-        if a < 0:
-            return -1
-        if a == 0:
-            if stop_at_restart(rng):
-                return -1
-            continue
-        if geometric_exp1(rng, w, &v) < 0:
-            return -1
-        # X = U + t V ~ Geometric(1 - exp(-1/t)); Y = floor(X / s)
-        if lp.small and dg_mul_u64(lp.t, v, &tv) and dg_add_u64(tv, u, &x):
             out.big = False
-            out.mag = x if lp.s == 1 else x // lp.s     # s = 1 always in Algorithm 3
-            zero = out.mag == 0
+            out.mag = x if lp.s == 1 else x // lp.s
         else:
-            if lp.small:
-                mpz_set_ui(w.u, u)
-            mpz_mul_ui(w.y, lp.T, v)
-            mpz_add(w.y, w.y, w.u)
-            mpz_fdiv_q(w.y, w.y, lp.S)
-            out.big = True
-            zero = mpz_sgn(w.y) == 0
+            a = laplace_x_by_parts(rng, lp, w, out)
+            if a < 0:
+                return -1
+            if a == 0:
+                if stop_at_restart(rng):
+                    return -1
+                continue
+        zero = mpz_sgn(w.y) == 0 if out.big else out.mag == 0
         # B ~ Bernoulli(1/2) is one raw bit; reject B = 1, Y = 0 (it would count 0 twice)
         b = dg_fair_bit(rng)
         if b < 0:
@@ -623,19 +648,25 @@ cdef object mpz_to_int(mpz_srcptr z):
 
 _EXP_E = {}     # t -> floor(2**128 exp(-1/t)), for Algorithm 2's tables (t <= EXP_TABLE_MAX)
 
-cdef void _exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t *words):
-    """Algorithm 2's table for t (2 <= t <= EXP_TABLE_MAX) over t zeroed words."""
+cdef object _exp_e(uint64_t t):
+    """floor(2**128 exp(-1/t)), computed once per t."""
     e = _EXP_E.get(t)
     if e is None:
         e = _EXP_E[t] = exp_neg_floor(1, t, 128)
+    return e
+
+
+cdef void _exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t *words):
+    """Algorithm 2's table for t (2 <= t <= EXP_TABLE_MAX) over t zeroed words."""
+    e = _exp_e(t)
     dg_exp_table_init(tab, t, e >> 64, e & 0xFFFFFFFFFFFFFFFF, words)
 
 
 def exp_neg_floor(uint64_t n, uint64_t d, unsigned long k):
-    """floor(2**k exp(-n/d)) for 0 <= n <= d, d >= 1 (for tests of the digits the core uses)."""
+    """floor(2**k exp(-n/d)) for n >= 0, d >= 1, n/d <= 2**16 (for tests of the digits the core uses)."""
     cdef mpz_t z
-    if d == 0 or n > d:
-        raise ValueError("need 0 <= n <= d, d >= 1")
+    if d == 0 or n // d > 2**16:
+        raise ValueError("need n >= 0, d >= 1, n/d <= 2**16")
     mpz_init(z)
     dg_exp_neg_floor(z, n, d, k)
     v = mpz_to_int(z)
@@ -673,6 +704,24 @@ def exp_neg_prefix_fix(x_fix):
     return None
 
 
+def geometric_thresholds(uint64_t t):
+    """Algorithm 2's inversion thresholds floor(2**64 exp(-x/t)), x = 1 .. K (the last
+    non-zero), as the core computes them (fixed point with a GMP fallback): for tests."""
+    cdef dg_geometric_table g
+    cdef uint64_t *thr
+    if not 1 <= t <= DG_INVERSION_MAX:
+        raise ValueError(f"t must be in [1, {DG_INVERSION_MAX}]")
+    thr = <uint64_t *>malloc(dg_geometric_table_size(t) * sizeof(uint64_t))
+    if thr == NULL:
+        raise MemoryError()
+    try:
+        e = _exp_e(t)
+        dg_geometric_table_init(&g, t, e >> 64, e & 0xFFFFFFFFFFFFFFFF, thr)
+        return [thr[x] for x in range(1, g.count + 1)]
+    finally:
+        free(thr)
+
+
 def exp_table(uint64_t t, u_values):
     """Algorithm 2's table words floor(2**64 exp(-u/t)) for the given u (1 <= u < t), as
     the core computes them (fixed point with a GMP fallback): for tests."""
@@ -704,6 +753,7 @@ cdef class _Job:
     cdef dg_decider decider
     cdef uint64_t *exp_u    # Algorithm 2's table of digits
     cdef Acceptance *accept # Algorithm 3's cache of digits
+    cdef uint64_t *geo_thr  # Algorithm 2's thresholds for the inversion
     cdef object source      # keeps a tape's arrays alive while C points into them
 
     def __cinit__(self):
@@ -716,6 +766,7 @@ cdef class _Job:
         self.vals = NULL
         self.exp_u = NULL
         self.accept = NULL
+        self.geo_thr = NULL
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -726,6 +777,7 @@ cdef class _Job:
         free(self.buf)
         free(self.exp_u)
         free(self.accept)
+        free(self.geo_thr)
         mpz_clear(self.decider.want_a)
         mpz_clear(self.decider.want_b)
         mpz_clear(self.s.mu)
@@ -763,7 +815,15 @@ cdef class _Job:
             p.lap.s = mpz_get_ui(p.lap.S)
         p.lap.table = (kind == KIND_LAPLACE or kind == KIND_GAUSSIAN) and p.lap.small \
             and p.lap.t <= DG_EXP_TABLE_MAX
-        if p.lap.table and p.lap.t >= 2:
+        p.lap.inversion = p.lap.table and p.lap.t <= DG_INVERSION_MAX
+        if p.lap.inversion:
+            self.geo_thr = <uint64_t *>malloc(dg_geometric_table_size(p.lap.t) * sizeof(uint64_t))
+            if self.geo_thr == NULL:
+                raise MemoryError()
+            e = _exp_e(p.lap.t)
+            dg_geometric_table_init(&p.lap.geo, p.lap.t, e >> 64, e & 0xFFFFFFFFFFFFFFFF,
+                                    self.geo_thr)
+        elif p.lap.table and p.lap.t >= 2:
             self.exp_u = <uint64_t *>calloc(p.lap.t, sizeof(uint64_t))
             if self.exp_u == NULL:
                 raise MemoryError()

@@ -80,4 +80,12 @@ cdef extern from "dg_exp.h" nogil:
     void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_lo, uint64_t *prefix)
     uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
     int dg_exp_test_force_exact
+    enum:
+        DG_INVERSION_MAX
+    ctypedef struct dg_geometric_table:
+        uint64_t t
+        uint64_t count
+    uint64_t dg_geometric_table_size(uint64_t t)
+    void dg_geometric_table_init(dg_geometric_table *g, uint64_t t, uint64_t e_hi, uint64_t e_lo, uint64_t *thr)
+    int dg_geometric_exp(dg_rng *rng, const dg_geometric_table *g, uint64_t *out)
     int dg_bernoulli_exp_digits(dg_rng *rng, uint64_t prefix, uint64_t n, uint64_t d)

@@ -31,6 +31,10 @@ Bit-consumption contract
   Algorithm 2's Bernoulli(exp(-U/t)) and the fractional part of Algorithm 3's
   acceptance (:func:`bernoulli_exp_by_digits`); all other Bernoulli(exp(-g))
   run Algorithm 1's loop.
+* ``geometric_by_inversion(t)``, when ``t <= INVERSION_MAX``: Algorithm 2's
+  ``X = U + tV ~ Geometric(1 - exp(-1/t))`` in one step instead of U, D and V:
+  the number of thresholds ``exp(-x/t)``, ``x >= 1``, above a lazy uniform R,
+  read one bit per digit until no threshold shares R's digits.
 * The discrete Laplace's sign ``B ~ Bernoulli(1/2)`` is one raw bit, 1 meaning
   negative.
 * Algorithm 2 is run with ``t/s`` = the scale in lowest terms; Algorithm 3
@@ -56,7 +60,7 @@ from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
 
 __all__ = [
     "BitStream", "uniform", "bernoulli", "fair_bit", "exp_neg_floor", "bernoulli_exp_digits",
-    "bernoulli_exp", "bernoulli_exp_by_digits", "geometric_exp1",
+    "bernoulli_exp", "bernoulli_exp_by_digits", "geometric_by_inversion", "geometric_exp1",
     "discrete_laplace", "discrete_gaussian",
     "sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "fill", "open_stream",
 ]
@@ -66,6 +70,10 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: When t is at most this, Algorithm 2's Bernoulli(exp(-U/t)) and Algorithm 3's acceptance
 #: draw by digits (:func:`bernoulli_exp_by_digits`; the compiled core tabulates the digits).
 EXP_TABLE_MAX = 4096
+
+#: When t is at most this, Algorithm 2 draws X = U + tV ~ Geometric(1 - exp(-1/t)) in one
+#: inversion (:func:`geometric_by_inversion`) instead of its U, D and V loops.
+INVERSION_MAX = 8
 
 
 class BitStream:
@@ -189,13 +197,31 @@ def fair_bit(bits: BitStream) -> int:
 
 @functools.lru_cache(maxsize=1 << 14)
 def exp_neg_floor(gamma: Fraction, k: int) -> int:
-    """floor(2**k * exp(-gamma)) for rational 0 <= gamma <= 1, exactly.
+    """floor(2**k * exp(-gamma)) for rational gamma >= 0, exactly.
 
-    The Taylor series of exp(-gamma) alternates with decreasing terms, so its
-    partial sums bracket it: S_1 <= S_3 <= ... <= exp(-gamma) <= ... <= S_2 <= S_0.
-    Sum until a lower and an upper bound have the same floor after scaling by
-    2**k (for gamma > 0, exp(-gamma) is irrational, so they eventually do).
+    For gamma <= 1 the Taylor series of exp(-gamma) alternates with decreasing
+    terms, so its partial sums bracket it: S_1 <= S_3 <= ... <= exp(-gamma) <=
+    ... <= S_2 <= S_0.  Sum until a lower and an upper bound have the same floor
+    after scaling by 2**k (for gamma > 0, exp(-gamma) is irrational, so they
+    eventually do).  For gamma > 1, exp(-gamma) = exp(-1)**q exp(-r) with
+    q = floor(gamma): multiply the bounds on the two factors, with more digits
+    each time until the floor is certain.
     """
+    if gamma <= 1:
+        return _exp_neg_floor_unit(gamma, k)
+    q = math.floor(gamma)
+    guard = 64
+    while True:
+        w = k + guard
+        a, b = _exp_neg_floor_unit(Fraction(1), w), _exp_neg_floor_unit(gamma - q, w)
+        lo = (a ** q * b) >> (w * q + guard)
+        hi = ((a + 1) ** q * (b + 1)) >> (w * q + guard)
+        if lo == hi:
+            return lo
+        guard *= 2
+
+
+def _exp_neg_floor_unit(gamma: Fraction, k: int) -> int:
     if gamma == 0:
         return 1 << k
     term, partial, j = Fraction(1), Fraction(1), 0
@@ -265,6 +291,39 @@ def bernoulli_exp_by_digits(bits: BitStream, gamma: Fraction) -> bool:
     return bernoulli_exp_digits(bits, gamma - whole)
 
 
+def geometric_by_inversion(bits: BitStream, t: int) -> int:
+    """X ~ Geometric(1 - exp(-1/t)), P(X >= x) = exp(-x/t), by inversion.
+
+    X = #{x >= 1 : R < exp(-x/t)} for a lazy uniform R = 0.b1 b2 ... in [0, 1):
+    read one bit at a time and stop at the first j such that no threshold
+    exp(-x/t) has the same first j binary digits as R (each threshold is
+    irrational, so it lies strictly inside one dyadic interval of every length).
+    Then R is in [a, a + 1) / 2**j with no threshold inside, and X counts the
+    thresholds above it: those with floor(2**j exp(-x/t)) > a.  In decision
+    mode, X is its equivalent: Bernoulli(exp(-1/t)) successes before a failure.
+    """
+    if bits.decisions:
+        x = 0
+        while bits.decide(("bernoulli_exp", Fraction(1, t)), 2) == 1:
+            x += 1
+        return x
+    a = 0
+    j = 0
+    while True:
+        a = 2 * a + bits.bit()
+        j += 1
+        if a == 0:
+            continue            # every exp(-x/t) below 2**-j shares R's digits
+        x = 1
+        while True:
+            f = exp_neg_floor(Fraction(x, t), j)
+            if f <= a:
+                break
+            x += 1
+        if f < a:
+            return x - 1        # thresholds 1 .. x-1 lie above R, none inside its interval
+
+
 def geometric_exp1(bits: BitStream) -> int:
     """V ~ Geometric(1 - exp(-1)), the inner loop of Algorithm 2."""
     v = 0
@@ -277,13 +336,16 @@ def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
     """Algorithm 2: one sample of Lap_Z(t/s), integers s, t >= 1."""
     bernoulli_exp_u = bernoulli_exp_by_digits if t <= EXP_TABLE_MAX else bernoulli_exp
     while True:
-        u = uniform(bits, t)
-        d = bernoulli_exp_u(bits, Fraction(u, t))
-        if not d:
-            restart(bits)
-            continue
-        v = geometric_exp1(bits)
-        x = u + t * v           # Geometric(1 - exp(-1/t))
+        if t <= INVERSION_MAX:
+            x = geometric_by_inversion(bits, t)
+        else:
+            u = uniform(bits, t)
+            d = bernoulli_exp_u(bits, Fraction(u, t))
+            if not d:
+                restart(bits)
+                continue
+            v = geometric_exp1(bits)
+            x = u + t * v       # Geometric(1 - exp(-1/t))
         y = x // s              # Geometric(1 - exp(-s/t))
         b = fair_bit(bits)      # Bernoulli(1/2)
         if b == 1 and y == 0:
