@@ -90,10 +90,20 @@ int dg_decide_fair_bit(dg_rng *rng)
     return decide_bernoulli(rng);
 }
 
+/* Limb i of m - 1, from m's limbs (m >= 2; z = the index of m's lowest non-zero limb). */
+static uint64_t limb_of_m_minus_1(const mpz_t m, size_t i, size_t z)
+{
+    if (i < z)
+        return UINT64_MAX;
+    return (uint64_t)mpz_getlimbn(m, (mp_size_t)i) - (i == z);
+}
+
 int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
 {
-    size_t k, left;
-    unsigned chunk;
+    size_t k, left, z;
+    unsigned c;
+    uint64_t p, x;
+    int r;
     if (mpz_cmp_ui(m, 1) <= 0) {
         mpz_set_ui(out, 0);
         return 0;
@@ -102,22 +112,34 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
         return decide_uniform_mpz(rng, m, out);
     /* bit length of m - 1: one less than m's when m is a power of two */
     k = mpz_sizeinbase(m, 2);
-    if (mpz_scan1(m, 0) == k - 1)
+    z = mpz_scan1(m, 0);
+    if (z == k - 1)
         k -= 1;
-    for (;;) {
+    z /= GMP_NUMB_BITS;
+    /* chunks of x from the top, each one limb of m - 1 (the first: its top k mod 64 bits) */
+    do {
         mpz_set_ui(out, 0);
         left = k;
-        while (left > 0) {
-            chunk = (left % 64 == 0) ? 64 : (unsigned)(left % 64);
-            mpz_mul_2exp(out, out, chunk);
-            mpz_add_ui(out, out, dg_bits(rng, chunk));
-            left -= chunk;
+        r = DG_DIGITS_MATCH;
+        while (left > 0 && r == DG_DIGITS_MATCH) {
+            c = (left % 64 == 0) ? 64 : (unsigned)(left % 64);
+            p = limb_of_m_minus_1(m, (left - 1) / 64, z) << (64 - c);
+            r = dg_uniform_chunk(rng, p, c, &x);
+            if (r < 0)
+                return -1;
+            if (r != 0) {
+                mpz_mul_2exp(out, out, c);
+                mpz_add_ui(out, out, x);
+                left -= c;
+            }
         }
-        if (rng->status != DG_OK)
-            return -1;
-        if (mpz_cmp(out, m) < 0)
-            return 0;
+    } while (r == 0);
+    /* below m - 1 before the last chunk: the rest of x is free */
+    for (; left > 0; left -= 64) {
+        mpz_mul_2exp(out, out, 64);
+        mpz_add_ui(out, out, dg_bits(rng, 64));
     }
+    return rng->status == DG_OK ? 0 : -1;
 }
 
 int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)

@@ -8,7 +8,14 @@
  * may switch between them at any point without changing its output.
  *
  * uniform(m), m >= 1:   m == 1 gives 0 and reads nothing; otherwise, with
- *     k = bit length of m - 1, read k bits as x until x < m, return x.
+ *     k = bit length of m - 1, draw x = k bits by rejection, deciding each
+ *     try as early as its bits allow: compare the bits with the k binary
+ *     digits of m - 1, one bit per digit.  At the first bit that differs, a
+ *     1 (x > m - 1) ends the try and a new one starts; a 0 (x < m - 1) makes
+ *     the remaining bits free: they are read and x returned.  When no bit
+ *     differs, x = m - 1.  A try that succeeds reads k bits, one that fails
+ *     stops at its first bit above m - 1's, so a draw reads k + O(1) bits on
+ *     average instead of up to 2k.
  * bernoulli(n, d), 0 <= n, 1 <= d:   n >= d gives 1 and reads nothing.
  *     Otherwise a uniform U in [0, 1) is compared lazily with p = n/d: walk
  *     the binary expansion of p (r = 2r; digit = r >= d; r -= digit*d), read
@@ -34,6 +41,9 @@
 
 #if ULONG_MAX < UINT64_MAX
 #error "dgauss needs a 64-bit unsigned long (LP64) to pass words to GMP"
+#endif
+#if GMP_NUMB_BITS != 64
+#error "dgauss reads GMP integers a 64-bit limb at a time"
 #endif
 
 /* Largest denominator the word Bernoulli accepts: r < d keeps 2r < 2**64. */
@@ -66,29 +76,6 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out);
 /* `rem` is scratch, distinct from n and d */
 int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem);
 
-/* The word versions are inline: they run in every sampler's innermost loop. */
-static inline int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
-{
-    unsigned k;
-    uint64_t x;
-    if (m <= 1) {
-        *out = 0;
-        return 0;
-    }
-    if (__builtin_expect(rng->decider != NULL, 0))
-        return dg_decide_uniform_u64(rng, m, out);
-    k = 64u - (unsigned)__builtin_clzll(m - 1);   /* m >= 2 */
-    for (;;) {
-        x = dg_bits(rng, k);
-        if (rng->status != DG_OK)
-            return -1;
-        if (x < m) {
-            *out = x;
-            return 0;
-        }
-    }
-}
-
 /* q = floor(n 2**64 / d), *r = n 2**64 mod d, for n < d (so q < 2**64). */
 static inline uint64_t dg_div_shift64(uint64_t n, uint64_t d, uint64_t *r)
 {
@@ -108,13 +95,14 @@ static inline uint64_t dg_div_shift64(uint64_t n, uint64_t d, uint64_t *r)
  * Compare the next random bits with the `left` (1..64) binary digits at the
  * top of `p`, a word at a time, reading bits only up to the first difference.
  * Returns that digit of p (0 or 1), DG_DIGITS_MATCH when all `left` matched
- * (all of them read), or -1 when the bit source failed.
+ * (all of them read), or -1 when the bit source failed; *read is the number
+ * of bits read (the first difference's position + 1, or `left`).
  */
 #define DG_DIGITS_MATCH 2
-static inline int dg_compare_digits(dg_rng *rng, uint64_t p, unsigned left)
+static inline int dg_compare_digits_at(dg_rng *rng, uint64_t p, unsigned left, unsigned *read)
 {
     uint64_t diff;
-    unsigned m, pos;
+    unsigned m, pos, done = 0;
     for (;;) {
         if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
             return -1;
@@ -126,14 +114,83 @@ static inline int dg_compare_digits(dg_rng *rng, uint64_t p, unsigned left)
             pos = (unsigned)__builtin_clzll(diff);      /* first difference, < m */
             rng->cur = (pos == 63) ? 0 : rng->cur << (pos + 1);
             rng->avail -= pos + 1;
+            *read = done + pos + 1;
             return (int)((p >> (63 - pos)) & 1);
         }
         rng->cur = (m == 64) ? 0 : rng->cur << m;
         rng->avail -= m;
         p = (m == 64) ? 0 : p << m;
         left -= m;
-        if (left == 0)
+        done += m;
+        if (left == 0) {
+            *read = done;
             return DG_DIGITS_MATCH;
+        }
+    }
+}
+
+static inline int dg_compare_digits(dg_rng *rng, uint64_t p, unsigned left)
+{
+    unsigned read;
+    return dg_compare_digits_at(rng, p, left, &read);
+}
+
+/*
+ * One try of uniform(m)'s rejection on a chunk of c (1..64) bits whose
+ * digits in m - 1 are the top c bits of `p`: DG_DIGITS_MATCH (*x = those
+ * digits), 1 (below them: *x is the chunk, its free bits read too), 0
+ * (above: the try failed) or -1 (the bit source failed).
+ */
+static inline int dg_uniform_chunk(dg_rng *rng, uint64_t p, unsigned c, uint64_t *x)
+{
+    unsigned read, free;
+    uint64_t top;
+    int r = dg_compare_digits_at(rng, p, c, &read);
+    if (r == DG_DIGITS_MATCH) {
+        *x = p >> (64 - c);
+    } else if (r == 1) {
+        /* the bits agreed with p's first read - 1 digits, then a 0 where p has a 1 */
+        top = (read == 1) ? 0 : p & ~(UINT64_MAX >> (read - 1));
+        *x = top >> (64 - c);
+        free = c - read;
+        if (free > 0)
+            *x |= dg_bits(rng, free);
+        if (rng->status != DG_OK)
+            return -1;
+    }
+    return r;
+}
+
+/* The word versions are inline: they run in every sampler's innermost loop. */
+static inline int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
+{
+    unsigned k, used;
+    uint64_t p, x;
+    int r;
+    if (m <= 1) {
+        *out = 0;
+        return 0;
+    }
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return dg_decide_uniform_u64(rng, m, out);
+    k = 64u - (unsigned)__builtin_clzll(m - 1);   /* m >= 2 */
+    p = (m - 1) << (64 - k);
+    for (;;) {
+        if (k <= rng->avail) {
+            /* the whole try is in this word: look at it before taking its bits */
+            x = rng->cur >> (64 - k);
+            used = (x < m) ? k : (unsigned)__builtin_clzll(rng->cur ^ p) + 1;
+            rng->cur = (used == 64) ? 0 : rng->cur << used;
+            rng->avail -= used;
+            if (x < m) {
+                *out = x;
+                return 0;
+            }
+        } else {
+            r = dg_uniform_chunk(rng, p, k, out);
+            if (r != 0)
+                return r < 0 ? -1 : 0;
+        }
     }
 }
 

@@ -16,8 +16,11 @@ Bit-consumption contract
   most significant.
 * Each public call (one sample or one whole array) opens a fresh stream; the
   unread bits of its last word are dropped, never reused.
-* ``uniform(m)``: ``m == 1`` gives 0 and reads nothing; otherwise read
-  ``k = (m - 1).bit_length()`` bits as ``x`` until ``x < m``.
+* ``uniform(m)``: ``m == 1`` gives 0 and reads nothing; otherwise tries of
+  ``k = (m - 1).bit_length()`` bits, each compared with the digits of ``m - 1``
+  one bit at a time: at the first bit that differs, a 1 abandons the try (the
+  next one starts at the next bit) and a 0 makes the remaining bits free (they
+  are read and ``x`` returned); a try with no difference gives ``m - 1``.
 * ``bernoulli(p)``, ``p = n/d``: ``p >= 1`` gives True and reads nothing;
   otherwise compare a uniform ``U`` in [0, 1) with ``p`` one binary digit at a
   time, one bit per digit, stopping at the first bit that differs (the answer
@@ -158,16 +161,25 @@ class DecisionStream:
 
 
 def uniform(bits: BitStream, m: int) -> int:
-    """Uniform on {0, ..., m-1} by rejection on ceil(log2 m) bits."""
+    """Uniform on {0, ..., m-1}: k = bitlength(m-1) bits by rejection, each try
+    compared with m-1 one bit per digit and abandoned at its first bit above m-1's."""
     if m == 1:
         return 0
     if bits.decisions:
         return bits.decide(("uniform", m), m)
     k = (m - 1).bit_length()
     while True:
-        x = bits.bits(k)
-        if x < m:
-            return x
+        x = 0
+        for i in reversed(range(k)):       # digit i of m - 1, most significant first
+            digit = ((m - 1) >> i) & 1
+            b = bits.bit()
+            x = 2 * x + b
+            if b != digit:
+                break
+        else:
+            return x                       # x = m - 1
+        if b < digit:                      # below m - 1: the other i bits are free
+            return (x << i) | bits.bits(i)
 
 
 def bernoulli(bits: BitStream, p: Fraction) -> bool:
