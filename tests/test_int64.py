@@ -1,4 +1,6 @@
 """int64 output: never wrapped, never truncated; the default dtype follows the documented rule."""
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,15 @@ def test_int64_min_is_representable():
     for sampler in (dgauss.sample_gaussian, reference.sample_gaussian):
         x = sampler("1/4", 200, mu=mu, dtype=np.int64, rng=np.random.default_rng(3))
         assert x.tolist() == exact.tolist()
+
+
+@pytest.mark.parametrize("mu", [2**63, -(2**63) - 2, 2**64, -(2**64), 2**128 - 1, 2**1023,
+                                -(2**1024), 2**1024 + 2**64 + 5, -(3**1500)],
+                         ids=lambda mu: f"{'-' if mu < 0 else ''}{abs(mu).bit_length()}bits")
+def test_object_values_are_exact_at_every_size(mu):
+    # GMP -> Python int goes through a stack buffer up to 1024 bits and the heap beyond;
+    # the noise at scale 1/2 is small (|noise| >= 40 has probability e^-80), so any wrong word shows.
+    x = dgauss.sample_laplace(Fraction(1, 2), 3000, mu=mu, rng=np.random.default_rng(1))
+    assert x.dtype == object and all(type(v) is int for v in x)
+    noise = {v - mu for v in x}
+    assert {-1, 0, 1} <= noise and max(abs(v) for v in noise) < 40

@@ -631,14 +631,41 @@ cdef int int_to_mpz(mpz_ptr z, object v) except -1:
     return 0
 
 
+cdef extern from *:
+    """
+    /* A Python int from n little-endian bytes, unsigned (CPython's own conversion). */
+    static PyObject *dg_int_from_le_bytes(const unsigned char *b, size_t n)
+    {
+    #if PY_VERSION_HEX >= 0x030D0000
+        return PyLong_FromNativeBytes(b, n, Py_ASNATIVEBYTES_LITTLE_ENDIAN
+                                            | Py_ASNATIVEBYTES_UNSIGNED_BUFFER);
+    #else
+        return _PyLong_FromByteArray(b, n, 1, 0);
+    #endif
+    }
+    """
+    object dg_int_from_le_bytes(const unsigned char *b, size_t n)
+
+cdef enum:
+    INT_BUF_WORDS = 16      # values up to 1024 bits convert without a heap buffer
+
 cdef object mpz_to_int(mpz_srcptr z):
-    cdef size_t count
-    cdef bytearray b
+    cdef size_t count, words
+    cdef uint64_t buf[INT_BUF_WORDS]
+    cdef uint64_t *p = buf
     if mpz_fits_slong_p(z):
         return PyLong_FromLong(mpz_get_si(z))
-    b = bytearray((mpz_sizeinbase(z, 2) + 7) // 8)
-    mpz_export(<char *>b, &count, 1, 1, 1, 0, z)
-    v = int.from_bytes(b, "big")
+    words = (mpz_sizeinbase(z, 2) + 63) // 64
+    if words > INT_BUF_WORDS:
+        p = <uint64_t *>malloc(words * 8)
+        if p == NULL:
+            raise MemoryError()
+    try:
+        mpz_export(p, &count, -1, 8, -1, 0, z)  # least significant word first, little-endian
+        v = dg_int_from_le_bytes(<const unsigned char *>p, count * 8)
+    finally:
+        if p != buf:
+            free(p)
     return -v if mpz_sgn(z) < 0 else v
 
 
