@@ -144,23 +144,41 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
 
 int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
 {
-    int digit, b;
+    /* the walk of dg_bernoulli_u64 on GMP's limb arrays: r = n, then r = 2r,
+     * digit = [r >= d], r -= digit d, until a bit differs or r = 0 */
+    mp_size_t dn = (mp_size_t)mpz_size(d), nn = (mp_size_t)mpz_size(n);
+    mp_limb_t *r, top;
+    int digit, b, result;
     if (mpz_cmp(n, d) >= 0)
         return 1;
     if (__builtin_expect(rng->decider != NULL, 0))
         return decide_bernoulli_mpz(rng, n, d);
-    mpz_set(rem, n);
-    while (mpz_sgn(rem) != 0) {
-        mpz_mul_2exp(rem, rem, 1);
-        digit = mpz_cmp(rem, d) >= 0;
+    if (nn == 0)
+        return 0;
+    r = mpz_limbs_write(rem, dn);       /* scratch: rem's value is not kept */
+    mpn_copyi(r, mpz_limbs_read(n), nn);
+    if (dn > nn)
+        mpn_zero(r + nn, dn - nn);
+    for (;;) {
+        top = mpn_lshift(r, r, dn, 1);  /* r < d, so 2r < 2d: at most one bit above dn limbs */
+        digit = top != 0 || mpn_cmp(r, mpz_limbs_read(d), dn) >= 0;
         if (digit)
-            mpz_sub(rem, rem, d);
+            mpn_sub_n(r, r, mpz_limbs_read(d), dn);  /* the borrow cancels `top` */
         b = dg_bit(rng);
-        if (rng->status != DG_OK)
-            return -1;
-        if (b != digit)
-            return digit;
+        if (rng->status != DG_OK) {
+            result = -1;
+            break;
+        }
+        if (b != digit) {
+            result = digit;
+            break;
+        }
+        if (mpn_zero_p(r, dn)) {
+            result = 0;
+            break;
+        }
     }
-    return 0;
+    mpz_limbs_finish(rem, dn);          /* rem = the last remainder, a valid mpz again */
+    return result;
 }
 

@@ -19,10 +19,11 @@ Default budgets resolve every probability to within 1e-3 in seconds; the
 """
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from gmpy2 import mpq
 
-from dgauss import reference
+from dgauss import _api, _core, reference
 from dgauss.testing import (DecisionTape, Exhausted, Restart, Tape, check, enumerate_bits,
                             enumerate_decisions, enumerate_sampler, sampler)
 
@@ -47,9 +48,20 @@ def assert_exact(name, param, *, oracle, target=1e-3, level=None, max_runs=2_000
 
 @pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("p", [Fraction(1, 3), Fraction(2, 7), Fraction(1, 2), Fraction(5, 8), 0, 1,
-                               Fraction(2**64 + 1, 2**65 + 7)], ids=str)
+                               Fraction(2**64 + 1, 2**65 + 7),
+                               Fraction(2**69 + 3, 2**70), Fraction(3, 2**70)],  # GMP, expansion ends
+                         ids=str)
 def test_bernoulli_primitive(p, oracle):
     assert_exact("bernoulli", p, oracle=oracle, target=1e-9)
+
+
+@pytest.mark.parametrize("fill", [_core.fill, reference.fill], ids=["core", "oracle"])
+def test_bernoulli_on_gmp_stops_where_the_expansion_ends(fill):
+    # p = 3/2^70 = 0.0^68 11: bits equal to all 70 digits leave remainder 0, so U >= p
+    # is certain and nothing more is read (the tape holds no 71st bit).
+    out = np.empty(1, dtype=np.bool_)
+    assert fill(_api.BERNOULLI, 3, 2**70, 0, Tape("0" * 68 + "11"), out) == 70 and not out[0]
+    assert fill(_api.BERNOULLI, 3, 2**70, 0, Tape("0" * 68 + "10"), out) == 70 and out[0]
 
 
 @pytest.mark.parametrize("oracle", WHO)
