@@ -103,6 +103,7 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
     size_t k, left, z;
     unsigned c;
     uint64_t p, x;
+    mp_limb_t *xp;
     int r;
     if (mpz_cmp_ui(m, 1) <= 0) {
         mpz_set_ui(out, 0);
@@ -116,29 +117,29 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
     if (z == k - 1)
         k -= 1;
     z /= GMP_NUMB_BITS;
-    /* chunks of x from the top, each one limb of m - 1 (the first: its top k mod 64 bits) */
+    /* x is written a limb at a time from the top; the limbs of m - 1 are its digits */
+    xp = mpz_limbs_write(out, (mp_size_t)((k + 63) / 64));
     do {
-        mpz_set_ui(out, 0);
         left = k;
         r = DG_DIGITS_MATCH;
         while (left > 0 && r == DG_DIGITS_MATCH) {
-            c = (left % 64 == 0) ? 64 : (unsigned)(left % 64);
+            c = (left % 64 == 0) ? 64 : (unsigned)(left % 64);   /* the top limb: k mod 64 bits */
             p = limb_of_m_minus_1(m, (left - 1) / 64, z) << (64 - c);
             r = dg_uniform_chunk(rng, p, c, &x);
-            if (r < 0)
+            if (r < 0) {
+                mpz_limbs_finish(out, 0);
                 return -1;
+            }
             if (r != 0) {
-                mpz_mul_2exp(out, out, c);
-                mpz_add_ui(out, out, x);
+                xp[(left - 1) / 64] = x;
                 left -= c;
             }
         }
     } while (r == 0);
-    /* below m - 1 before the last chunk: the rest of x is free */
-    for (; left > 0; left -= 64) {
-        mpz_mul_2exp(out, out, 64);
-        mpz_add_ui(out, out, dg_bits(rng, 64));
-    }
+    /* below m - 1 before the last limb: the rest of x is free */
+    for (; left > 0; left -= 64)
+        xp[(left - 1) / 64] = dg_bits(rng, 64);
+    mpz_limbs_finish(out, (mp_size_t)((k + 63) / 64));
     return rng->status == DG_OK ? 0 : -1;
 }
 
