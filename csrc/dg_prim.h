@@ -72,6 +72,7 @@ DG_COLD int dg_decide_fair_bit(dg_rng *rng);
 DG_COLD int dg_decide_bernoulli_exp(dg_rng *rng, uint64_t n, uint64_t d);
 DG_COLD int dg_decide_bernoulli_exp_mpz(dg_rng *rng, const mpz_t n, const mpz_t d);
 
+/* `out` must not be `m` */
 int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out);
 /* `rem` is scratch, distinct from n and d */
 int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem);
