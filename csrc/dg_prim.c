@@ -156,7 +156,7 @@ int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
         return decide_bernoulli_mpz(rng, n, d);
     if (nn == 0)
         return 0;
-    r = mpz_limbs_write(rem, dn);       /* scratch: rem's value is not kept */
+    r = mpz_limbs_write(rem, dn);       /* scratch: rem's old value is overwritten */
     mpn_copyi(r, mpz_limbs_read(n), nn);
     if (dn > nn)
         mpn_zero(r + nn, dn - nn);

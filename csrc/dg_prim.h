@@ -144,7 +144,7 @@ static inline int dg_compare_digits(dg_rng *rng, uint64_t p, unsigned left)
  */
 static inline int dg_uniform_chunk(dg_rng *rng, uint64_t p, unsigned c, uint64_t *x)
 {
-    unsigned read, free;
+    unsigned read, rest;
     uint64_t top;
     int r = dg_compare_digits_at(rng, p, c, &read);
     if (r == DG_DIGITS_MATCH) {
@@ -153,9 +153,9 @@ static inline int dg_uniform_chunk(dg_rng *rng, uint64_t p, unsigned c, uint64_t
         /* the bits agreed with p's first read - 1 digits, then a 0 where p has a 1 */
         top = (read == 1) ? 0 : p & ~(UINT64_MAX >> (read - 1));
         *x = top >> (64 - c);
-        free = c - read;
-        if (free > 0)
-            *x |= dg_bits(rng, free);
+        rest = c - read;
+        if (rest > 0)
+            *x |= dg_bits(rng, rest);
         if (rng->status != DG_OK)
             return -1;
     }
