@@ -113,55 +113,76 @@ static dg_u128 mul_fix(dg_u128 a, dg_u128 b)
 
 int dg_exp_test_force_exact = 0;      /* test hook: every fixed-point computation gives up */
 
-#define SERIES_TERMS 35               /* 2**128 / 35! < 1/30 */
-#define SERIES_BOUND 140              /* 4 * SERIES_TERMS: see below */
-static dg_u128 inv_fact[SERIES_TERMS];  /* floor(2**128 / j!) for 2 <= j < SERIES_TERMS */
+/*
+ * exp(-x) for 0 <= x < 1 from the bits of x_fix = 2**128 x:
+ *   x = a1/2**8 + a2/2**16 + a3/2**24 + a4/2**32 + r/2**128   (a_i bytes, r < 2**96),
+ *   exp(-x) = E_1[a1] E_2[a2] E_3[a3] E_4[a4] exp(-r/2**128),
+ * with E_i[a] = floor(2**128 exp(-a/2**(8i))) computed exactly once (GMP), and
+ * 2**128 - 1 for a = 0 (the true 2**128 does not fit).
+ */
+#define EXP_LEVELS 4
+static dg_u128 exp_level[EXP_LEVELS][256];
 
 void dg_exp_init(void)
 {
-    unsigned j;
-    inv_fact[2] = (dg_u128)1 << 127;
-    for (j = 3; j < SERIES_TERMS; j++)
-        inv_fact[j] = inv_fact[j - 1] / j;      /* floor(floor(a/b)/c) = floor(a/(bc)) */
+    mpz_t z;
+    unsigned i, a;
+    mpz_init(z);
+    for (i = 0; i < EXP_LEVELS; i++) {
+        exp_level[i][0] = ~(dg_u128)0;
+        for (a = 1; a < 256; a++) {
+            dg_exp_neg_floor(z, a, UINT64_C(1) << (8 * (i + 1)), 128);
+            exp_level[i][a] = ((dg_u128)mpz_getlimbn(z, 1) << 64) | mpz_getlimbn(z, 0);
+        }
+    }
+    mpz_clear(z);
 }
 
 /*
- * 1 - exp(-x) = x - x**2/2! + x**3/3! - ...  in units of 2**-128, every
- * product rounded down, with X = x_fix:
- *   P_1 = X,  P_j = mul_fix(P_{j-1}, X)   (lower bounds on p_j = 2**128 x**j),
- *   T_1 = X,  T_j = mul_fix(P_j, F_j)     (F_j = floor(2**128/j!) = inv_fact[j]),
- *   Q = T_1 - T_2 + T_3 - ... - T_34.
- * Errors (0 <= x < 1, each mul_fix loses less than one unit):
- *   p_j - P_j < 2j - 1, as for the table below (p_1 - P_1 < 1, and
- *   p_j - P_j < (p_{j-1} - P_{j-1}) + (p_1 - P_1) + 1);
- *   t_j - T_j < (p_j - P_j)/j! + 1 + 1 <= 3/2 + 2 for j >= 2, with t_j the
- *   true term 2**128 x**j / j!, and t_1 - T_1 < 1;
- *   the terms from j = 35 on alternate and decrease, so their sum is below
- *   t_35 <= 2**128/35! < 1.
- * So |2**128 (1 - exp(-x)) - Q| < 1 + 33 * 3.5 + 1 < 140 = SERIES_BOUND.
- * Once P_j is 0 every later computed term is 0; the true terms left are then
- * below p_j/j! < (2j - 1)/j! < 2, and the same bound holds.  The partial sums
- * never wrap: they stay near the true partial sums, between x - x**2/2 and x.
- * With V = 2**128 - Q, 2**128 exp(-x) lies in (V - 140, V + 140), and when
- * both ends have the same top 64 bits, those are the first 64 digits.
+ * Errors, in units of 2**-128; every computed value is a lower bound on its
+ * true value.
+ *  - Products: if A <= a <= 2**128 with a - A < alpha and B <= b <= 2**128
+ *    with b - B < beta, then mul_fix(A, B) <= ab/2**128 and
+ *    ab/2**128 - mul_fix(A, B) < (a(b - B) + B(a - A))/2**128 + 1 <= alpha + beta + 1.
+ *  - Table words: error < 1 each.
+ *  - exp(-r/2**128), r < 2**96: the series 2**128 - r + r**2/2**129 - r**3/(6 2**256)
+ *    + r**4/(24 2**384) - ... alternates with decreasing terms, so cut after the
+ *    cube it is a lower bound T3, within r**4/(24 2**384) < 1/24 below the value.
+ *    F = 2**128 - r + s2 - s3 with s2 = floor(r**2/2**129) (exact: c = floor(r**2/2**128),
+ *    s2 = floor(c/2)) and s3 = floor((mul_fix(c + 1, r) + 6)/6) >= r**3/(6 2**256)
+ *    (as mul_fix(c + 1, r) > r**3/2**256 - 1) and < r**3/(6 2**256) + 1.01
+ *    (as mul_fix(c + 1, r) <= r**3/2**256 + r/2**128).  So F <= T3, F > T3 - 2.01,
+ *    and 0 <= value - F < 3.  F < 2**128 since s2 < r; r = 0 gives F = 2**128 - 1.
+ *  - P = mul_fix(mul_fix(E_1, E_2), mul_fix(E_3, E_4)) is within 3 + 3 + 1 = 7,
+ *    and mul_fix(P, F) within 7 + 3 + 1 = 11.
+ * So V = mul_fix(P, F) <= 2**128 exp(-x_fix/2**128) < V + 11, and for any real
+ * x in [x_fix, x_fix + slack)/2**128 (exp(-x) falls at rate < 1):
+ * V - slack < 2**128 exp(-x) < V + 11.  When both ends of that interval have the
+ * same top 64 bits, those are the first 64 digits of exp(-x).
  */
-int dg_exp_neg_prefix_fix(dg_u128 x_fix, uint64_t *prefix)
+#define FIX_ERROR 11
+
+int dg_exp_neg_prefix_fix(dg_u128 x_fix, dg_u128 slack, uint64_t *prefix)
 {
-    dg_u128 p = x_fix, q = x_fix, v;
-    unsigned j;
-    for (j = 2; j < SERIES_TERMS && p != 0; j++) {
-        p = mul_fix(p, x_fix);
-        if (j & 1)
-            q += mul_fix(p, inv_fact[j]);
-        else
-            q -= mul_fix(p, inv_fact[j]);
+    dg_u128 r = x_fix & (((dg_u128)1 << 96) - 1), c, f, v;
+    uint64_t s3;
+    if (r == 0) {
+        f = ~(dg_u128)0;
+    } else {
+        c = mul_fix(r, r);                          /* < 2**64 */
+        s3 = ((uint64_t)mul_fix(c + 1, r) + 6) / 6; /* mul_fix(c + 1, r) < 2**33 */
+        f = -r + (c >> 1) - s3;                     /* 2**128 - r + s2 - s3 */
     }
-    if (q < SERIES_BOUND || dg_exp_test_force_exact)
-        return 0;           /* x < 2**-120: the interval may pass 1 */
-    v = -q;                 /* 2**128 - q */
-    if ((uint64_t)((v - SERIES_BOUND) >> 64) != (uint64_t)((v + (SERIES_BOUND - 1)) >> 64))
-        return 0;
-    *prefix = (uint64_t)((v - SERIES_BOUND) >> 64);
+    v = mul_fix(mul_fix(exp_level[0][(unsigned)(x_fix >> 120)],
+                        exp_level[1][(unsigned)(x_fix >> 112) & 255]),
+                mul_fix(exp_level[2][(unsigned)(x_fix >> 104) & 255],
+                        exp_level[3][(unsigned)(x_fix >> 96) & 255]));
+    v = mul_fix(v, f);
+    if (dg_exp_test_force_exact || v < slack || v > ~(dg_u128)0 - FIX_ERROR)
+        return 0;           /* x tiny (exp(-x) within 11 units of 1), or a huge slack */
+    if ((uint64_t)((v - slack) >> 64) != (uint64_t)((v + FIX_ERROR) >> 64))
+        return 0;           /* the interval straddles a multiple of 2**64 */
+    *prefix = (uint64_t)((v - slack) >> 64);
     return 1;
 }
 
@@ -183,7 +204,7 @@ uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d)
     if (n < d) {
         hi = dg_div_shift64(n, d, &r);          /* floor(2**128 n/d), two words */
         lo = dg_div_shift64(r, d, &r);
-        if (dg_exp_neg_prefix_fix(((dg_u128)hi << 64) | lo, &w))
+        if (dg_exp_neg_prefix_fix(((dg_u128)hi << 64) | lo, 1, &w))
             return w;
     }
     mpz_init_set_ui(nz, n);
@@ -202,7 +223,7 @@ uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d)
         mpz_init(x);
         mpz_mul_2exp(x, n, 128);
         mpz_fdiv_q(x, x, d);                    /* floor(2**128 n/d) < 2**128 */
-        ok = dg_exp_neg_prefix_fix(((dg_u128)mpz_getlimbn(x, 1) << 64) | mpz_getlimbn(x, 0), &w);
+        ok = dg_exp_neg_prefix_fix(((dg_u128)mpz_getlimbn(x, 1) << 64) | mpz_getlimbn(x, 0), 1, &w);
         mpz_clear(x);
     }
     return ok ? w : prefix_exact(n, d);

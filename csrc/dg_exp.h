@@ -53,11 +53,13 @@ void dg_exp_neg_floor_mpz(mpz_t out, const mpz_t n, const mpz_t d, unsigned long
 void dg_exp_init(void);
 
 /*
- * The first 64 digits floor(2**64 exp(-x)) in 128-bit fixed point, from
- * x_fix = floor(2**128 x) for a real 0 <= x < 1: 1 and *prefix when the
- * proven error interval (dg_exp.c) decides them, else 0 (then use GMP).
+ * The first 64 digits floor(2**64 exp(-x)) in 128-bit fixed point (a product
+ * of four table words and a three-term series, dg_exp.c), for every real x in
+ * [x_fix, x_fix + slack) / 2**128, 0 <= x < 1: 1 and *prefix when the proven
+ * error interval decides them, else 0 (then use GMP).  slack = 1 when
+ * x_fix = floor(2**128 x).
  */
-int dg_exp_neg_prefix_fix(dg_u128 x_fix, uint64_t *prefix);
+int dg_exp_neg_prefix_fix(dg_u128 x_fix, dg_u128 slack, uint64_t *prefix);
 
 /* floor(2**64 exp(-n/d)), the first 64 digits, for 0 < n <= d: the fixed
  * point above, or GMP when it cannot decide. */

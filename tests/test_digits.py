@@ -181,14 +181,39 @@ def test_fixed_point_prefix_holds_on_its_whole_interval():
             continue
         assert w == reference.exp_neg_floor(Fraction(x_fix, 2**128), 64), x_fix
         assert w == reference.exp_neg_floor(Fraction(x_fix + 1, 2**128), 64), x_fix
-    # it declines only for x < 2**-120 (then exp(-x) is within 140 units of 1) or, with
+    # it declines only for tiny x (exp(-x) within 11 units of 1) or, with
     # probability about 2**-56, next to a word boundary: never here
     assert declined and max(declined) < 256
 
 
+@pytest.mark.parametrize("slack", [1, 2, 2**10, 2**40, 2**63], ids=str)
+def test_fixed_point_prefix_holds_with_slack(slack):
+    """With slack s the claim covers every x in [X, X + s) / 2**128: check both ends, for X
+    random and X built from the table's byte boundaries (bytes 0 and 255 at each of the
+    four table levels, the 96-bit series part 0, 1 and all ones)."""
+    rng = random.Random(slack)
+    edges = []
+    for level in range(4):
+        for byte in (0, 1, 254, 255):
+            for r in (0, 1, 2**96 - 1, rng.randrange(2**96)):
+                x = rng.randrange(2**128) & ~(0xFF << (120 - 8 * level)) & ~(2**96 - 1)
+                edges.append(x | (byte << (120 - 8 * level)) | r)
+    cases = edges + [rng.randrange(1, 2**128) for _ in range(300)] + [2**128 - 1, 2**127]
+    decided = 0
+    for x_fix in cases:
+        w = _core.exp_neg_prefix_fix(x_fix, slack)
+        if w is None:
+            continue
+        decided += 1
+        last = Fraction((x_fix + slack) * 2**64 - 1, 2**192)      # just below X + s
+        assert w == reference.exp_neg_floor(Fraction(x_fix, 2**128), 64), x_fix
+        assert w == reference.exp_neg_floor(last, 64), x_fix
+    assert decided > 0.9 * len(cases) * (1 - slack / 2**64)    # it declines only where it must
+
+
 def test_fixed_point_declines_next_to_a_word_boundary():
     """x = -ln(w / 2**64) puts 2**128 exp(-x) within a unit of the multiple w 2**64: the proven
-    interval (+-140 units) straddles it, so the fixed point must decline and GMP decide."""
+    interval (-1 to +11 units) straddles it, so the fixed point must decline and GMP decide."""
     import gmpy2
     ctx = gmpy2.get_context()
     ctx.precision = 400

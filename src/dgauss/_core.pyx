@@ -720,13 +720,19 @@ def exp_neg_prefix(n, d):
         mpz_clear(zd)
 
 
-def exp_neg_prefix_fix(x_fix):
+cdef inline dg_u128 _u128(v):
+    return (<dg_u128>(<uint64_t>(v >> 64)) << 64) | <uint64_t>(v & 0xFFFFFFFFFFFFFFFF)
+
+
+def exp_neg_prefix_fix(x_fix, slack=1):
     """The fixed-point step alone: floor(2**64 exp(-x)) for every x in
-    [x_fix, x_fix + 1) / 2**128, or None when it cannot decide: for tests."""
+    [x_fix, x_fix + slack) / 2**128, or None when it cannot decide: for tests."""
     cdef uint64_t w
     if not 0 <= x_fix < 2**128:
         raise ValueError("x_fix must be in [0, 2**128)")
-    if dg_exp_neg_prefix_fix((<dg_u128>(<uint64_t>(x_fix >> 64)) << 64) | <uint64_t>(x_fix & 0xFFFFFFFFFFFFFFFF), &w):
+    if not 1 <= slack < 2**128:
+        raise ValueError("slack must be in [1, 2**128)")
+    if dg_exp_neg_prefix_fix(_u128(x_fix), _u128(slack), &w):
         return w
     return None
 

@@ -68,7 +68,7 @@ cdef extern from "dg_exp.h" nogil:
         DG_EXP_TABLE_MAX
     uint64_t DG_EXP_M1_PREFIX
     ctypedef unsigned long long dg_u128     # unsigned __int128: only shifted and or-ed here
-    int dg_exp_neg_prefix_fix(dg_u128 x_fix, uint64_t *prefix)
+    int dg_exp_neg_prefix_fix(dg_u128 x_fix, dg_u128 slack, uint64_t *prefix)
     ctypedef struct dg_exp_table:
         uint64_t t
     void dg_exp_init()
