@@ -143,12 +143,50 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
     return rng->status == DG_OK ? 0 : -1;
 }
 
+/*
+ * The first digits of p = n/d for 0 < n < d, d of dn >= 2 limbs, from the top
+ * 64 bits of d and n: with s = bitlength(d) - 64, D = floor(d / 2**s) >= 2**63
+ * and N = floor(n / 2**s) < D, n/d lies in [N/(D+1), (N+1)/D), so
+ * Q = floor(2**64 p) lies in [q - 2, q + 2] with q = floor(2**64 N/D): 2**64 p is
+ * below 2**64 N/D + 2**64/D and at least 2**64 N/D - 2**64 p/D, and 2**64/D <= 2.
+ * Every value in that range shares its top L bits, and so does Q: they are p's
+ * first L digits.  Returns L (0 when N = D: no estimate), the digits at the
+ * top of *digits.
+ *
+ * These digits may stand in for the walk's because they never reach the end
+ * of an ending expansion: if p's expansion ends at digit J <= 64 (its last 1),
+ * Q = 2**64 p is an integer with lowest 1 bit at digit J, and q <= Q + 1 (the
+ * estimate overshoots 2**64 p by less than 2p < 2), so the range holds Q - 1
+ * and Q, which differ from digit J on: L < J.  The walk, which stops reading at
+ * the end of the expansion, takes over before it.
+ */
+static unsigned top_digits(const mp_limb_t *np, mp_size_t nn, const mp_limb_t *dp, mp_size_t dn,
+                           uint64_t *digits)
+{
+    unsigned sh = (unsigned)__builtin_clzll(dp[dn - 1]);
+    uint64_t dh = dp[dn - 1], nh = (dn - 1 < nn) ? np[dn - 1] : 0;
+    uint64_t nl = (dn - 2 < nn) ? np[dn - 2] : 0, q, r, lo, hi;
+    if (sh > 0) {
+        dh = (dh << sh) | (dp[dn - 2] >> (64 - sh));
+        nh = (nh << sh) | (nl >> (64 - sh));
+    }
+    if (nh >= dh)
+        return 0;
+    q = dg_div_shift64(nh, dh, &r);
+    lo = (q >= 2) ? q - 2 : 0;
+    hi = (q <= UINT64_MAX - 2) ? q + 2 : UINT64_MAX;
+    *digits = lo;
+    return (lo == hi) ? 64 : (unsigned)__builtin_clzll(lo ^ hi);
+}
+
 int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
 {
     /* the walk of dg_bernoulli_u64 on GMP's limb arrays: r = n, then r = 2r,
      * digit = [r >= d], r -= digit d, until a bit differs or r = 0 */
     mp_size_t dn = (mp_size_t)mpz_size(d), nn = (mp_size_t)mpz_size(n);
     mp_limb_t *r, top;
+    uint64_t digits;
+    unsigned skip = 0, read;
     int digit, b, result;
     if (mpz_cmp(n, d) >= 0)
         return 1;
@@ -156,6 +194,16 @@ int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
         return decide_bernoulli_mpz(rng, n, d);
     if (nn == 0)
         return 0;
+    if (dn >= 2) {
+        /* the first L digits at once, compared a word at a time */
+        skip = top_digits(mpz_limbs_read(n), nn, mpz_limbs_read(d), dn, &digits);
+        if (skip > 0) {
+            result = dg_compare_digits_at(rng, digits, skip, &read);
+            if (result != DG_DIGITS_MATCH)
+                return result;      /* a digit, or -1: exactly the walk's bits */
+        }
+    }
+    /* the walk; its first `skip` digits matched above (the expansion goes on past them) */
     r = mpz_limbs_write(rem, dn);       /* scratch: rem's old value is overwritten */
     mpn_copyi(r, mpz_limbs_read(n), nn);
     if (dn > nn)
@@ -165,6 +213,10 @@ int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
         digit = top != 0 || mpn_cmp(r, mpz_limbs_read(d), dn) >= 0;
         if (digit)
             mpn_sub_n(r, r, mpz_limbs_read(d), dn);  /* the borrow cancels `top` */
+        if (skip > 0) {
+            skip--;
+            continue;
+        }
         b = dg_bit(rng);
         if (rng->status != DG_OK) {
             result = -1;
@@ -182,4 +234,3 @@ int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
     mpz_limbs_finish(rem, dn);          /* rem = the last remainder, a valid mpz again */
     return result;
 }
-

@@ -25,7 +25,9 @@
  *     of p is 0, so U >= p: return 0 without reading.  Expected bits: <= 2.
  *     The bits read depend only on the value n/d, never on its representation.
  *     (The word version gets 64 digits per division and compares them with
- *     the random bits a word at a time, reading exactly these bits.)
+ *     the random bits a word at a time, reading exactly these bits; the GMP
+ *     version takes its first digits, up to 64, from one division of the top
+ *     words of n and d, and walks on only past them.)
  *
  * Return value: the result (>= 0), or -1 when the bit source failed
  * (rng->status says why).

@@ -166,6 +166,76 @@ def test_word_bernoulli_past_the_first_word(gamma, match):
     assert results[0] == results[1]
 
 
+def _primitive_digits(n: int, d: int, count: int) -> str:
+    return format(n * 2**count // d, f"0{count}b")[-count:]
+
+
+@pytest.mark.parametrize("n,d", [
+    (3**80 + 2**70, 3**81),             # odd d of two limbs: the expansion never ends
+    (2**100 - 3, 2**101 + 6),           # even d: v = 1, no multiple of 2**63 near Q
+    (7 * 3**50, 32 * 3**50),            # 7/32 unreduced, d of two limbs: ends at digit 5
+    (5 * 3**90, 8 * 3**90),             # 5/8 unreduced: ends at digit 3
+    (3**80 + 1, 2 * 3**80),             # 1/2 + 1/d: Q's candidates straddle 2**63, L = 0
+    (2**64 + 1, 2**129),                # d's low limb is 0: the walk decides alone
+    (1, 3**100),                        # Q = 0: p < 2**-64
+    (3**60, 3**60 * 2**40 + 3**60),     # 1/(2**40 + 1) unreduced
+], ids=["odd-d", "even-d", "ends-5", "ends-3", "L=0", "low-limb-0", "Q=0", "unreduced"])
+@pytest.mark.parametrize("match", [0, 1, 3, 5, 40, 60, 61, 62, 63, 64, 65, 130])
+def test_gmp_bernoulli_first_digits_from_the_top_words(n, d, match):
+    """Bernoulli(n/d) on GMP integers takes its first digits from the top 64 bits of n and d
+    (one division) and falls back to the digit walk on a tie, when the expansion may end
+    within 64 digits, or when the estimate cannot tell: tapes agreeing with n/d for `match`
+    digits, then differing (or ending, for a terminating expansion), must give the walk's
+    value and bits used, on n/d unreduced, as Algorithm 1 passes them."""
+    digits = _primitive_digits(n, d, match + 1)
+    tape = digits[:match] + ("1" if digits[match] == "0" else "0")
+    tail = format(int(np.random.default_rng(match).integers(0, 2**63)), "064b") * 4
+    results = []
+    for fill in (_core.fill, reference.fill):
+        out = np.empty(1, dtype=np.bool_)
+        used = fill(_api.BERNOULLI, n, d, 0, Tape(tape + tail), out)
+        results.append((bool(out[0]), used))
+    assert results[0] == results[1]
+    # the bits read depend only on n/d: the reduced ratio reads the same
+    f = Fraction(n, d)
+    out = np.empty(1, dtype=np.bool_)
+    assert (bool(out[0]), _core.fill(_api.BERNOULLI, f.numerator, f.denominator, 0,
+                                     Tape(tape + tail), out)) == results[0]
+
+
+def test_gmp_bernoulli_stops_where_an_unreduced_expansion_ends():
+    """7 3**50 / (32 3**50) = 7/32 = 0.00111: bits equal to its digits are read up to the last
+    1 and no further, although d has two limbs (the top-word estimate must not run)."""
+    n, d = 7 * 3**50, 32 * 3**50
+    for fill in (_core.fill, reference.fill):
+        out = np.empty(1, dtype=np.bool_)
+        assert fill(_api.BERNOULLI, n, d, 0, Tape("00111"), out) == 5 and not out[0]
+        assert fill(_api.BERNOULLI, n, d, 0, Tape("0010"), out) == 4 and out[0]
+
+
+def test_gmp_bernoulli_agrees_on_random_tapes():
+    """Random multi-limb n/d (odd and even d, 2-5 limbs) on random tapes, and unreduced
+    ending expansions P D / (2**J D) on tapes that follow their J digits to the end (the
+    top-word digits provably stop before digit J): same value, same bits."""
+    rng = random.Random(11)
+    for i in range(600):
+        tape = "".join(rng.choice("01") for _ in range(256))
+        if i % 3:
+            d = rng.randrange(2**64, 2 ** rng.choice([65, 100, 128, 129, 200, 320]))
+            d <<= rng.choice([0, 0, 1, 7, 63])
+            n = rng.randrange(1, d)
+        else:
+            odd = rng.randrange(2**64, 2**200) | 1
+            j = rng.randrange(1, 65)
+            n, d = (rng.randrange(0, 2 ** (j - 1)) * 2 + 1) * odd, odd << j
+            tape = _primitive_digits(n, d, j) + tape
+        out_c = np.empty(1, dtype=np.bool_)
+        out_o = np.empty(1, dtype=np.bool_)
+        used_c = _core.fill(_api.BERNOULLI, n, d, 0, Tape(tape), out_c)
+        used_o = reference.fill(_api.BERNOULLI, n, d, 0, Tape(tape), out_o)
+        assert (bool(out_c[0]), used_c) == (bool(out_o[0]), used_o), (n, d)
+
+
 # --- the first 64 digits of exp(-x) for any x in (0, 1): 128-bit fixed point, GMP fallback ---
 
 def test_fixed_point_prefix_holds_on_its_whole_interval():
