@@ -22,6 +22,37 @@ def test_table_limit_is_shared():
     assert _core.EXP_TABLE_MAX == reference.EXP_TABLE_MAX
 
 
+def test_oracle_exp_digits_against_mpfr():
+    """The oracle's floor(2**k exp(-gamma)) (an integer Taylor series with a proven bound)
+    against MPFR with directed rounding, an independent computation: gamma rounded up and
+    exp rounded down bound the value from below, the reverse from above."""
+    import gmpy2
+    rng = random.Random(17)
+    cases = [(Fraction(1), 64), (Fraction(1, 2**300), 64), (Fraction(2**64 - 1, 2**64), 128)]
+    for _ in range(400):
+        d = rng.randrange(1, 2 ** rng.choice([2, 20, 64, 130, 600]))
+        cases.append((Fraction(rng.randrange(0, 3 * d), d), rng.choice([1, 64, 65, 128, 300])))
+    # gamma = -ln(w/2**64) to 300 bits: 2**64 exp(-gamma) within 2**-230 of the integer w,
+    # so the series must refine its guard bits before it may answer
+    with gmpy2.context(precision=500):
+        for _ in range(60):
+            w = rng.randrange(2**64 * 37 // 100, 2**64 - 1)
+            x = gmpy2.floor(-gmpy2.log(gmpy2.mpfr(w) / 2**64) * 2**300) + rng.randrange(2)
+            cases.append((Fraction(int(x), 2**300), 64))
+    checked = 0
+    for gamma, k in cases:
+        bounds = []
+        for up in (True, False):                  # lower bound: gamma up, exp down
+            with gmpy2.context(precision=k + 400, round=gmpy2.RoundUp if up else gmpy2.RoundDown):
+                g = gmpy2.mpfr(gamma.numerator) / gamma.denominator
+            with gmpy2.context(precision=k + 400, round=gmpy2.RoundDown if up else gmpy2.RoundUp):
+                bounds.append(int(gmpy2.floor(gmpy2.exp(-g) * 2**k)))
+        if bounds[0] == bounds[1]:
+            checked += 1
+            assert reference.exp_neg_floor(gamma, k) == bounds[0], (gamma, k)
+    assert checked > 0.95 * len(cases)
+
+
 @pytest.mark.parametrize("k", [1, 2, 63, 64, 65, 128, 200, 1000])
 def test_exp_neg_floor_matches_oracle(k):
     rng = random.Random(k)

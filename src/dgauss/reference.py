@@ -234,20 +234,34 @@ def exp_neg_floor(gamma: Fraction, k: int) -> int:
 
 
 def _exp_neg_floor_unit(gamma: Fraction, k: int) -> int:
+    """floor(2**k exp(-gamma)) for 0 <= gamma <= 1, by the Taylor series in integers.
+
+    With w = k + g bits, x = floor(2**w gamma), T_0 = 2**w and
+    T_j = floor(T_{j-1} x / (2**w j)) up to the first T_J = 0, the sum
+    S = T_0 - T_1 + T_2 - ... is within B = 4J + 4 of 2**w exp(-gamma): each
+    T_j is below the true term t_j = 2**w gamma**j / j! (every step rounds down,
+    and x <= 2**w gamma), and t_j - T_j <= t_{j-1}/(2**w j) + (t_{j-1} - T_{j-1})/j + 1
+    <= 2 + (t_{j-1} - T_{j-1})/j stays at most 4; the terms from J on alternate
+    and decrease (gamma <= 1), so they add up to at most t_J <= 4.  When S - B
+    and S + B agree above the g guard bits, so does the value (irrational for
+    gamma > 0, so some g works).
+    """
     if gamma == 0:
         return 1 << k
-    term, partial, j = Fraction(1), Fraction(1), 0
-    lower = upper = None
+    guard = 32
     while True:
-        if j % 2 == 0:
-            upper = math.floor(partial * (1 << k))
-        else:
-            lower = math.floor(partial * (1 << k))
+        w = k + guard
+        x = (gamma.numerator << w) // gamma.denominator
+        term, total, j = 1 << w, 1 << w, 0
+        while term:
+            j += 1
+            term = term * x // (j << w)
+            total += -term if j % 2 else term
+        bound = 4 * j + 4
+        lower, upper = (total - bound) >> guard, (total + bound) >> guard
         if lower == upper:
             return lower
-        j += 1
-        term = term * gamma / j
-        partial += -term if j % 2 else term
+        guard *= 2
 
 
 def bernoulli_exp_digits(bits: BitStream, gamma: Fraction) -> bool:
@@ -264,8 +278,10 @@ def bernoulli_exp_digits(bits: BitStream, gamma: Fraction) -> bool:
         return bits.decide(("bernoulli_exp", gamma), 2) == 1
     j = 0
     while True:
-        k = 64 * (j // 64 + 1)          # digits come in blocks of 64, as in the core
-        digit = (exp_neg_floor(gamma, k) >> (k - 1 - j)) & 1
+        if j % 64 == 0:                 # digits come in blocks of 64, as in the core
+            k = j + 64
+            block = exp_neg_floor(gamma, k)
+        digit = (block >> (k - 1 - j)) & 1
         j += 1
         if bits.bit() != digit:
             return digit == 1
