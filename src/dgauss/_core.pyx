@@ -331,7 +331,8 @@ cdef int laplace_x_by_parts(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out)
             mpz_set_ui(w.u, u)
         mpz_mul_ui(w.y, lp.T, v)
         mpz_add(w.y, w.y, w.u)
-        mpz_fdiv_q(w.y, w.y, lp.S)
+        if mpz_cmp_ui(lp.S, 1) != 0:        # s = 1 always in Algorithm 3
+            mpz_fdiv_q(w.y, w.y, lp.S)
         out.big = True
     return 1
 
