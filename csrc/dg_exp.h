@@ -33,11 +33,7 @@
 #include "dg_prim.h"
 #include "dg_rng.h"
 
-#ifndef __SIZEOF_INT128__
-#error "dgauss needs a compiler with unsigned __int128"
-#endif
-
-typedef unsigned __int128 dg_u128;
+/* dg_u128: see dg_prim.h */
 
 /* floor(2**64 / e): the first 64 binary digits of exp(-1) (the tests check it against GMP). */
 #define DG_EXP_M1_PREFIX UINT64_C(0x5E2D58D8B3BCDF1A)

@@ -179,24 +179,22 @@ static unsigned top_digits(const mp_limb_t *np, mp_size_t nn, const mp_limb_t *d
     return (lo == hi) ? 64 : (unsigned)__builtin_clzll(lo ^ hi);
 }
 
-int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
+/*
+ * Bernoulli(n/d) for 0 < n < d on limb arrays (nn >= 1 limbs of n, dn of d,
+ * r: dn limbs of scratch): the walk of dg_bernoulli_u64, r = n, then r = 2r,
+ * digit = [r >= d], r -= digit d, until a bit differs or r = 0; for d of two
+ * limbs or more its first digits come from top_digits.
+ */
+static int bernoulli_limbs(dg_rng *rng, const mp_limb_t *np, mp_size_t nn,
+                           const mp_limb_t *dp, mp_size_t dn, mp_limb_t *r)
 {
-    /* the walk of dg_bernoulli_u64 on GMP's limb arrays: r = n, then r = 2r,
-     * digit = [r >= d], r -= digit d, until a bit differs or r = 0 */
-    mp_size_t dn = (mp_size_t)mpz_size(d), nn = (mp_size_t)mpz_size(n);
-    mp_limb_t *r, top;
+    mp_limb_t top;
     uint64_t digits;
     unsigned skip = 0, read;
     int digit, b, result;
-    if (mpz_cmp(n, d) >= 0)
-        return 1;
-    if (__builtin_expect(rng->decider != NULL, 0))
-        return decide_bernoulli_mpz(rng, n, d);
-    if (nn == 0)
-        return 0;
     if (dn >= 2) {
         /* the first L digits at once, compared a word at a time */
-        skip = top_digits(mpz_limbs_read(n), nn, mpz_limbs_read(d), dn, &digits);
+        skip = top_digits(np, nn, dp, dn, &digits);
         if (skip > 0) {
             result = dg_compare_digits_at(rng, digits, skip, &read);
             if (result != DG_DIGITS_MATCH)
@@ -204,33 +202,68 @@ int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
         }
     }
     /* the walk; its first `skip` digits matched above (the expansion goes on past them) */
-    r = mpz_limbs_write(rem, dn);       /* scratch: rem's old value is overwritten */
-    mpn_copyi(r, mpz_limbs_read(n), nn);
+    mpn_copyi(r, np, nn);
     if (dn > nn)
         mpn_zero(r + nn, dn - nn);
     for (;;) {
         top = mpn_lshift(r, r, dn, 1);  /* r < d, so 2r < 2d: at most one bit above dn limbs */
-        digit = top != 0 || mpn_cmp(r, mpz_limbs_read(d), dn) >= 0;
+        digit = top != 0 || mpn_cmp(r, dp, dn) >= 0;
         if (digit)
-            mpn_sub_n(r, r, mpz_limbs_read(d), dn);  /* the borrow cancels `top` */
+            mpn_sub_n(r, r, dp, dn);    /* the borrow cancels `top` */
         if (skip > 0) {
             skip--;
             continue;
         }
         b = dg_bit(rng);
-        if (rng->status != DG_OK) {
-            result = -1;
-            break;
-        }
-        if (b != digit) {
-            result = digit;
-            break;
-        }
-        if (mpn_zero_p(r, dn)) {
-            result = 0;
-            break;
-        }
+        if (rng->status != DG_OK)
+            return -1;
+        if (b != digit)
+            return digit;
+        if (mpn_zero_p(r, dn))
+            return 0;
     }
+}
+
+int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem)
+{
+    mp_size_t dn = (mp_size_t)mpz_size(d), nn = (mp_size_t)mpz_size(n);
+    int result;
+    if (mpz_cmp(n, d) >= 0)
+        return 1;
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return decide_bernoulli_mpz(rng, n, d);
+    if (nn == 0)
+        return 0;
+    result = bernoulli_limbs(rng, mpz_limbs_read(n), nn, mpz_limbs_read(d), dn,
+                             mpz_limbs_write(rem, dn));
     mpz_limbs_finish(rem, dn);          /* rem = the last remainder, a valid mpz again */
     return result;
+}
+
+static DG_COLD int decide_bernoulli_u128(dg_rng *rng, dg_u128 n, dg_u128 d)
+{
+    mpz_t nz, dz;
+    int c;
+    mpz_init(nz);
+    mpz_init(dz);
+    mpz_import(nz, 2, -1, 8, 0, 0, (uint64_t[2]){(uint64_t)n, (uint64_t)(n >> 64)});
+    mpz_import(dz, 2, -1, 8, 0, 0, (uint64_t[2]){(uint64_t)d, (uint64_t)(d >> 64)});
+    c = decide_bernoulli_mpz(rng, nz, dz);
+    mpz_clears(nz, dz, NULL);
+    return c;
+}
+
+int dg_bernoulli_u128(dg_rng *rng, dg_u128 n, dg_u128 d)
+{
+    mp_limb_t np[2] = {(mp_limb_t)n, (mp_limb_t)(n >> 64)};
+    mp_limb_t dp[2] = {(mp_limb_t)d, (mp_limb_t)(d >> 64)}, r[2];
+    if (n >= d)
+        return 1;
+    if (d <= DG_BERNOULLI_DMAX)
+        return dg_bernoulli_u64(rng, (uint64_t)n, (uint64_t)d);
+    if (__builtin_expect(rng->decider != NULL, 0))
+        return decide_bernoulli_u128(rng, n, d);
+    if (n == 0)
+        return 0;
+    return bernoulli_limbs(rng, np, np[1] ? 2 : 1, dp, dp[1] ? 2 : 1, r);
 }

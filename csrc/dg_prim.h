@@ -79,6 +79,39 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out);
 /* `rem` is scratch, distinct from n and d */
 int dg_bernoulli_mpz(dg_rng *rng, const mpz_t n, const mpz_t d, mpz_t rem);
 
+/* Two-word integers (unsigned __int128): the numbers of Algorithms 1 and 3
+ * between the word path and GMP. */
+#ifndef __SIZEOF_INT128__
+#error "dgauss needs a compiler with unsigned __int128"
+#endif
+typedef unsigned __int128 dg_u128;
+
+#define DG_U128_MAX (~(dg_u128)0)
+
+static inline int dg_mul_u128(dg_u128 a, dg_u128 b, dg_u128 *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+
+/* Bernoulli(n/d), 1 <= d; the same bits as dg_bernoulli_u64 and dg_bernoulli_mpz. */
+int dg_bernoulli_u128(dg_rng *rng, dg_u128 n, dg_u128 d);
+
+static inline void dg_mpz_set_u128(mpz_t z, dg_u128 v)
+{
+    mpz_set_ui(z, (unsigned long)(v >> 64));
+    mpz_mul_2exp(z, z, 64);
+    mpz_add_ui(z, z, (unsigned long)v);
+}
+
+/* v = z when 0 <= z < 2**127 (1), else 0. */
+static inline int dg_mpz_get_u128(const mpz_t z, dg_u128 *v)
+{
+    if (mpz_sgn(z) < 0 || mpz_sizeinbase(z, 2) > 127)
+        return 0;
+    *v = (dg_u128)mpz_getlimbn(z, 1) << 64 | mpz_getlimbn(z, 0);
+    return 1;
+}
+
 /* q = floor(n 2**64 / d), *r = n 2**64 mod d, for n < d (so q < 2**64). */
 static inline uint64_t dg_div_shift64(uint64_t n, uint64_t d, uint64_t *r)
 {

@@ -17,6 +17,7 @@ parity (test_parity.py) ties the two levels to the same bits.
 Default budgets resolve every probability to within 1e-3 in seconds; the
 `slow` tests go to 1e-6 for the Bernoulli sampler.
 """
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -27,8 +28,9 @@ from dgauss import _api, _core, reference
 from dgauss.testing import (DecisionTape, Exhausted, Restart, Tape, check, enumerate_bits,
                             enumerate_decisions, enumerate_sampler, sampler)
 
-BIG_GAMMA = Fraction(2**65 + 1, 2**64 + 3)        # numerator and denominator above 2**64
-GAMMAS = [0, Fraction(1, 3), 1, Fraction(7, 3), 12, BIG_GAMMA]
+BIG_GAMMA = Fraction(2**65 + 1, 2**64 + 3)        # above one word: Algorithm 1 on two words
+HUGE_GAMMA = Fraction(2**130 + 1, 2**129 + 3)     # above two words: Algorithm 1 on GMP
+GAMMAS = [0, Fraction(1, 3), 1, Fraction(7, 3), 12, BIG_GAMMA, HUGE_GAMMA]
 SCALES = [1, Fraction(7, 3), 10]
 BIG_SIGMA2 = Fraction(2**70 + 1, 2**69)           # d t = 2**70: the acceptance test runs on GMP
 SIGMA2 = [Fraction(1, 2), 1, 2, 10, BIG_SIGMA2]
@@ -254,3 +256,33 @@ def test_past_the_table_the_acceptance_runs_algorithm_1():
     with pytest.raises(Exhausted) as info:
         draw(DecisionTape([0, 0, 0]))
     assert info.value.request[0] == "bernoulli_exp"
+
+
+@pytest.mark.parametrize("sigma2", [10**10, 2**62, Fraction(2**61 + 1, 3), 2**64, 4097**2],
+                         ids=["1e10", "2^62", "(2^61+1)/3", "2^64", "4097^2"])
+def test_acceptance_requests_match_the_oracle_exactly(sigma2):
+    """Past the table, Algorithm 3's acceptance runs Algorithm 1 on one word, two words or
+    GMP by size.  A perturbation of gamma by 1e-10 would hardly ever change a sampled bit,
+    but every Bernoulli a decision tape meets states its exact probability: for several
+    |Y| (the uniform U, then D = 1, V = 0, B = 0) and paths through Algorithm 1's loop,
+    the core's requests must equal the oracle's."""
+    t = math.isqrt(sigma2.numerator // sigma2.denominator if isinstance(sigma2, Fraction)
+                   else sigma2) + 1
+    core, oracle = sampler("gaussian", sigma2), sampler("gaussian", sigma2, oracle=True)
+    compared = 0
+    for u in (0, 1, t // 3, t // 2, t - 1):
+        # U = u; D: Algorithm 1 with a first Bernoulli(u/t) = 0 (K = 1, D = 1); V = 0; B = 0
+        start = [u, 0, 0, 0] if u else [0, 0, 0]
+        for tail in ([], [1], [1, 1], [0], [1, 0], [1, 1, 1]):
+            requests = []
+            for draw in (core, oracle):
+                try:
+                    draw(DecisionTape(start + tail))
+                    requests.append("done")
+                except Exhausted as stop:
+                    requests.append(stop.request)
+                except Restart:
+                    requests.append("restart")
+            assert requests[0] == requests[1], (u, tail)
+            compared += requests[0] not in ("done", "restart")
+    assert compared >= 20

@@ -14,7 +14,9 @@ import dgauss
 from dgauss import _api, _core, reference
 
 SIGMA2 = [Fraction(1, 4), 1, Fraction(5, 2), 100, 10**6,
-          2 * 10**9,           # word path, with frequent switches to GMP for large |Y|
+          2 * 10**9,           # word path, with frequent switches to two words for large |Y|
+          10**10, 2**62,       # the acceptance on two words (2 n d t^2 < 2**127)
+          2**64,               # just past two words: the acceptance on GMP
           10**20, 10**40,      # GMP arithmetic; t = floor(sigma) + 1 beyond 2**63 at 10**40
           10**100]
 SCALES = [Fraction(1, 3), 1, Fraction(7, 3), 1000,

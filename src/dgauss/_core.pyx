@@ -130,6 +130,8 @@ cdef struct Params:
     # Algorithm 3: gamma = (|Y| d t - n)^2 / (2 n d t^2)
     bint small          # n, d t fit a word and 2 n d t^2 <= 2**63
     uint64_t n, dt, den
+    bint two_words      # n, d t and 2 n d t^2 < 2**127
+    dg_u128 n2, dt2, den2
     mpz_t DT, DEN
     bint accept_digits  # t <= EXP_TABLE_MAX: the fraction of gamma by digits, cached by |Y|
     Acceptance *accept  # accept_len entries, for |Y| < accept_len
@@ -182,22 +184,34 @@ cdef inline int bernoulli_exp1(dg_rng *rng) noexcept nogil:
 # Algorithm 1: Bernoulli(exp(-gamma)), gamma = n/d >= 0
 # --------------------------------------------------------------------------
 
+cdef enum RatioSize:
+    RATIO_WORD = 0      # n, d < 2**64
+    RATIO_TWO_WORDS = 1 # n, d < 2**127
+    RATIO_GMP = 2
+
 cdef struct Ratio:
-    # gamma = n/d with 0 <= gamma <= 1: on words when small, else the GMP integers N, D
-    bint small
+    # gamma = n/d with 0 <= gamma <= 1, in the smallest of three representations
+    RatioSize size
     uint64_t n, d
+    dg_u128 n2, d2
     mpz_srcptr N
     mpz_srcptr D
 
 
 cdef inline int bernoulli_over_k(dg_rng *rng, Ratio *g, uint64_t k, Work *w) noexcept nogil:
-    """Bernoulli(gamma/k): on words while d*k <= 2**63, else on GMP."""
+    """Bernoulli(gamma/k): on one word while d*k <= 2**63, on two while d*k fits them,
+    else on GMP (all three read the same bits)."""
     cdef uint64_t dk
-    if g.small:
+    cdef dg_u128 dk2
+    if g.size == RATIO_WORD:
         if dg_mul_u64(g.d, k, &dk) and dk <= DG_BERNOULLI_DMAX:
             return dg_bernoulli_u64(rng, g.n, dk)
-        mpz_set_ui(w.bn, g.n)
-        mpz_set_ui(w.dk, g.d)
+        return dg_bernoulli_u128(rng, g.n, <dg_u128>g.d * k)      # < 2**128
+    if g.size == RATIO_TWO_WORDS:
+        if dg_mul_u128(g.d2, k, &dk2):
+            return dg_bernoulli_u128(rng, g.n2, dk2)
+        dg_mpz_set_u128(w.bn, g.n2)
+        dg_mpz_set_u128(w.dk, g.d2)
         mpz_mul_ui(w.dk, w.dk, k)
         return dg_bernoulli_mpz(rng, w.bn, w.dk, w.rem)
     mpz_mul_ui(w.dk, g.D, k)
@@ -232,7 +246,7 @@ cdef int bernoulli_exp_u64(dg_rng *rng, uint64_t n, uint64_t d, Work *w) noexcep
     if n == d:
         return bernoulli_exp1(rng)
     if n < d:
-        g.small = True
+        g.size = RATIO_WORD
         g.n = n
         g.d = d
         return bernoulli_exp_unit(rng, &g, w)
@@ -246,20 +260,46 @@ cdef int bernoulli_exp_u64(dg_rng *rng, uint64_t n, uint64_t d, Work *w) noexcep
     return bernoulli_exp_u64(rng, n % d, d, w)
 
 
+cdef int bernoulli_exp_u128(dg_rng *rng, dg_u128 n, dg_u128 d, Work *w) noexcept nogil:
+    """Bernoulli(exp(-n/d)) on two words, 1 <= d < 2**127 (the word path when both fit one)."""
+    cdef Ratio g
+    cdef dg_u128 i = 0, whole
+    cdef int a
+    if (n >> 64) == 0 and d <= DG_BERNOULLI_DMAX:
+        return bernoulli_exp_u64(rng, <uint64_t>n, <uint64_t>d, w)
+    if n == d:
+        return bernoulli_exp1(rng)
+    if n < d:
+        g.size = RATIO_TWO_WORDS
+        g.n2 = n
+        g.d2 = d
+        return bernoulli_exp_unit(rng, &g, w)
+    whole = n // d
+    while i < whole:
+        a = bernoulli_exp1(rng)
+        if a != 1:
+            return a
+        i += 1
+    return bernoulli_exp_u128(rng, n % d, d, w)
+
+
 cdef int bernoulli_exp(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, Work *w) noexcept nogil:
-    """Bernoulli(exp(-n/d)) for any n >= 0, d >= 1; the word path when both fit.
+    """Bernoulli(exp(-n/d)) for any n >= 0, d >= 1; on one or two words when both fit.
 
     n and d must not be w.bn, w.dk, w.rem, w.whole or w.frac.
     """
     cdef Ratio g
+    cdef dg_u128 n2, d2
     cdef int a
     if mpz_fits_ulong_p(n) and _fits_word(d):
         return bernoulli_exp_u64(rng, mpz_get_ui(n), mpz_get_ui(d), w)
+    if dg_mpz_get_u128(n, &n2) and dg_mpz_get_u128(d, &d2):
+        return bernoulli_exp_u128(rng, n2, d2, w)
     a = mpz_cmp(n, d)
     if a == 0:
         return bernoulli_exp1(rng)
     if a < 0:
-        g.small = False
+        g.size = RATIO_GMP
         g.N = n
         g.D = d
         return bernoulli_exp_unit(rng, &g, w)
@@ -478,6 +518,7 @@ cdef int gaussian(dg_rng *rng, Params *p, Work *w, Value *out) noexcept nogil:
     exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|Y| d t - n)^2 / (2 n d t^2)).
     """
     cdef uint64_t a, diff, num
+    cdef dg_u128 a2, diff2, num2
     cdef int c
     cdef bint done
     while True:
@@ -491,6 +532,11 @@ cdef int gaussian(dg_rng *rng, Params *p, Work *w, Value *out) noexcept nogil:
                 diff = a - p.n if a >= p.n else p.n - a
                 if dg_mul_u64(diff, diff, &num):
                     c = bernoulli_exp_u64(rng, num, p.den, w)
+                    done = True
+            if not done and p.two_words and not out.big and dg_mul_u128(out.mag, p.dt2, &a2):
+                diff2 = a2 - p.n2 if a2 >= p.n2 else p.n2 - a2
+                if dg_mul_u128(diff2, diff2, &num2):
+                    c = bernoulli_exp_u128(rng, num2, p.den2, w)
                     done = True
             if not done:
                 gamma_numerator(p, w, out)
@@ -843,6 +889,8 @@ cdef class _Job:
                 p.n = mpz_get_ui(p.N)
                 p.dt = mpz_get_ui(p.DT)
                 p.den = mpz_get_ui(p.DEN)
+            p.two_words = (dg_mpz_get_u128(p.N, &p.n2) and dg_mpz_get_u128(p.DT, &p.dt2)
+                           and dg_mpz_get_u128(p.DEN, &p.den2))
         p.lap.small = _fits_word(p.lap.T) and _fits_word(p.lap.S)
         if p.lap.small:
             p.lap.t = mpz_get_ui(p.lap.T)

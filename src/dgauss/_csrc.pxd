@@ -58,6 +58,11 @@ cdef extern from "dg_prim.h" nogil:
     int dg_uniform_mpz(dg_rng *rng, mpz_srcptr m, mpz_ptr out)
     int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
     int dg_bernoulli_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, mpz_ptr rem)
+    ctypedef unsigned long long dg_u128     # unsigned __int128 (C arithmetic only; never a Python object)
+    bint dg_mul_u128(dg_u128 a, dg_u128 b, dg_u128 *r)
+    int dg_bernoulli_u128(dg_rng *rng, dg_u128 n, dg_u128 d)
+    void dg_mpz_set_u128(mpz_ptr z, dg_u128 v)
+    bint dg_mpz_get_u128(mpz_srcptr z, dg_u128 *v)
     enum:
         DG_DIGITS_MATCH
     int dg_compare_digits(dg_rng *rng, uint64_t p, unsigned left)
@@ -67,7 +72,6 @@ cdef extern from "dg_exp.h" nogil:
     enum:
         DG_EXP_TABLE_MAX
     uint64_t DG_EXP_M1_PREFIX
-    ctypedef unsigned long long dg_u128     # unsigned __int128: only shifted and or-ed here
     int dg_exp_neg_prefix_fix(dg_u128 x_fix, dg_u128 slack, uint64_t *prefix)
     ctypedef struct dg_exp_table:
         uint64_t t
