@@ -235,13 +235,25 @@ cdef inline int bernoulli_exp_unit(dg_rng *rng, Ratio *g, Work *w) noexcept nogi
     return <int>(k & 1)
 
 
+cdef int bernoulli_exp1_times(dg_rng *rng, dg_u128 count) noexcept nogil:
+    """Algorithm 1's integer part: `count` draws of Bernoulli(exp(-1)), stopping at the first
+    0; 1 when all were 1, else 0, or -1 when the bit source failed."""
+    cdef dg_u128 i = 0
+    cdef int a
+    while i < count:
+        a = bernoulli_exp1(rng)
+        if a != 1:
+            return a
+        i += 1
+    return 1
+
+
 cdef int bernoulli_exp_u64(dg_rng *rng, uint64_t n, uint64_t d, Work *w) noexcept nogil:
     """Bernoulli(exp(-n/d)) on words; requires 1 <= d <= 2**63.
 
     Returns 1, 0, or -1 when the bit source failed.
     """
     cdef Ratio g
-    cdef uint64_t i = 0, whole
     cdef int a
     if n == d:
         return bernoulli_exp1(rng)
@@ -251,19 +263,15 @@ cdef int bernoulli_exp_u64(dg_rng *rng, uint64_t n, uint64_t d, Work *w) noexcep
         g.d = d
         return bernoulli_exp_unit(rng, &g, w)
     # gamma > 1: floor(gamma) draws of Bernoulli(exp(-1)), then exp(-(gamma - floor(gamma)))
-    whole = n // d
-    while i < whole:
-        a = bernoulli_exp1(rng)
-        if a != 1:
-            return a
-        i += 1
+    a = bernoulli_exp1_times(rng, n // d)
+    if a != 1:
+        return a
     return bernoulli_exp_u64(rng, n % d, d, w)
 
 
 cdef int bernoulli_exp_u128(dg_rng *rng, dg_u128 n, dg_u128 d, Work *w) noexcept nogil:
     """Bernoulli(exp(-n/d)) on two words, 1 <= d < 2**127 (the word path when both fit one)."""
     cdef Ratio g
-    cdef dg_u128 i = 0, whole
     cdef int a
     if (n >> 64) == 0 and d <= DG_BERNOULLI_DMAX:
         return bernoulli_exp_u64(rng, <uint64_t>n, <uint64_t>d, w)
@@ -274,12 +282,9 @@ cdef int bernoulli_exp_u128(dg_rng *rng, dg_u128 n, dg_u128 d, Work *w) noexcept
         g.n2 = n
         g.d2 = d
         return bernoulli_exp_unit(rng, &g, w)
-    whole = n // d
-    while i < whole:
-        a = bernoulli_exp1(rng)
-        if a != 1:
-            return a
-        i += 1
+    a = bernoulli_exp1_times(rng, n // d)
+    if a != 1:
+        return a
     return bernoulli_exp_u128(rng, n % d, d, w)
 
 
@@ -492,7 +497,6 @@ cdef int accept_by_digits(dg_rng *rng, Params *p, Work *w, Value *y) noexcept no
     digits instead of Algorithm 1's loop; the digits cached by |Y|."""
     cdef Acceptance one
     cdef Acceptance *e
-    cdef uint64_t i
     cdef int c
     if not y.big and y.mag < p.accept_len:
         e = &p.accept[y.mag]
@@ -502,10 +506,9 @@ cdef int accept_by_digits(dg_rng *rng, Params *p, Work *w, Value *y) noexcept no
         e = &one
         if not acceptance_of(p, w, y, e):
             return accept_huge(rng, p, w, y)
-    for i in range(e.whole):
-        c = bernoulli_exp1(rng)
-        if c != 1:
-            return c
+    c = bernoulli_exp1_times(rng, e.whole)
+    if c != 1:
+        return c
     if e.state == ACCEPT_WHOLE:
         return 1
     return fraction_by_digits(rng, p, w, y, e.prefix)
