@@ -231,23 +231,24 @@ uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d)
 
 /* ---- the table for Algorithm 2 --------------------------------------- */
 
-void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_lo,
-                       uint64_t *prefix)
+void dg_exp_table_init(dg_exp_table *tab, const mpz_t t, unsigned long shift, uint64_t e_hi,
+                       uint64_t e_lo, uint64_t *prefix)
 {
+    tab->shift = shift;
     tab->t = t;
     tab->e = ((dg_u128)e_hi << 64) | e_lo;
     tab->prefix = prefix;
 }
 
 /*
- * 2**128 exp(-u/t) from e = floor(2**128 exp(-1/t)) by square-and-multiply,
+ * 2**128 exp(-u 2**shift/t) from e = floor(2**128 exp(-2**shift/t)) by square-and-multiply,
  * each product rounded down.  Every computed value X is a lower bound on its
  * true value x (a product of lower bounds, rounded down), and with a, b <= 1
  * the error of a product is at most err(a) + err(b) + 1 units.  So with
  * err(e) < 1: err(e**m) < 2m - 1 gives err(e**2m) < 2(2m - 1) + 1 and
  * err(e**(m+1)) < 2m - 1 + 2, i.e. err(e**u) < 2u - 1 for every u >= 1, and
  * x lies in [X, X + 2u - 1).  When X and X + 2u - 1 agree in their top 64 bits,
- * those are floor(2**64 exp(-u/t)); otherwise (probability about u/2**63)
+ * those are the word; otherwise (probability about u/2**63)
  * the word is computed exactly with GMP.
  */
 uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u)
@@ -255,14 +256,19 @@ uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u)
     dg_u128 x = tab->e;
     int bit = 62 - __builtin_clzll(u);     /* below u's leading 1 */
     uint64_t w;
+    mpz_t n;
     for (; bit >= 0; bit--) {
         x = mul_fix(x, x);
         if ((u >> bit) & 1)
             x = mul_fix(x, tab->e);
     }
     w = (uint64_t)(x >> 64);
-    if ((uint64_t)((x + 2 * (dg_u128)u - 1) >> 64) != w || dg_exp_test_force_exact)
-        w = dg_exp_neg_prefix(u, tab->t);
+    if ((uint64_t)((x + 2 * (dg_u128)u - 1) >> 64) != w || dg_exp_test_force_exact) {
+        mpz_init_set_ui(n, u);
+        mpz_mul_2exp(n, n, tab->shift);
+        w = dg_exp_neg_prefix_mpz(n, tab->t);
+        mpz_clear(n);
+    }
     tab->prefix[u] = w;
     return w;
 }

@@ -14,10 +14,10 @@
  * still consumed only up to the first difference).  Digits beyond the 64th,
  * needed with probability 2**-64, are computed exactly with GMP.
  *
- * dgauss uses this for Bernoulli(exp(-1)) (Algorithms 1 and 2) and, when
- * t <= DG_EXP_TABLE_MAX, for Algorithm 2's Bernoulli(exp(-U/t)) and for the
- * fractional part of Algorithm 3's acceptance; everything else goes through
- * Algorithm 1 (dgauss/_core.pyx).  The same comparison, with many thresholds
+ * dgauss uses this for Bernoulli(exp(-1)) (Algorithms 1 and 2), for
+ * Algorithm 2's Bernoulli(exp(-H 2**r / t)) (U's top part H, a table below)
+ * and for the fractional part of Algorithm 3's acceptance; the small factors
+ * left once U's low bits are read go through Algorithm 1 (dgauss/_core.pyx).  The same comparison, with many thresholds
  * at once, draws Algorithm 2's X ~ Geometric(1 - exp(-1/t)) by inversion when
  * t <= DG_INVERSION_MAX (below).  dgauss.reference computes the same digits
  * from exact rational bounds.
@@ -38,8 +38,6 @@
 /* floor(2**64 / e): the first 64 binary digits of exp(-1) (the tests check it against GMP). */
 #define DG_EXP_M1_PREFIX UINT64_C(0x5E2D58D8B3BCDF1A)
 
-/* Largest t for which Algorithm 2 tabulates the digits of exp(-u/t). */
-#define DG_EXP_TABLE_MAX 4096
 
 /* out = floor(2**k exp(-n/d)) exactly, for n >= 0, d >= 1 (GMP). */
 void dg_exp_neg_floor(mpz_t out, uint64_t n, uint64_t d, unsigned long k);
@@ -63,28 +61,31 @@ uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d);
 uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d);
 
 /*
- * Digits of p_u = exp(-u/t), u = 1 .. t-1, for one t <= DG_EXP_TABLE_MAX,
- * computed on first use from e = floor(2**128 exp(-1/t)): e**u in 128-bit
- * fixed point, every product rounded down, is a lower bound within 2u - 1
- * units of 2**128 p_u (the proof is in dg_exp.c); when that interval straddles a
- * multiple of 2**64 the word is computed with GMP instead.
+ * Algorithm 2's table: digits of p_u = exp(-u 2**shift / t) for u = 1 .. size - 1,
+ * where u 2**shift < t (U's top part H, dgauss/_core.pyx), computed on first use
+ * from e = floor(2**128 exp(-2**shift / t)): e**u in 128-bit fixed point, every
+ * product rounded down, is a lower bound within 2u - 1 units of 2**128 p_u (the
+ * proof is in dg_exp.c); when that interval straddles a multiple of 2**64 the
+ * word is computed with GMP instead.
  */
 typedef struct dg_exp_table {
-    uint64_t t;
-    dg_u128 e;          /* floor(2**128 exp(-1/t)) */
-    uint64_t *prefix;   /* t words; floor(2**64 p_u), or 0 while not computed (p_u > 1/e) */
+    unsigned long shift;
+    mpz_srcptr t;       /* kept alive by the caller */
+    dg_u128 e;          /* floor(2**128 exp(-2**shift / t)) */
+    uint64_t *prefix;   /* floor(2**64 p_u), or 0 while not computed (p_u > 1/e) */
 } dg_exp_table;
 
-/* `prefix` must hold t zeroed words; e_hi 2**64 + e_lo = floor(2**128 exp(-1/t)), t >= 2. */
-void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_lo,
-                       uint64_t *prefix);
+/* `prefix` must hold `size` zeroed words, (size - 1) 2**shift < t;
+ * e_hi 2**64 + e_lo = floor(2**128 exp(-2**shift / t)). */
+void dg_exp_table_init(dg_exp_table *tab, const mpz_t t, unsigned long shift, uint64_t e_hi,
+                       uint64_t e_lo, uint64_t *prefix);
 uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u);
 
 /* Test hook, not API: non-zero makes every fixed-point computation (table
  * words, dg_exp_neg_prefix_fix) give up, so that GMP computes every word. */
 extern int dg_exp_test_force_exact;
 
-/* floor(2**64 exp(-u/t)) for 1 <= u < t. */
+/* floor(2**64 exp(-u 2**shift / t)) for 1 <= u < size. */
 static inline uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
 {
     uint64_t w = tab->prefix[u];

@@ -90,19 +90,46 @@ int dg_decide_fair_bit(dg_rng *rng)
     return decide_bernoulli(rng);
 }
 
-/* Limb i of m - 1, from m's limbs (m >= 2; z = the index of m's lowest non-zero limb). */
-static uint64_t limb_of_m_minus_1(const mpz_t m, size_t i, size_t z)
+/* Limb i of c - minus_one (c >= 1; z = the index of c's lowest non-zero limb). */
+static uint64_t digit_limb(const mpz_t c, size_t i, size_t z, int minus_one)
 {
+    if (!minus_one)
+        return (uint64_t)mpz_getlimbn(c, (mp_size_t)i);
     if (i < z)
         return UINT64_MAX;
-    return (uint64_t)mpz_getlimbn(m, (mp_size_t)i) - (i == z);
+    return (uint64_t)mpz_getlimbn(c, (mp_size_t)i) - (i == z);
+}
+
+/*
+ * One try of uniform's rejection on k bits against the k digits of
+ * c - minus_one, written a limb at a time from the top into xp: 1 (x is at
+ * most them; any free bits read), 0 (above: the try failed), -1.
+ */
+static int uniform_try(dg_rng *rng, size_t k, const mpz_t c, size_t z, int minus_one,
+                       mp_limb_t *xp)
+{
+    size_t left = k;
+    unsigned w;
+    uint64_t x;
+    int r = DG_DIGITS_MATCH;
+    while (left > 0 && r == DG_DIGITS_MATCH) {
+        w = (left % 64 == 0) ? 64 : (unsigned)(left % 64);   /* the top limb: k mod 64 bits */
+        r = dg_uniform_chunk(rng, digit_limb(c, (left - 1) / 64, z, minus_one) << (64 - w),
+                             w, &x);
+        if (r <= 0)
+            return r;
+        xp[(left - 1) / 64] = x;
+        left -= w;
+    }
+    /* below the digits before the last limb: the rest of x is free */
+    for (; left > 0; left -= 64)
+        xp[(left - 1) / 64] = dg_bits(rng, 64);
+    return rng->status == DG_OK ? 1 : -1;
 }
 
 int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
 {
-    size_t k, left, z;
-    unsigned c;
-    uint64_t p, x;
+    size_t k, z, n;
     mp_limb_t *xp;
     int r;
     if (mpz_cmp_ui(m, 1) <= 0) {
@@ -116,30 +143,55 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
     z = mpz_scan1(m, 0);
     if (z == k - 1)
         k -= 1;
-    z /= GMP_NUMB_BITS;
-    /* x is written a limb at a time from the top; the limbs of m - 1 are its digits */
-    xp = mpz_limbs_write(out, (mp_size_t)((k + 63) / 64));
-    do {
-        left = k;
-        r = DG_DIGITS_MATCH;
-        while (left > 0 && r == DG_DIGITS_MATCH) {
-            c = (left % 64 == 0) ? 64 : (unsigned)(left % 64);   /* the top limb: k mod 64 bits */
-            p = limb_of_m_minus_1(m, (left - 1) / 64, z) << (64 - c);
-            r = dg_uniform_chunk(rng, p, c, &x);
-            if (r < 0) {
-                mpz_limbs_finish(out, 0);
-                return -1;
-            }
-            if (r != 0) {
-                xp[(left - 1) / 64] = x;
-                left -= c;
-            }
+    n = (k + 63) / 64;
+    xp = mpz_limbs_write(out, (mp_size_t)n);
+    do
+        r = uniform_try(rng, k, m, z / GMP_NUMB_BITS, 1, xp);
+    while (r == 0);
+    mpz_limbs_finish(out, r < 0 ? 0 : (mp_size_t)n);
+    return r < 0 ? -1 : 0;
+}
+
+int dg_uniform_split_mpz(dg_rng *rng, const mpz_t m, const dg_split *sp, uint64_t *h, mpz_t low)
+{
+    size_t n = (sp->r + 63) / 64;
+    mp_limb_t *xp;
+    int c;
+    if (__builtin_expect(rng->decider != NULL, 0)) {
+        if (decide_uniform_mpz(rng, m, low) < 0)
+            return -1;
+        for (*h = 0, c = (int)sp->kh - 1; c >= 0; c--)     /* H: U's bits r .. r + kh - 1 */
+            *h = (*h << 1) | (uint64_t)mpz_tstbit(low, sp->r + (unsigned long)c);
+        mpz_tdiv_r_2exp(low, low, sp->r);
+        return 1;
+    }
+    for (;;) {
+        c = dg_uniform_chunk(rng, sp->top << (64 - sp->kh), sp->kh, h);
+        if (c == 1 || c < 0)
+            return c < 0 ? -1 : 0;
+        if (c == 0)
+            continue;
+        /* H matched m - 1's (probability about 2**-kh): L's digits decide the try */
+        xp = mpz_limbs_write(low, (mp_size_t)n);
+        c = uniform_try(rng, sp->r, sp->low_digits, 0, 0, xp);
+        if (c != 0) {
+            mpz_limbs_finish(low, c < 0 ? 0 : (mp_size_t)n);
+            return c < 0 ? -1 : 1;
         }
-    } while (r == 0);
-    /* below m - 1 before the last limb: the rest of x is free */
-    for (; left > 0; left -= 64)
-        xp[(left - 1) / 64] = dg_bits(rng, 64);
-    mpz_limbs_finish(out, (mp_size_t)((k + 63) / 64));
+        mpz_limbs_finish(low, 0);
+    }
+}
+
+int dg_bits_mpz(dg_rng *rng, unsigned long r, mpz_t out)
+{
+    size_t n = (r + 63) / 64;
+    unsigned w;
+    mp_limb_t *xp = mpz_limbs_write(out, (mp_size_t)(n > 0 ? n : 1));
+    for (; r > 0; r -= w) {
+        w = (r % 64 == 0) ? 64 : (unsigned)(r % 64);
+        xp[(r - 1) / 64] = dg_bits(rng, w);
+    }
+    mpz_limbs_finish(out, rng->status == DG_OK ? (mp_size_t)n : 0);
     return rng->status == DG_OK ? 0 : -1;
 }
 

@@ -231,6 +231,56 @@ static inline int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
 }
 
 /*
+ * uniform(m) in two parts, U = H 2**r + L with 1 <= r < bitlength(m - 1):
+ * the tries of uniform(m), except that a try below m - 1 within H's digits
+ * (its first bitlength(m - 1) - r) reads only the rest of H and leaves L, r
+ * free bits, unread for the caller (dg_bits, dg_bits_mpz).  A try that matches
+ * m - 1 through H's digits goes on through L's digits, as uniform(m) does.
+ * Returns 0 (H in *h, L unread), 1 (H and L read), or -1 when the bit source
+ * failed.  In decision mode U is one uniform(m) decision, split (1).
+ */
+static inline int dg_uniform_split_u64(dg_rng *rng, uint64_t m, unsigned r, uint64_t *h,
+                                       uint64_t *low)
+{
+    unsigned k, kh;
+    int c;
+    if (__builtin_expect(rng->decider != NULL, 0)) {
+        if (dg_decide_uniform_u64(rng, m, h) < 0)
+            return -1;
+        *low = *h & ((UINT64_C(1) << r) - 1);
+        *h >>= r;
+        return 1;
+    }
+    k = 64u - (unsigned)__builtin_clzll(m - 1);
+    kh = k - r;
+    for (;;) {
+        c = dg_uniform_chunk(rng, ((m - 1) >> r) << (64 - kh), kh, h);
+        if (c == 1 || c < 0)
+            return c < 0 ? -1 : 0;
+        if (c == 0)
+            continue;
+        /* H matched m - 1's: L's digits decide the try */
+        c = dg_uniform_chunk(rng, (m - 1) << (64 - r), r, low);
+        if (c != 0)
+            return c < 0 ? -1 : 1;
+    }
+}
+
+/* m - 1's digits for dg_uniform_split_mpz: H's and L's */
+typedef struct dg_split {
+    unsigned long r;        /* L's bits, >= 1 */
+    unsigned kh;            /* H's bits: bitlength(m - 1) - r, 1..64 */
+    uint64_t top;           /* floor((m - 1) / 2**r) */
+    mpz_t low_digits;       /* (m - 1) mod 2**r */
+} dg_split;
+
+/* dg_uniform_split_u64 for m of any size (L in `low`) */
+int dg_uniform_split_mpz(dg_rng *rng, const mpz_t m, const dg_split *sp, uint64_t *h, mpz_t low);
+
+/* out = the next r bits, first bit most significant; 0, or -1 when the bit source failed. */
+int dg_bits_mpz(dg_rng *rng, unsigned long r, mpz_t out);
+
+/*
  * requires 1 <= d <= DG_BERNOULLI_DMAX.  The digits of n/d come 64 at a time
  * (one division) and are compared with the random bits a word at a time,
  * reading exactly the bits of the one-digit-at-a-time walk described above:

@@ -18,10 +18,6 @@ from dgauss import _api, _core, reference
 from dgauss.testing import Tape
 
 
-def test_table_limit_is_shared():
-    assert _core.EXP_TABLE_MAX == reference.EXP_TABLE_MAX
-
-
 def test_oracle_exp_digits_against_mpfr():
     """The oracle's floor(2**k exp(-gamma)) (an integer Taylor series with a proven bound)
     against MPFR with directed rounding, an independent computation: gamma rounded up and
@@ -79,14 +75,19 @@ def test_exp_neg_floor_is_the_floor():
 
 @pytest.mark.parametrize("force_exact", [False, True], ids=["fixed-point", "gmp-fallback"])
 def test_table_words_match_oracle(force_exact):
+    """floor(2**64 exp(-H 2**r/t)) for every H below 80 blocks and samples above, r = 0 up to
+    t = 4096 (the table of exp(-U/t)) and past it, on words and on GMP."""
     rng = random.Random(7)
-    ts = list(range(2, 80)) + [1000, 1001, 4095, 4096] + rng.sample(range(80, 4096), 6)
+    ts = (list(range(9, 80)) + [1000, 1001, 4095, 4096, 4097, 10**6 + 1, 2**63 + 1, 10**50 + 1]
+          + rng.sample(range(80, 4096), 6))
     _core._exp_test_hook(force_exact)
     try:
         for t in ts:
-            us = list(range(1, t)) if t < 80 else sorted(rng.sample(range(1, t), 60)) + [t - 1]
-            want = [reference.exp_neg_floor(Fraction(u, t), 64) for u in us]
-            assert _core.exp_table(t, us) == want, t
+            r = reference.split_bits(t)
+            blocks = ((t - 1) >> r) + 1
+            hs = list(range(1, blocks)) if blocks < 80 else sorted(rng.sample(range(1, blocks), 60)) + [blocks - 1]
+            want = [reference.exp_neg_floor(Fraction(h << r, t), 64) for h in hs]
+            assert _core.exp_table(t, hs) == want, t
     finally:
         _core._exp_test_hook(False)
 
@@ -142,7 +143,7 @@ def test_laplace_table_digits_past_the_first_word(t, u):
 
 @pytest.mark.parametrize("scale", [4095, 4096, 4097], ids=str)
 def test_laplace_parity_at_the_table_limit(scale):
-    """t = 4096 uses the table's digits, t = 4097 Algorithm 1: core and oracle agree on both."""
+    """t = 4096 tabulates exp(-U/t), t = 4097 splits U (r = 1): core and oracle agree on both."""
     for seed in range(2):
         a = dgauss.sample_laplace(scale, 400, rng=np.random.default_rng(seed))
         b = reference.sample_laplace(scale, 400, rng=np.random.default_rng(seed))
@@ -151,27 +152,10 @@ def test_laplace_parity_at_the_table_limit(scale):
 
 @pytest.mark.parametrize("sigma2", [4095**2, 4096**2 - 1, 4096**2], ids=str)
 def test_gaussian_parity_at_the_table_limit(sigma2):
-    """t = floor(sigma) + 1 = 4096 (table) and 4097 (Algorithm 1)."""
+    """t = floor(sigma) + 1 = 4096 (r = 0) and 4097 (r = 1)."""
     a = dgauss.sample_gaussian(sigma2, 300, rng=np.random.default_rng(3))
     b = reference.sample_gaussian(sigma2, 300, rng=np.random.default_rng(3))
     assert a.tolist() == b.tolist()
-
-
-def test_the_two_methods_use_different_bits():
-    """The limit matters: at t <= EXP_TABLE_MAX the digits method really runs (it reads
-    other bits than Algorithm 1 would), so parity above proves the core switches there."""
-    gen = np.random.default_rng(11)
-    words = gen.integers(0, 2**64, size=64, dtype=np.uint64)
-    t = 4096
-    used_digits = reference.fill(_api.LAPLACE, t, 1, 0, Tape.from_words(words), np.empty(50, dtype=object))
-    saved = reference.EXP_TABLE_MAX
-    reference.EXP_TABLE_MAX = 0
-    try:
-        used_alg1 = reference.fill(_api.LAPLACE, t, 1, 0, Tape.from_words(words),
-                                   np.empty(50, dtype=object))
-    finally:
-        reference.EXP_TABLE_MAX = saved
-    assert used_digits != used_alg1
 
 
 def _rational_digits(p: Fraction, count: int) -> str:

@@ -244,35 +244,43 @@ def test_decision_tape_sees_inversion_as_bernoulli_exp_one_over_t():
             draw(DecisionTape([0, 1]))  # X = 0 with sign -: reject and restart
 
 
-def test_past_the_table_the_acceptance_runs_algorithm_1():
-    sigma2 = 4097 ** 2                                    # t = 4098 > EXP_TABLE_MAX
-    gamma = Fraction(sigma2, 4098) ** 2 / (2 * sigma2)    # Y = 0
+def test_past_the_split_the_last_factor_runs_algorithm_1():
+    """t = 4098 (r = 1): U = 5 is H = 2, L = 1.  D's first factor Bernoulli(exp(-4/t)) by digits,
+    V = 0, B = 0, the acceptance at a = 4 by digits, then Algorithm 1 on L (2a + L)/(2 sigma^2)."""
+    sigma2 = 4097 ** 2
+    t = 4098
+    gamma_a = (4 - Fraction(sigma2, t)) ** 2 / (2 * sigma2)     # below 1: one draw by digits
     for oracle in (False, True):
         draw = sampler("gaussian", sigma2, oracle=oracle)
-        with pytest.raises(Exhausted) as info:            # U = 0 (D = 1 reads nothing), V = 0, B = 0
-            draw(DecisionTape([0, 0, 0]))
-        assert info.value.request == ("bernoulli", gamma)  # Algorithm 1's first Bernoulli(gamma/1)
-    draw = sampler("gaussian", 4096 ** 2 - 1)             # t = 4096: by its digits
-    with pytest.raises(Exhausted) as info:
-        draw(DecisionTape([0, 0, 0]))
-    assert info.value.request[0] == "bernoulli_exp"
+        with pytest.raises(Exhausted) as info:
+            draw(DecisionTape([5]))
+        assert info.value.request == ("bernoulli_exp", Fraction(4, t))
+        with pytest.raises(Exhausted) as info:
+            draw(DecisionTape([5, 1, 0, 0]))
+        assert info.value.request == ("bernoulli_exp", gamma_a)
+        with pytest.raises(Exhausted) as info:
+            draw(DecisionTape([5, 1, 0, 0, 1]))
+        assert info.value.request == ("bernoulli", Fraction(1 * (2 * 4 + 1), 2 * sigma2))
+        assert draw(DecisionTape([5, 1, 0, 0, 1, 0])) == 5
 
 
 @pytest.mark.parametrize("sigma2", [10**10, 2**62, Fraction(2**61 + 1, 3), 2**64, 4097**2],
                          ids=["1e10", "2^62", "(2^61+1)/3", "2^64", "4097^2"])
 def test_acceptance_requests_match_the_oracle_exactly(sigma2):
-    """Past the table, Algorithm 3's acceptance runs Algorithm 1 on one word, two words or
-    GMP by size.  A perturbation of gamma by 1e-10 would hardly ever change a sampled bit,
-    but every Bernoulli a decision tape meets states its exact probability: for several
-    |Y| (the uniform U, then D = 1, V = 0, B = 0) and paths through Algorithm 1's loop,
+    """Past 2**HIGH_BITS, Algorithm 3 accepts at the block start a by digits and then runs
+    Algorithm 1 on L (2a + L)/(2 sigma^2), on one word, two words or GMP by size.  A
+    perturbation of gamma by 1e-10 would hardly ever change a sampled bit, but every
+    Bernoulli a decision tape meets states its exact probability: for several U (then D's
+    first factor 1, V = 0, B = 0) and paths through the acceptance and Algorithm 1's loop,
     the core's requests must equal the oracle's."""
     t = math.isqrt(sigma2.numerator // sigma2.denominator if isinstance(sigma2, Fraction)
                    else sigma2) + 1
     core, oracle = sampler("gaussian", sigma2), sampler("gaussian", sigma2, oracle=True)
     compared = 0
-    for u in (0, 1, t // 3, t // 2, t - 1):
-        # U = u; D: Algorithm 1 with a first Bernoulli(u/t) = 0 (K = 1, D = 1); V = 0; B = 0
-        start = [u, 0, 0, 0] if u else [0, 0, 0]
+    r = reference.split_bits(t)
+    for u in (0, 1, 2, 3, t // 3, t // 2, t - 2, t - 1):
+        # U = u; D's first factor 1 (no decision when H = 0); V = 0; B = 0
+        start = [u, 1, 0, 0] if u >> r else [u, 0, 0]
         for tail in ([], [1], [1, 1], [0], [1, 0], [1, 1, 1]):
             requests = []
             for draw in (core, oracle):

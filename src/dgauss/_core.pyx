@@ -4,10 +4,10 @@
 The chain, named as in the paper (Section 5):
 
     uniform(m), Bernoulli(n/d)          csrc/dg_prim.c  (bottom primitives)
-    Bernoulli(exp(-g)) by its digits    csrc/dg_exp.c   (g = 1, and U/t for small t)
+    Bernoulli(exp(-g)) by its digits    csrc/dg_exp.c   (g = 1, H 2**r/t, Algorithm 3's fraction)
     bernoulli_exp    Bernoulli(exp(-g))  Algorithm 1
     geometric_exp1   Geometric(1 - 1/e)  inner loop of Algorithm 2
-    laplace_x_by_parts  X = U + tV       Algorithm 2's U, D and V
+    laplace_attempt  U, D, V, B          Algorithm 2 up to the factors that need U's low bits
     dg_geometric_exp    X by inversion   csrc/dg_exp.h (t <= INVERSION_MAX)
     laplace          Lap_Z(t/s)          Algorithm 2
     gaussian         N_Z(0, sigma^2)     Algorithm 3
@@ -17,11 +17,16 @@ the same values, so the samplers switch to GMP exactly where a number stops
 fitting in a word, sample by sample, without changing any output.  No floating
 point is used anywhere in this file.
 
-Some Bernoulli(exp(-g)) draws compare the random bits with the exact binary
-digits of exp(-g) instead of running Algorithm 1's loop (csrc/dg_exp.h): every
-Bernoulli(exp(-1)), and, when t <= EXP_TABLE_MAX, Algorithm 2's
-Bernoulli(exp(-U/t)) (a table by U) and the fractional part of Algorithm 3's
-acceptance (a cache by |Y|).  When t <= INVERSION_MAX, Algorithm 2's
+Algorithm 2 draws U = H 2**r + L with H < 2**HIGH_BITS first and U's low bits
+L last, and splits D ~ Bernoulli(exp(-U/t)) into independent factors
+Bernoulli(exp(-H 2**r/t)) (by its digits, from a table by H) and
+Bernoulli(exp(-L/t)).  Algorithm 3 accepts at the block start a = H 2**r + tV
+(|Y| = a + L) by the digits of exp(-gamma(a)) (cached by block) before L is
+read, and afterwards by one Bernoulli(exp(-L (2a + L) / (2 sigma^2))), which is
+D's second factor times the rest of the acceptance.  So an attempt rejected
+before L is read never reads it, and t <= 2**HIGH_BITS (r = 0) is the paper's
+algorithm with every Bernoulli(exp(-g)) by digits.  Every Bernoulli(exp(-1)) is
+drawn by the digits of 1/e, and when t <= INVERSION_MAX, Algorithm 2's
 X = U + tV ~ Geometric(1 - exp(-1/t)) is drawn in one inversion against a
 table of thresholds exp(-x/t).  dgauss.reference does the same, so the two
 still read the same bits.
@@ -75,9 +80,6 @@ cdef enum:
 
 cdef uint64_t TWO63 = (<uint64_t>1) << 63
 
-#: When t is at most this, Algorithm 2 tabulates the digits of exp(-u/t) and
-#: Algorithm 3 caches the digits of its acceptance probabilities.
-EXP_TABLE_MAX = DG_EXP_TABLE_MAX
 #: When t is at most this, Algorithm 2 draws X = U + tV by inversion (dg_exp.h).
 INVERSION_MAX = DG_INVERSION_MAX
 
@@ -87,7 +89,7 @@ dg_exp_init()
 EXP_M1_PREFIX = DG_EXP_M1_PREFIX
 
 cdef enum:
-    ACCEPT_CACHE_PER_T = 8      # Algorithm 3 caches |Y| < 8t (P(|Y| >= 8t) < exp(-7))
+    ACCEPT_CACHE_PER_T = 8      # Algorithm 3 caches the blocks with V < 8 (P(V >= 8) = exp(-8))
 
 
 # --------------------------------------------------------------------------
@@ -97,21 +99,26 @@ cdef enum:
 cdef struct Work:
     # Algorithm 1 on GMP integers
     mpz_t bn, dk, rem, whole, frac
-    # Algorithm 2: the uniform U, and the sample once it leaves the word path
-    mpz_t u, y
-    # Algorithm 3: (|Y| d t - n)^2
+    # Algorithm 2: a block's start a and U's low bits L once they leave the word path; the sample
+    mpz_t a, low, y
+    # Algorithm 3: (a d t - n)^2, and the last factor's numerator
     mpz_t num
     # output conversion
     mpz_t out
 
 cdef struct LaplaceParams:
     bint small          # t, s < 2**63: the word path
+    bint t_small        # t < 2**63: `t` holds it
     uint64_t t, s
     mpz_t T, S
-    bint table          # t <= EXP_TABLE_MAX: Bernoulli(exp(-U/t)) by the digits in `exp_u`
-    dg_exp_table exp_u
     bint inversion      # t <= INVERSION_MAX: X = U + t V in one inversion, from `geo`
     dg_geometric_table geo
+    # otherwise U = H 2**r + L: H < 2**HIGH_BITS first, U's low bits L last
+    unsigned long r
+    mpz_t UNIT          # 2**r
+    uint64_t blocks     # H's values: floor((t - 1) / 2**r) + 1
+    dg_split split      # t - 1's digits, for uniform_split on GMP (r > 0, t >= 2**63)
+    dg_exp_table exp_h  # D's first factor: the digits of exp(-H 2**r / t), by H
 
 cdef enum AcceptState:
     ACCEPT_UNKNOWN = 0  # not computed yet
@@ -119,7 +126,7 @@ cdef enum AcceptState:
     ACCEPT_WHOLE = 2    # gamma is an integer
 
 cdef struct Acceptance:
-    # Algorithm 3's acceptance for one |Y|: exp(-gamma) = exp(-1)**whole * exp(-frac)
+    # Algorithm 3's acceptance at one block start a: exp(-gamma) = exp(-1)**whole * exp(-frac)
     AcceptState state
     uint64_t whole      # floor(gamma)
     uint64_t prefix     # floor(2**64 exp(-frac)), frac = gamma - floor(gamma) > 0
@@ -127,15 +134,30 @@ cdef struct Acceptance:
 cdef struct Params:
     mpz_t N, D          # the parameter as given: gamma, scale t/s, or sigma^2 = N/D
     LaplaceParams lap   # Algorithm 2's t/s (for the Gaussian: t = floor(sigma) + 1, s = 1)
-    # Algorithm 3: gamma = (|Y| d t - n)^2 / (2 n d t^2)
+    # Algorithm 3's acceptance at a: gamma(a) = (a d t - n)^2 / (2 n d t^2), cached by block
     bint small          # n, d t fit a word and 2 n d t^2 <= 2**63
     uint64_t n, dt, den
-    bint two_words      # n, d t and 2 n d t^2 < 2**127
-    dg_u128 n2, dt2, den2
     mpz_t DT, DEN
-    bint accept_digits  # t <= EXP_TABLE_MAX: the fraction of gamma by digits, cached by |Y|
-    Acceptance *accept  # accept_len entries, for |Y| < accept_len
+    Acceptance *accept  # accept_len entries, by Block.index
     uint64_t accept_len
+    # the last factor, Bernoulli(exp(-d L (2a + L) / (2n))): on two words when d, 2n fit them
+    bint low_words      # d < 2**64, 2n < 2**127
+    uint64_t d
+    dg_u128 two_n
+    mpz_t TWO_N
+
+cdef struct Block:
+    # Algorithm 2's X = a + L before the factors that need L: a = H 2**r + t V, the smallest
+    # X of its block, and L < 2**r, U's low bits, read last (when `low_read`); the sign B.
+    # On words (a, low), or, when `big`, in Work.a (built from h, v when first needed:
+    # `a_ready`) and Work.low.
+    bint big
+    bint a_ready
+    bint low_read
+    bint neg
+    uint64_t a, low
+    uint64_t h, v
+    uint64_t index      # the block in Algorithm 3's cache, V blocks + H (X itself when r = 0)
 
 cdef struct Value:
     # one sample: (-1)**neg * mag on the word path, else the signed Work.y
@@ -155,19 +177,19 @@ cdef struct State:
 
 cdef void _work_init(Work *w) noexcept nogil:
     mpz_init(w.bn); mpz_init(w.dk); mpz_init(w.rem); mpz_init(w.whole); mpz_init(w.frac)
-    mpz_init(w.u); mpz_init(w.y); mpz_init(w.num); mpz_init(w.out)
+    mpz_init(w.a); mpz_init(w.low); mpz_init(w.y); mpz_init(w.num); mpz_init(w.out)
 
 cdef void _work_clear(Work *w) noexcept nogil:
     mpz_clear(w.bn); mpz_clear(w.dk); mpz_clear(w.rem); mpz_clear(w.whole); mpz_clear(w.frac)
-    mpz_clear(w.u); mpz_clear(w.y); mpz_clear(w.num); mpz_clear(w.out)
+    mpz_clear(w.a); mpz_clear(w.low); mpz_clear(w.y); mpz_clear(w.num); mpz_clear(w.out)
 
 cdef void _params_init(Params *p) noexcept nogil:
     mpz_init(p.N); mpz_init(p.D); mpz_init(p.lap.T); mpz_init(p.lap.S)
-    mpz_init(p.DT); mpz_init(p.DEN)
+    mpz_init(p.lap.split.low_digits); mpz_init(p.lap.UNIT); mpz_init(p.DT); mpz_init(p.DEN); mpz_init(p.TWO_N)
 
 cdef void _params_clear(Params *p) noexcept nogil:
     mpz_clear(p.N); mpz_clear(p.D); mpz_clear(p.lap.T); mpz_clear(p.lap.S)
-    mpz_clear(p.DT); mpz_clear(p.DEN)
+    mpz_clear(p.lap.split.low_digits); mpz_clear(p.lap.UNIT); mpz_clear(p.DT); mpz_clear(p.DEN); mpz_clear(p.TWO_N)
 
 
 cdef inline bint _fits_word(mpz_srcptr z) noexcept nogil:
@@ -345,98 +367,184 @@ cdef inline bint stop_at_restart(dg_rng *rng) noexcept nogil:
     return False
 
 
-cdef int laplace_x_by_parts(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept nogil:
-    """X = U + t V ~ Geometric(1 - exp(-1/t)) as in the paper, Y = floor(X/s) into `out`:
-    1, 0 when D = 0 rejected U (the loop restarts), or -1 when the bit source failed."""
-    cdef uint64_t u, v, tv, x
-    cdef int a
-    # U uniform in {0..t-1}; D ~ Bernoulli(exp(-U/t)); reject when D = 0
-    if lp.small:
-        if dg_uniform_u64(rng, lp.t, &u) < 0:
+cdef int bernoulli_exp_high(dg_rng *rng, LaplaceParams *lp, Work *w, uint64_t h) noexcept nogil:
+    """D's first factor, Bernoulli(exp(-H 2**r / t)) for 0 < H 2**r < t, by its digits
+    (the first 64 from the table)."""
+    cdef int c
+    if rng.decider == NULL:
+        c = dg_compare_digits(rng, dg_exp_table_prefix(&lp.exp_h, h), 64)
+        if c != DG_DIGITS_MATCH:
+            return c
+    # decision mode, or all 64 digits matched (probability 2**-64): on GMP
+    mpz_set_ui(w.num, h)
+    mpz_mul_2exp(w.num, w.num, lp.r)
+    if rng.decider != NULL:
+        return dg_decide_bernoulli_exp_mpz(rng, w.num, lp.T)
+    return dg_exp_digits_tail_mpz(rng, w.num, lp.T)
+
+
+cdef int read_low(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
+    """Read L, U's low bits (r free bits), unless they are read already; 0 or -1."""
+    if blk.low_read:
+        return 0
+    blk.low_read = True
+    if blk.big:
+        return dg_bits_mpz(rng, lp.r, w.low)
+    blk.low = dg_bits(rng, <unsigned>lp.r)     # 1 <= r <= 62 on words
+    return 0 if rng.status == DG_OK else -1
+
+
+cdef mpz_srcptr block_a(LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
+    """Work.a = a = H 2**r + t V on GMP, built on first use."""
+    if not blk.a_ready:
+        mpz_mul_ui(w.a, lp.T, blk.v)
+        mpz_addmul_ui(w.a, lp.UNIT, blk.h)
+        blk.a_ready = True
+    return w.a
+
+
+cdef bint below_s(LaplaceParams *lp, Work *w, Block *blk, bint with_low) noexcept nogil:
+    """a < s (Y = floor(X/s) may be 0), or, with_low, a + L < s (Y is 0); a + L < s needs a < s."""
+    if not blk.big:
+        return blk.a + (blk.low if with_low else 0) < lp.s     # a < s < 2**63 and L < 2**62
+    if not blk.a_ready and mpz_cmp_ui(lp.S, 1) == 0 and (blk.h != 0 or blk.v != 0):
+        return False                                            # a >= 1 = s
+    block_a(lp, w, blk)
+    if with_low:
+        mpz_add(w.y, w.a, w.low)
+        return mpz_cmp(w.y, lp.S) < 0
+    return mpz_cmp(w.a, lp.S) < 0
+
+
+cdef int laplace_attempt(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
+    """One attempt of Algorithm 2 up to the factors that need U's low bits.
+
+    U = H 2**r + L, D ~ Bernoulli(exp(-U/t)) as Bernoulli(exp(-H 2**r/t)) now and
+    Bernoulli(exp(-L/t)) once L is read (independent factors), V, and the sign B
+    (dgauss.reference.laplace_attempt).  Returns 1 with the block in *blk, 0 when the
+    attempt is rejected (D's first factor is 0, or B = 1 and Y = 0), or -1 when the
+    bit source failed.
+    """
+    cdef uint64_t h, v, tv
+    cdef bint low_in_mpz = False
+    cdef int c
+    if lp.inversion:
+        # t <= INVERSION_MAX: X in one inversion against the digits of exp(-x/t)
+        if dg_geometric_exp(rng, &lp.geo, &blk.a) < 0:
             return -1
-        if not lp.table:
-            a = bernoulli_exp_u64(rng, u, lp.t, w)
-        elif u == 0:
-            a = 1
+        blk.low = 0
+        blk.low_read = True
+        blk.index = blk.a
+        blk.big = not lp.small
+        if blk.big:
+            mpz_set_ui(w.a, blk.a)
+            mpz_set_ui(w.low, 0)
+            blk.a_ready = True
+    else:
+        if lp.r == 0:
+            c = dg_uniform_u64(rng, lp.t, &h)          # t <= 2**HIGH_BITS: U = H
+            blk.low = 0
+            c = -1 if c < 0 else 1
+        elif lp.t_small:
+            c = dg_uniform_split_u64(rng, lp.t, <unsigned>lp.r, &h, &blk.low)
         else:
-            a = dg_bernoulli_exp_digits(rng, dg_exp_table_prefix(&lp.exp_u, u), u, lp.t)
-    else:
-        if dg_uniform_mpz(rng, lp.T, w.u) < 0:
+            c = dg_uniform_split_mpz(rng, lp.T, &lp.split, &h, w.low)
+            low_in_mpz = True
+        if c < 0:
             return -1
-        a = bernoulli_exp(rng, w.u, lp.T, w)
-    if a <= 0:
-        return a
-    if geometric_exp1(rng, w, &v) < 0:
+        blk.low_read = c == 1
+        if h != 0:
+            c = bernoulli_exp_high(rng, lp, w, h)
+            if c <= 0:
+                return c
+        if geometric_exp1(rng, w, &v) < 0:
+            return -1
+        blk.index = v * lp.blocks + h if v < ACCEPT_CACHE_PER_T else UINT64_MAX
+        # a = H 2**r + t V: on words, or on GMP when first needed (block_a)
+        blk.big = not (lp.small and dg_mul_u64(lp.t, v, &tv) and dg_add_u64(tv, h << lp.r, &blk.a))
+        if blk.big:
+            blk.h = h
+            blk.v = v
+            blk.a_ready = False
+            if blk.low_read and not low_in_mpz:
+                mpz_set_ui(w.low, blk.low)
+    # B ~ Bernoulli(1/2) is one raw bit; B = 1 with Y = 0 is rejected (it would count 0 twice)
+    c = dg_fair_bit(rng)
+    if c < 0:
         return -1
-    if lp.small and dg_mul_u64(lp.t, v, &tv) and dg_add_u64(tv, u, &x):
-        out.big = False
-        out.mag = x if lp.s == 1 else x // lp.s     # s = 1 always in Algorithm 3
-    else:
-        if lp.small:
-            mpz_set_ui(w.u, u)
-        mpz_mul_ui(w.y, lp.T, v)
-        mpz_add(w.y, w.y, w.u)
-        if mpz_cmp_ui(lp.S, 1) != 0:        # s = 1 always in Algorithm 3
-            mpz_fdiv_q(w.y, w.y, lp.S)
-        out.big = True
+    blk.neg = c
+    if c and below_s(lp, w, blk, False):
+        if read_low(rng, lp, w, blk) < 0:
+            return -1
+        if below_s(lp, w, blk, True):
+            return 0
     return 1
+
+
+cdef void block_value(LaplaceParams *lp, Work *w, Block *blk, Value *out) noexcept nogil:
+    """out = (-1)**B floor((a + L) / s)."""
+    cdef uint64_t x
+    out.neg = blk.neg
+    if not blk.big and dg_add_u64(blk.a, blk.low, &x):
+        out.big = False
+        out.mag = x if lp.s == 1 else x // lp.s
+        return
+    if not blk.big:
+        mpz_set_ui(w.a, blk.a)
+        mpz_set_ui(w.low, blk.low)
+    else:
+        block_a(lp, w, blk)
+    mpz_add(w.y, w.a, w.low)
+    if mpz_cmp_ui(lp.S, 1) != 0:        # s = 1 always in Algorithm 3
+        mpz_fdiv_q(w.y, w.y, lp.S)
+    if blk.neg:
+        mpz_neg(w.y, w.y)
+    out.big = True
 
 
 cdef int laplace(dg_rng *rng, LaplaceParams *lp, Work *w, Value *out) noexcept nogil:
     """One sample of Lap_Z(t/s) into `out`; 0, or -1 when the bit source failed."""
-    cdef uint64_t x
-    cdef int a, b
-    cdef bint zero
+    cdef Block blk
+    cdef int c
     while True:
-        # X ~ Geometric(1 - exp(-1/t)); Y = floor(X / s)
-        if lp.inversion:
-            # t <= INVERSION_MAX: X in one inversion against the digits of exp(-x/t)
-            if dg_geometric_exp(rng, &lp.geo, &x) < 0:
+        c = laplace_attempt(rng, lp, w, &blk)
+        if c == 1:
+            # D's second factor, Bernoulli(exp(-L/t)), by Algorithm 1
+            if read_low(rng, lp, w, &blk) < 0:
                 return -1
-            out.big = False
-            out.mag = x if lp.s == 1 else x // lp.s
-        else:
-            a = laplace_x_by_parts(rng, lp, w, out)
-            if a < 0:
-                return -1
-            if a == 0:
-                if stop_at_restart(rng):
-                    return -1
-                continue
-        zero = mpz_sgn(w.y) == 0 if out.big else out.mag == 0
-        # B ~ Bernoulli(1/2) is one raw bit; reject B = 1, Y = 0 (it would count 0 twice)
-        b = dg_fair_bit(rng)
-        if b < 0:
+            if not blk.big:
+                c = 1 if blk.low == 0 else bernoulli_exp_u64(rng, blk.low, lp.t, w)
+            else:
+                c = bernoulli_exp(rng, w.low, lp.T, w)
+        if c < 0:
             return -1
-        if b and zero:
-            if stop_at_restart(rng):
-                return -1
-            continue
-        out.neg = b
-        if out.big and b:
-            mpz_neg(w.y, w.y)
-        return 0
+        if c == 1:
+            block_value(lp, w, &blk, out)
+            return 0
+        if stop_at_restart(rng):
+            return -1
 
 
 # --------------------------------------------------------------------------
 # Algorithm 3: the discrete Gaussian N_Z(0, sigma^2), sigma^2 = n/d
 # --------------------------------------------------------------------------
 
-cdef void gamma_numerator(Params *p, Work *w, Value *y) noexcept nogil:
-    """w.num = (|Y| d t - n)^2, so that gamma = w.num / p.DEN."""
-    if y.big:
-        mpz_abs(w.num, w.y)
+cdef void gamma_numerator(Params *p, Work *w, Block *blk) noexcept nogil:
+    """w.num = (a d t - n)^2, so that gamma(a) = w.num / p.DEN."""
+    if blk.big:
+        mpz_set(w.num, block_a(&p.lap, w, blk))
     else:
-        mpz_set_ui(w.num, y.mag)
+        mpz_set_ui(w.num, blk.a)
     mpz_mul(w.num, w.num, p.DT)
     mpz_sub(w.num, w.num, p.N)
     mpz_mul(w.num, w.num, w.num)
 
 
-cdef bint acceptance_of(Params *p, Work *w, Value *y, Acceptance *e) noexcept nogil:
-    """*e for this |Y|; False (e untouched) when floor(gamma) does not fit a word."""
+cdef bint acceptance_of(Params *p, Work *w, Block *blk, Acceptance *e) noexcept nogil:
+    """*e for the block start a; False (e untouched) when floor(gamma(a)) does not fit a word."""
     cdef uint64_t a, diff, num, r
-    if p.small and not y.big and dg_mul_u64(y.mag, p.dt, &a):
+    cdef dg_u128 x_fix
+    if p.small and not blk.big and dg_mul_u64(blk.a, p.dt, &a):
         diff = a - p.n if a >= p.n else p.n - a
         if dg_mul_u64(diff, diff, &num):
             e.whole = num // p.den
@@ -447,38 +555,45 @@ cdef bint acceptance_of(Params *p, Work *w, Value *y, Acceptance *e) noexcept no
                 e.prefix = dg_exp_neg_prefix(r, p.den)
                 e.state = ACCEPT_DIGITS
             return True
-    gamma_numerator(p, w, y)
+    # one division: w.whole = floor(2**128 gamma), whose top words are floor(gamma) and whose
+    # low two words x_fix put frac = gamma - floor(gamma) in [x_fix, x_fix + 1) / 2**128
+    gamma_numerator(p, w, blk)
+    mpz_mul_2exp(w.num, w.num, 128)
     mpz_fdiv_qr(w.whole, w.frac, w.num, p.DEN)
-    if not mpz_fits_ulong_p(w.whole):
+    if mpz_sizeinbase(w.whole, 2) > 192:
         return False
-    e.whole = mpz_get_ui(w.whole)
-    if mpz_sgn(w.frac) == 0:
+    e.whole = mpz_getlimbn(w.whole, 2)
+    x_fix = (<dg_u128>mpz_getlimbn(w.whole, 1) << 64) | mpz_getlimbn(w.whole, 0)
+    if x_fix == 0 and mpz_sgn(w.frac) == 0:
         e.state = ACCEPT_WHOLE
-    else:
+        return True
+    e.state = ACCEPT_DIGITS
+    if not dg_exp_neg_prefix_fix(x_fix, 1, &e.prefix):
+        gamma_numerator(p, w, blk)          # the fixed point cannot decide: the fraction on GMP
+        mpz_fdiv_qr(w.whole, w.frac, w.num, p.DEN)
         e.prefix = dg_exp_neg_prefix_mpz(w.frac, p.DEN)
-        e.state = ACCEPT_DIGITS
     return True
 
 
-cdef int fraction_by_digits(dg_rng *rng, Params *p, Work *w, Value *y, uint64_t prefix) noexcept nogil:
-    """Bernoulli(exp(-frac)), frac = gamma - floor(gamma) > 0, by its digits (first 64 = prefix)."""
+cdef int fraction_by_digits(dg_rng *rng, Params *p, Work *w, Block *blk, uint64_t prefix) noexcept nogil:
+    """Bernoulli(exp(-frac)), frac = gamma(a) - floor(gamma(a)) > 0, by its digits (first 64 = prefix)."""
     cdef int c
     if rng.decider == NULL:
         c = dg_compare_digits(rng, prefix, 64)
         if c != DG_DIGITS_MATCH:
             return c
     # decision mode, or all 64 digits matched (probability 2**-64): the fraction on GMP
-    gamma_numerator(p, w, y)
+    gamma_numerator(p, w, blk)
     mpz_fdiv_qr(w.whole, w.frac, w.num, p.DEN)
     if rng.decider != NULL:
         return dg_decide_bernoulli_exp_mpz(rng, w.frac, p.DEN)
     return dg_exp_digits_tail_mpz(rng, w.frac, p.DEN)
 
 
-cdef int accept_huge(dg_rng *rng, Params *p, Work *w, Value *y) noexcept nogil:
-    """The acceptance when floor(gamma) >= 2**64: its Bernoulli(exp(-1)) draws counted on GMP."""
+cdef int accept_huge(dg_rng *rng, Params *p, Work *w, Block *blk) noexcept nogil:
+    """The acceptance when floor(gamma(a)) >= 2**64: its Bernoulli(exp(-1)) draws counted on GMP."""
     cdef int c
-    gamma_numerator(p, w, y)
+    gamma_numerator(p, w, blk)
     mpz_fdiv_qr(w.whole, w.frac, w.num, p.DEN)
     while mpz_sgn(w.whole) > 0:
         c = bernoulli_exp1(rng)
@@ -488,65 +603,79 @@ cdef int accept_huge(dg_rng *rng, Params *p, Work *w, Value *y) noexcept nogil:
     # reached with probability exp(-2**64): kept exact all the same
     if mpz_sgn(w.frac) == 0:
         return 1
-    return fraction_by_digits(rng, p, w, y, dg_exp_neg_prefix_mpz(w.frac, p.DEN))
+    return fraction_by_digits(rng, p, w, blk, dg_exp_neg_prefix_mpz(w.frac, p.DEN))
 
 
-cdef int accept_by_digits(dg_rng *rng, Params *p, Work *w, Value *y) noexcept nogil:
-    """Algorithm 3's Bernoulli(exp(-gamma)) when t <= EXP_TABLE_MAX: Algorithm 1's
-    floor(gamma) draws of Bernoulli(exp(-1)), then Bernoulli(exp(-frac)) by its
-    digits instead of Algorithm 1's loop; the digits cached by |Y|."""
+cdef int accept_block(dg_rng *rng, Params *p, Work *w, Block *blk) noexcept nogil:
+    """Algorithm 3's acceptance at the block start a, Bernoulli(exp(-gamma(a))): Algorithm 1's
+    floor(gamma) draws of Bernoulli(exp(-1)), then Bernoulli(exp(-frac)) by its digits
+    instead of Algorithm 1's loop; the digits cached by block."""
     cdef Acceptance one
     cdef Acceptance *e
     cdef int c
-    if not y.big and y.mag < p.accept_len:
-        e = &p.accept[y.mag]
-        if e.state == ACCEPT_UNKNOWN and not acceptance_of(p, w, y, e):
-            return accept_huge(rng, p, w, y)
+    if blk.index < p.accept_len:
+        e = &p.accept[blk.index]
+        if e.state == ACCEPT_UNKNOWN and not acceptance_of(p, w, blk, e):
+            return accept_huge(rng, p, w, blk)
     else:
         e = &one
-        if not acceptance_of(p, w, y, e):
-            return accept_huge(rng, p, w, y)
+        if not acceptance_of(p, w, blk, e):
+            return accept_huge(rng, p, w, blk)
     c = bernoulli_exp1_times(rng, e.whole)
     if c != 1:
         return c
     if e.state == ACCEPT_WHOLE:
         return 1
-    return fraction_by_digits(rng, p, w, y, e.prefix)
+    return fraction_by_digits(rng, p, w, blk, e.prefix)
+
+
+cdef int accept_low(dg_rng *rng, Params *p, Work *w, Block *blk) noexcept nogil:
+    """The last factor, once L is read: Bernoulli(exp(-L (2a + L) / (2 sigma^2))) =
+    Bernoulli(exp(-d L (2a + L) / (2n))) by Algorithm 1 -- D's second factor exp(-L/t)
+    times exp(-(gamma(a + L) - gamma(a))), the rest of the acceptance."""
+    cdef dg_u128 num
+    if read_low(rng, &p.lap, w, blk) < 0:
+        return -1
+    if not blk.big:
+        if blk.low == 0:
+            return 1
+        if (p.low_words and dg_mul_u128(2 * <dg_u128>blk.a + blk.low, blk.low, &num)
+                and dg_mul_u128(num, p.d, &num)):
+            return bernoulli_exp_u128(rng, num, p.two_n, w)
+        mpz_set_ui(w.num, blk.a)
+        mpz_set_ui(w.y, blk.low)
+    else:
+        mpz_set(w.num, block_a(&p.lap, w, blk))
+        mpz_set(w.y, w.low)
+    mpz_mul_2exp(w.num, w.num, 1)
+    mpz_add(w.num, w.num, w.y)
+    mpz_mul(w.num, w.num, w.y)
+    if mpz_cmp_ui(p.D, 1) != 0:
+        mpz_mul(w.num, w.num, p.D)
+    return bernoulli_exp(rng, w.num, p.TWO_N, w)
 
 
 cdef int gaussian(dg_rng *rng, Params *p, Work *w, Value *out) noexcept nogil:
     """One sample of N_Z(0, n/d) into `out`; 0, or -1 when the bit source failed.
 
     t = floor(sigma) + 1; Y ~ Lap_Z(t); accept with probability
-    exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|Y| d t - n)^2 / (2 n d t^2)).
+    exp(-gamma(|Y|)), gamma(y) = (y - sigma^2/t)^2 / (2 sigma^2).  With |Y| = a + L
+    (laplace_attempt), L/t + gamma(a + L) = gamma(a) + L (2a + L) / (2 sigma^2): the
+    acceptance at a comes before L is read, and one Bernoulli after it covers D's
+    second factor and the rest of the acceptance.
     """
-    cdef uint64_t a, diff, num
-    cdef dg_u128 a2, diff2, num2
+    cdef Block blk
     cdef int c
-    cdef bint done
     while True:
-        if laplace(rng, &p.lap, w, out) < 0:
-            return -1
-        if p.accept_digits:
-            c = accept_by_digits(rng, p, w, out)
-        else:
-            done = False
-            if p.small and not out.big and dg_mul_u64(out.mag, p.dt, &a):
-                diff = a - p.n if a >= p.n else p.n - a
-                if dg_mul_u64(diff, diff, &num):
-                    c = bernoulli_exp_u64(rng, num, p.den, w)
-                    done = True
-            if not done and p.two_words and not out.big and dg_mul_u128(out.mag, p.dt2, &a2):
-                diff2 = a2 - p.n2 if a2 >= p.n2 else p.n2 - a2
-                if dg_mul_u128(diff2, diff2, &num2):
-                    c = bernoulli_exp_u128(rng, num2, p.den2, w)
-                    done = True
-            if not done:
-                gamma_numerator(p, w, out)
-                c = bernoulli_exp(rng, w.num, p.DEN, w)
+        c = laplace_attempt(rng, &p.lap, w, &blk)
+        if c == 1:
+            c = accept_block(rng, p, w, &blk)
+        if c == 1:
+            c = accept_low(rng, p, w, &blk)
         if c < 0:
             return -1
         if c == 1:
+            block_value(&p.lap, w, &blk, out)
             return 0
         if stop_at_restart(rng):
             return -1
@@ -723,20 +852,59 @@ cdef object mpz_to_int(mpz_srcptr z):
 # One call
 # --------------------------------------------------------------------------
 
-_EXP_E = {}     # t -> floor(2**128 exp(-1/t)), for Algorithm 2's tables (t <= EXP_TABLE_MAX)
+_EXP_E = {}     # (t, r) -> floor(2**128 exp(-2**r / t)), the base of Algorithm 2's tables
+_EXP_E_MAX = 256
 
-cdef object _exp_e(uint64_t t):
-    """floor(2**128 exp(-1/t)), computed once per t."""
-    e = _EXP_E.get(t)
+
+cdef object _exp_e(object t, unsigned long r):
+    """floor(2**128 exp(-2**r / t)) (GMP), remembered for the last few (t, r)."""
+    cdef mpz_t z, n, d
+    e = _EXP_E.get((t, r))
     if e is None:
-        e = _EXP_E[t] = exp_neg_floor(1, t, 128)
+        mpz_init(z)
+        mpz_init(n)
+        mpz_init(d)
+        try:
+            mpz_set_ui(n, 1)
+            mpz_mul_2exp(n, n, r)
+            int_to_mpz(d, t)
+            dg_exp_neg_floor_mpz(z, n, d, 128)
+            e = mpz_to_int(z)
+        finally:
+            mpz_clear(z)
+            mpz_clear(n)
+            mpz_clear(d)
+        if len(_EXP_E) >= _EXP_E_MAX:
+            _EXP_E.clear()
+        _EXP_E[(t, r)] = e
     return e
 
 
-cdef void _exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t *words):
-    """Algorithm 2's table for t (2 <= t <= EXP_TABLE_MAX) over t zeroed words."""
-    e = _exp_e(t)
-    dg_exp_table_init(tab, t, e >> 64, e & 0xFFFFFFFFFFFFFFFF, words)
+#: Algorithm 2 draws U's top HIGH_BITS bits H first and its low bits L last.
+HIGH_BITS = 12
+cdef unsigned long _high_bits = HIGH_BITS     # a test hook may lower it (_split_test_hook)
+
+
+def split_bits(t):
+    """r, the number of U's low bits that Algorithm 2 reads last, for t >= 1."""
+    return max(0, (t - 1).bit_length() - _high_bits)
+
+
+cdef int _laplace_setup(LaplaceParams *lp, object t, uint64_t *words) except -1:
+    """U = H 2**r + L and the table of D's first factor, over `blocks` zeroed words."""
+    r = split_bits(t)           # Python ints here: r may pass 64
+    lp.r = r
+    mpz_set_ui(lp.UNIT, 1)
+    mpz_mul_2exp(lp.UNIT, lp.UNIT, r)
+    lp.blocks = ((t - 1) >> r) + 1
+    if r > 0 and not lp.t_small:
+        lp.split.r = r
+        lp.split.kh = (t - 1).bit_length() - r
+        lp.split.top = lp.blocks - 1
+        int_to_mpz(lp.split.low_digits, (t - 1) & ((1 << r) - 1))
+    e = _exp_e(t, r)
+    dg_exp_table_init(&lp.exp_h, lp.T, r, e >> 64, e & 0xFFFFFFFFFFFFFFFF, words)
+    return 0
 
 
 def exp_neg_floor(uint64_t n, uint64_t d, unsigned long k):
@@ -798,32 +966,42 @@ def geometric_thresholds(uint64_t t):
     if thr == NULL:
         raise MemoryError()
     try:
-        e = _exp_e(t)
+        e = _exp_e(t, 0)
         dg_geometric_table_init(&g, t, e >> 64, e & 0xFFFFFFFFFFFFFFFF, thr)
         return [thr[x] for x in range(1, g.count + 1)]
     finally:
         free(thr)
 
 
-def exp_table(uint64_t t, u_values):
-    """Algorithm 2's table words floor(2**64 exp(-u/t)) for the given u (1 <= u < t), as
-    the core computes them (fixed point with a GMP fallback): for tests."""
-    cdef dg_exp_table tab
+def exp_table(t, h_values):
+    """The words floor(2**64 exp(-H 2**r / t)) of Algorithm 2's table for t (r = split_bits(t))
+    at the given H (1 <= H < blocks), as the core computes them (fixed point with a GMP
+    fallback): for tests."""
+    cdef LaplaceParams lp
     cdef uint64_t *words
-    if not 2 <= t <= DG_EXP_TABLE_MAX:
-        raise ValueError(f"t must be in [2, {DG_EXP_TABLE_MAX}]")
-    words = <uint64_t *>calloc(t, sizeof(uint64_t))
+    if not t > DG_INVERSION_MAX:
+        raise ValueError(f"t must be above {DG_INVERSION_MAX}")
+    blocks = ((t - 1) >> split_bits(t)) + 1
+    words = <uint64_t *>calloc(blocks, sizeof(uint64_t))
     if words == NULL:
         raise MemoryError()
-    _exp_table_init(&tab, t, words)
+    mpz_init(lp.T)
+    mpz_init(lp.split.low_digits)
+    mpz_init(lp.UNIT)
     try:
+        int_to_mpz(lp.T, t)
+        lp.t_small = _fits_word(lp.T)
+        _laplace_setup(&lp, t, words)
         out = []
-        for u in u_values:
-            if not 1 <= u < t:
-                raise ValueError("u must be in [1, t)")
-            out.append(dg_exp_table_prefix(&tab, u))
+        for h in h_values:
+            if not 1 <= h < blocks:
+                raise ValueError(f"H must be in [1, {blocks})")
+            out.append(dg_exp_table_prefix(&lp.exp_h, h))
         return out
     finally:
+        mpz_clear(lp.T)
+        mpz_clear(lp.split.low_digits)
+        mpz_clear(lp.UNIT)
         free(words)
 
 cdef class _Job:
@@ -834,7 +1012,7 @@ cdef class _Job:
     cdef mpz_t *vals
     cdef TapeWords tape
     cdef dg_decider decider
-    cdef uint64_t *exp_u    # Algorithm 2's table of digits
+    cdef uint64_t *exp_h    # Algorithm 2's table of digits
     cdef Acceptance *accept # Algorithm 3's cache of digits
     cdef uint64_t *geo_thr  # Algorithm 2's thresholds for the inversion
     cdef object source      # keeps a tape's arrays alive while C points into them
@@ -847,7 +1025,7 @@ cdef class _Job:
         mpz_init(self.decider.want_b)
         self.buf = NULL
         self.vals = NULL
-        self.exp_u = NULL
+        self.exp_h = NULL
         self.accept = NULL
         self.geo_thr = NULL
 
@@ -858,7 +1036,7 @@ cdef class _Job:
                 mpz_clear(self.vals[i])
             free(self.vals)
         free(self.buf)
-        free(self.exp_u)
+        free(self.exp_h)
         free(self.accept)
         free(self.geo_thr)
         mpz_clear(self.decider.want_a)
@@ -892,30 +1070,34 @@ cdef class _Job:
                 p.n = mpz_get_ui(p.N)
                 p.dt = mpz_get_ui(p.DT)
                 p.den = mpz_get_ui(p.DEN)
-            p.two_words = (dg_mpz_get_u128(p.N, &p.n2) and dg_mpz_get_u128(p.DT, &p.dt2)
-                           and dg_mpz_get_u128(p.DEN, &p.den2))
-        p.lap.small = _fits_word(p.lap.T) and _fits_word(p.lap.S)
-        if p.lap.small:
+            mpz_mul_2exp(p.TWO_N, p.N, 1)
+            p.low_words = mpz_fits_ulong_p(p.D) and dg_mpz_get_u128(p.TWO_N, &p.two_n)
+            if p.low_words:
+                p.d = mpz_get_ui(p.D)
+        p.lap.t_small = _fits_word(p.lap.T)
+        p.lap.small = p.lap.t_small and _fits_word(p.lap.S)
+        if p.lap.t_small:
             p.lap.t = mpz_get_ui(p.lap.T)
+        if p.lap.small:
             p.lap.s = mpz_get_ui(p.lap.S)
-        p.lap.table = (kind == KIND_LAPLACE or kind == KIND_GAUSSIAN) and p.lap.small \
-            and p.lap.t <= DG_EXP_TABLE_MAX
-        p.lap.inversion = p.lap.table and p.lap.t <= DG_INVERSION_MAX
-        if p.lap.inversion:
+        p.lap.inversion = p.lap.t_small and p.lap.t <= DG_INVERSION_MAX
+        if p.lap.inversion and (kind == KIND_LAPLACE or kind == KIND_GAUSSIAN):
             self.geo_thr = <uint64_t *>malloc(dg_geometric_table_size(p.lap.t) * sizeof(uint64_t))
             if self.geo_thr == NULL:
                 raise MemoryError()
-            e = _exp_e(p.lap.t)
+            e = _exp_e(p.lap.t, 0)
             dg_geometric_table_init(&p.lap.geo, p.lap.t, e >> 64, e & 0xFFFFFFFFFFFFFFFF,
                                     self.geo_thr)
-        elif p.lap.table and p.lap.t >= 2:
-            self.exp_u = <uint64_t *>calloc(p.lap.t, sizeof(uint64_t))
-            if self.exp_u == NULL:
+            p.lap.blocks = p.lap.t
+        elif kind == KIND_LAPLACE or kind == KIND_GAUSSIAN:
+            t = mpz_to_int(p.lap.T)
+            blocks = ((t - 1) >> split_bits(t)) + 1
+            self.exp_h = <uint64_t *>calloc(blocks, sizeof(uint64_t))
+            if self.exp_h == NULL:
                 raise MemoryError()
-            _exp_table_init(&p.lap.exp_u, p.lap.t, self.exp_u)
-        p.accept_digits = kind == KIND_GAUSSIAN and p.lap.table
-        if p.accept_digits:
-            p.accept_len = ACCEPT_CACHE_PER_T * p.lap.t
+            _laplace_setup(&p.lap, t, self.exp_h)
+        if kind == KIND_GAUSSIAN:
+            p.accept_len = ACCEPT_CACHE_PER_T * p.lap.blocks
             self.accept = <Acceptance *>calloc(p.accept_len, sizeof(Acceptance))
             if self.accept == NULL:
                 raise MemoryError()
@@ -1048,6 +1230,15 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
         if isinstance(source, _sources.Tape):
             source.position = job.tape.pos
     return dg_bits_used(&job.s.rng)
+
+
+def _split_test_hook(unsigned long high_bits=HIGH_BITS):
+    """Test hook, not API: draw U's top `high_bits` bits first (1..HIGH_BITS), so that small t
+    split too; call with no argument to restore HIGH_BITS."""
+    global _high_bits
+    if not 1 <= high_bits <= HIGH_BITS:
+        raise ValueError(f"high_bits must be in [1, {HIGH_BITS}]")
+    _high_bits = high_bits
 
 
 def _exp_test_hook(bint force_exact):

@@ -56,6 +56,14 @@ cdef extern from "dg_prim.h" nogil:
     bint dg_add_i64(int64_t a, int64_t b, int64_t *r)
     int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
     int dg_uniform_mpz(dg_rng *rng, mpz_srcptr m, mpz_ptr out)
+    ctypedef struct dg_split:
+        unsigned long r
+        unsigned kh
+        uint64_t top
+        mpz_t low_digits
+    int dg_uniform_split_u64(dg_rng *rng, uint64_t m, unsigned r, uint64_t *h, uint64_t *low)
+    int dg_uniform_split_mpz(dg_rng *rng, mpz_srcptr m, const dg_split *sp, uint64_t *h, mpz_ptr low)
+    int dg_bits_mpz(dg_rng *rng, unsigned long r, mpz_ptr out)
     int dg_bernoulli_u64(dg_rng *rng, uint64_t n, uint64_t d)
     int dg_bernoulli_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d, mpz_ptr rem)
     ctypedef unsigned long long dg_u128     # unsigned __int128 (C arithmetic only; never a Python object)
@@ -69,19 +77,18 @@ cdef extern from "dg_prim.h" nogil:
     int dg_decide_bernoulli_exp_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d)
 
 cdef extern from "dg_exp.h" nogil:
-    enum:
-        DG_EXP_TABLE_MAX
     uint64_t DG_EXP_M1_PREFIX
     int dg_exp_neg_prefix_fix(dg_u128 x_fix, dg_u128 slack, uint64_t *prefix)
     ctypedef struct dg_exp_table:
-        uint64_t t
+        unsigned long shift
     void dg_exp_init()
     void dg_exp_neg_floor(mpz_ptr out, uint64_t n, uint64_t d, unsigned long k)
     void dg_exp_neg_floor_mpz(mpz_ptr out, mpz_srcptr n, mpz_srcptr d, unsigned long k)
     uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d)
     uint64_t dg_exp_neg_prefix_mpz(mpz_srcptr n, mpz_srcptr d)
     int dg_exp_digits_tail_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d)
-    void dg_exp_table_init(dg_exp_table *tab, uint64_t t, uint64_t e_hi, uint64_t e_lo, uint64_t *prefix)
+    void dg_exp_table_init(dg_exp_table *tab, mpz_srcptr t, unsigned long shift, uint64_t e_hi,
+                           uint64_t e_lo, uint64_t *prefix)
     uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
     int dg_exp_test_force_exact
     enum:

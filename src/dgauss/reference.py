@@ -30,16 +30,28 @@ Bit-consumption contract
 * ``bernoulli_exp_digits(g)``, Bernoulli(exp(-g)) for ``0 < g <= 1``: the same
   comparison as ``bernoulli``, with the binary digits of the irrational
   ``exp(-g)`` (computed exactly by :func:`exp_neg_floor`).  Every
-  Bernoulli(exp(-1)) is drawn this way.  When ``t <= EXP_TABLE_MAX``, so are
-  Algorithm 2's Bernoulli(exp(-U/t)) and the fractional part of Algorithm 3's
-  acceptance (:func:`bernoulli_exp_by_digits`); all other Bernoulli(exp(-g))
-  run Algorithm 1's loop.
+  Bernoulli(exp(-1)) is drawn this way, and so are Algorithm 2's
+  Bernoulli(exp(-H 2**r/t)) and the fractional part of Algorithm 3's acceptance
+  at ``a`` (below); Algorithm 1's loop runs for the low-bit factors and for
+  :func:`sample_bernoulli_exp`.
 * ``geometric_by_inversion(t)``, when ``t <= INVERSION_MAX``: Algorithm 2's
   ``X = U + tV ~ Geometric(1 - exp(-1/t))`` in one step instead of U, D and V:
   the number of thresholds ``exp(-x/t)``, ``x >= 1``, above a lazy uniform R,
   read one bit per digit until no threshold shares R's digits.
+* Otherwise Algorithm 2 draws ``U = H 2**r + L`` with ``r = split_bits(t)``
+  (``H < 2**HIGH_BITS``) and reads U's low bits L last (:func:`uniform_split`,
+  :func:`laplace_attempt`): ``D ~ Bernoulli(exp(-U/t))`` is
+  ``Bernoulli(exp(-H 2**r/t))`` (before V) and ``Bernoulli(exp(-L/t))`` (after
+  L), and Algorithm 3's acceptance with ``a = H 2**r + tV`` (so ``|Y| = a + L``)
+  is ``Bernoulli(exp(-gamma(a)))`` before L is read and, with the second
+  factor of D, ``Bernoulli(exp(-L (2a + L) / (2 sigma2)))`` after, since
+  ``U/t + gamma(a + L) = H 2**r/t + gamma(a) + L (2a + L) / (2 sigma2)``.
+  Independent Bernoullis multiply, so the samples are exactly the paper's; an
+  attempt rejected before L is read never reads it.  For ``t <= 2**HIGH_BITS``,
+  ``r = 0`` and L is always 0.
 * The discrete Laplace's sign ``B ~ Bernoulli(1/2)`` is one raw bit, 1 meaning
-  negative.
+  negative, drawn after V; with ``B = 1`` a sample that could be 0 (``a < s``)
+  has L read at once and is rejected if it is 0.
 * Algorithm 2 is run with ``t/s`` = the scale in lowest terms; Algorithm 3
   with ``t = floor(sigma) + 1`` and ``s = 1``.
 
@@ -64,15 +76,15 @@ from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
 __all__ = [
     "BitStream", "uniform", "bernoulli", "fair_bit", "exp_neg_floor", "bernoulli_exp_digits",
     "bernoulli_exp", "bernoulli_exp_by_digits", "geometric_by_inversion", "geometric_exp1",
-    "discrete_laplace", "discrete_gaussian",
+    "split_bits", "uniform_split", "Block", "laplace_attempt", "discrete_laplace", "discrete_gaussian",
     "sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "fill", "open_stream",
 ]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
-#: When t is at most this, Algorithm 2's Bernoulli(exp(-U/t)) and Algorithm 3's acceptance
-#: draw by digits (:func:`bernoulli_exp_by_digits`; the compiled core tabulates the digits).
-EXP_TABLE_MAX = 4096
+#: Algorithm 2 draws U's top HIGH_BITS bits H first and its low bits L last (:func:`split_bits`);
+#: the compiled core tabulates the digits of exp(-H 2**r/t), at most 2**HIGH_BITS words.
+HIGH_BITS = 12
 
 #: When t is at most this, Algorithm 2 draws X = U + tV ~ Geometric(1 - exp(-1/t)) in one
 #: inversion (:func:`geometric_by_inversion`) instead of its U, D and V loops.
@@ -360,37 +372,114 @@ def geometric_exp1(bits: BitStream) -> int:
     return v
 
 
+def split_bits(t: int) -> int:
+    """r: Algorithm 2 draws U = H 2**r + L with H < 2**HIGH_BITS first and L < 2**r last."""
+    return max(0, (t - 1).bit_length() - HIGH_BITS)
+
+
+def uniform_split(bits: BitStream, m: int, r: int) -> tuple:
+    """uniform(m) as (H, L) with U = H 2**r + L, L possibly unread: (H, None).
+
+    The tries of :func:`uniform`, except that when a try falls below m - 1
+    within H's digits (its first bitlength(m - 1) - r), only the rest of H is
+    read: L is then r free bits, left for :meth:`Block.read_low`.  A try that
+    matches m - 1 through H's digits goes on through L's, and L is read.
+    """
+    if bits.decisions:
+        return divmod(uniform(bits, m), 1 << r)
+    if m == 1:
+        return 0, 0
+    k = (m - 1).bit_length()
+    while True:
+        x = 0
+        for i in reversed(range(k)):       # digit i of m - 1, most significant first
+            digit = ((m - 1) >> i) & 1
+            b = bits.bit()
+            x = 2 * x + b
+            if b != digit:
+                break
+        else:
+            return divmod(x, 1 << r)       # x = m - 1
+        if b < digit:                      # below m - 1: the other i bits are free
+            if i >= r:                     # read the rest of H; L stays unread
+                return (x << (i - r)) | bits.bits(i - r), None
+            return divmod((x << i) | bits.bits(i), 1 << r)
+
+
+class Block:
+    """Algorithm 2's X = a + L before its last factors: a = H 2**r + tV, the smallest X
+    of its block, and L < 2**r, U's low bits (None until read); the sign B."""
+
+    __slots__ = ("a", "low", "r", "negative")
+
+    def __init__(self, a: int, low: Optional[int], r: int, negative: int):
+        self.a, self.low, self.r, self.negative = a, low, r, negative
+
+    def read_low(self, bits: BitStream) -> int:
+        """L, reading its r free bits if they are still unread."""
+        if self.low is None:
+            self.low = bits.bits(self.r)
+        return self.low
+
+
+def laplace_attempt(bits: BitStream, t: int, s: int) -> Optional[Block]:
+    """One attempt of Algorithm 2 up to the factors that need U's low bits.
+
+    U, D ~ Bernoulli(exp(-U/t)), V and the sign B, with U = H 2**r + L and D
+    taken in two independent factors, Bernoulli(exp(-H 2**r/t)) here and
+    Bernoulli(exp(-L/t)) by the caller once L is read.  Returns None when the
+    attempt is rejected (D's first factor is 0, or B = 1 and Y = 0: zero would
+    be counted twice).
+    """
+    if t <= INVERSION_MAX:
+        return _signed(bits, geometric_by_inversion(bits, t), 0, 0, s)
+    r = split_bits(t)
+    h, low = uniform_split(bits, t, r)
+    if not bernoulli_exp_digits(bits, Fraction(h << r, t)):
+        return None
+    v = geometric_exp1(bits)
+    return _signed(bits, (h << r) + t * v, low, r, s)
+
+
+def _signed(bits: BitStream, a: int, low: Optional[int], r: int, s: int) -> Optional[Block]:
+    """B ~ Bernoulli(1/2), rejecting B = 1 with Y = floor((a + L)/s) = 0 (L read at once if a < s)."""
+    block = Block(a, low, r, fair_bit(bits))
+    if block.negative and a < s and (a + block.read_low(bits)) // s == 0:
+        return None
+    return block
+
+
 def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
     """Algorithm 2: one sample of Lap_Z(t/s), integers s, t >= 1."""
-    bernoulli_exp_u = bernoulli_exp_by_digits if t <= EXP_TABLE_MAX else bernoulli_exp
     while True:
-        if t <= INVERSION_MAX:
-            x = geometric_by_inversion(bits, t)
-        else:
-            u = uniform(bits, t)
-            d = bernoulli_exp_u(bits, Fraction(u, t))
-            if not d:
-                restart(bits)
-                continue
-            v = geometric_exp1(bits)
-            x = u + t * v       # Geometric(1 - exp(-1/t))
-        y = x // s              # Geometric(1 - exp(-s/t))
-        b = fair_bit(bits)      # Bernoulli(1/2)
-        if b == 1 and y == 0:
-            restart(bits)
-            continue
-        return -y if b else y
+        block = laplace_attempt(bits, t, s)
+        if block is not None:
+            low = block.read_low(bits)
+            if bernoulli_exp(bits, Fraction(low, t)):       # D's second factor
+                y = (block.a + low) // s                    # X = U + tV; Y = floor(X/s)
+                return -y if block.negative else y
+        restart(bits)
 
 
 def discrete_gaussian(bits: BitStream, sigma2: Fraction) -> int:
-    """Algorithm 3: one sample of N_Z(0, sigma2), rational sigma2 > 0."""
+    """Algorithm 3: one sample of N_Z(0, sigma2), rational sigma2 > 0.
+
+    Y ~ Lap_Z(t) is accepted with probability exp(-gamma(|Y|)), gamma(y) =
+    (y - sigma2/t)**2 / (2 sigma2).  With |Y| = a + L (:func:`laplace_attempt`),
+    L/t + gamma(a + L) = gamma(a) + L (2a + L) / (2 sigma2), so the acceptance
+    at a is drawn before L is read, and one Bernoulli covers D's second factor
+    and the rest of the acceptance after.
+    """
     t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1   # floor(sigma) + 1
-    bernoulli_exp_y = bernoulli_exp_by_digits if t <= EXP_TABLE_MAX else bernoulli_exp
     while True:
-        y = discrete_laplace(bits, t, 1)
-        gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
-        if bernoulli_exp_y(bits, gamma):
-            return y
+        block = laplace_attempt(bits, t, 1)
+        if block is not None:
+            a = block.a
+            if bernoulli_exp_by_digits(bits, (a - sigma2 / t) ** 2 / (2 * sigma2)):
+                low = block.read_low(bits)
+                if bernoulli_exp(bits, low * (2 * a + low) / (2 * sigma2)):
+                    y = a + low
+                    return -y if block.negative else y
         restart(bits)
 
 
