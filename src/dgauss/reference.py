@@ -174,24 +174,13 @@ class DecisionStream:
 
 def uniform(bits: BitStream, m: int) -> int:
     """Uniform on {0, ..., m-1}: k = bitlength(m-1) bits by rejection, each try
-    compared with m-1 one bit per digit and abandoned at its first bit above m-1's."""
+    compared with m-1 one bit per digit and abandoned at its first bit above m-1's
+    (:func:`uniform_split` with r = 0)."""
     if m == 1:
         return 0
     if bits.decisions:
         return bits.decide(("uniform", m), m)
-    k = (m - 1).bit_length()
-    while True:
-        x = 0
-        for i in reversed(range(k)):       # digit i of m - 1, most significant first
-            digit = ((m - 1) >> i) & 1
-            b = bits.bit()
-            x = 2 * x + b
-            if b != digit:
-                break
-        else:
-            return x                       # x = m - 1
-        if b < digit:                      # below m - 1: the other i bits are free
-            return (x << i) | bits.bits(i)
+    return uniform_split(bits, m, 0)[0]
 
 
 def bernoulli(bits: BitStream, p: Fraction) -> bool:
