@@ -890,8 +890,10 @@ def split_bits(t):
     return max(0, (t - 1).bit_length() - _high_bits)
 
 
-cdef int _laplace_setup(LaplaceParams *lp, object t, uint64_t *words) except -1:
-    """U = H 2**r + L and the table of D's first factor, over `blocks` zeroed words."""
+cdef uint64_t *_laplace_setup(LaplaceParams *lp, object t) except NULL:
+    """U = H 2**r + L and the table of D's first factor: returns its `blocks` words (zeroed,
+    filled on first use), which the caller frees."""
+    cdef uint64_t *words
     r = split_bits(t)           # Python ints here: r may pass 64
     lp.r = r
     mpz_set_ui(lp.UNIT, 1)
@@ -903,8 +905,11 @@ cdef int _laplace_setup(LaplaceParams *lp, object t, uint64_t *words) except -1:
         lp.split.top = lp.blocks - 1
         int_to_mpz(lp.split.low_digits, (t - 1) & ((1 << r) - 1))
     e = _exp_e(t, r)
+    words = <uint64_t *>calloc(lp.blocks, sizeof(uint64_t))
+    if words == NULL:
+        raise MemoryError()
     dg_exp_table_init(&lp.exp_h, lp.T, r, e >> 64, e & 0xFFFFFFFFFFFFFFFF, words)
-    return 0
+    return words
 
 
 def exp_neg_floor(uint64_t n, uint64_t d, unsigned long k):
@@ -978,24 +983,20 @@ def exp_table(t, h_values):
     at the given H (1 <= H < blocks), as the core computes them (fixed point with a GMP
     fallback): for tests."""
     cdef LaplaceParams lp
-    cdef uint64_t *words
+    cdef uint64_t *words = NULL
     if not t > DG_INVERSION_MAX:
         raise ValueError(f"t must be above {DG_INVERSION_MAX}")
-    blocks = ((t - 1) >> split_bits(t)) + 1
-    words = <uint64_t *>calloc(blocks, sizeof(uint64_t))
-    if words == NULL:
-        raise MemoryError()
     mpz_init(lp.T)
     mpz_init(lp.split.low_digits)
     mpz_init(lp.UNIT)
     try:
         int_to_mpz(lp.T, t)
         lp.t_small = _fits_word(lp.T)
-        _laplace_setup(&lp, t, words)
+        words = _laplace_setup(&lp, t)
         out = []
         for h in h_values:
-            if not 1 <= h < blocks:
-                raise ValueError(f"H must be in [1, {blocks})")
+            if not 1 <= h < lp.blocks:
+                raise ValueError(f"H must be in [1, {lp.blocks})")
             out.append(dg_exp_table_prefix(&lp.exp_h, h))
         return out
     finally:
@@ -1090,12 +1091,7 @@ cdef class _Job:
                                     self.geo_thr)
             p.lap.blocks = p.lap.t
         elif kind == KIND_LAPLACE or kind == KIND_GAUSSIAN:
-            t = mpz_to_int(p.lap.T)
-            blocks = ((t - 1) >> split_bits(t)) + 1
-            self.exp_h = <uint64_t *>calloc(blocks, sizeof(uint64_t))
-            if self.exp_h == NULL:
-                raise MemoryError()
-            _laplace_setup(&p.lap, t, self.exp_h)
+            self.exp_h = _laplace_setup(&p.lap, mpz_to_int(p.lap.T))
         if kind == KIND_GAUSSIAN:
             p.accept_len = ACCEPT_CACHE_PER_T * p.lap.blocks
             self.accept = <Acceptance *>calloc(p.accept_len, sizeof(Acceptance))
