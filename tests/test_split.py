@@ -193,3 +193,13 @@ def test_table_words_past_the_split():
         r = reference.split_bits(t)
         hs = [1, 2, 1000, ((t - 1) >> r)]
         assert _core.exp_table(t, hs) == [reference.exp_neg_floor(Fraction(h << r, t), 64) for h in hs]
+
+
+@pytest.mark.parametrize("t,s", [(10, 2**70 + 1), (3, 2**64 + 1), (7, 2**63), (5, 3)], ids=str)
+def test_inversion_with_a_huge_s(t, s):
+    """t <= INVERSION_MAX draws X by inversion whatever s is: core and oracle read the same
+    bits even when s does not fit a word (every sample is 0 there, so count the bits)."""
+    words = np.random.default_rng(2).integers(0, 2**64, 200, dtype=np.uint64)
+    used = [fill(_api.LAPLACE, t, s, 0, Tape.from_words(words), np.empty(50, dtype=object))
+            for fill in (_core.fill, reference.fill)]
+    assert used[0] == used[1]
