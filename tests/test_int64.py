@@ -68,9 +68,28 @@ def test_int64_min_is_representable():
                                 -(2**1024), 2**1024 + 2**64 + 5, -(3**1500)],
                          ids=lambda mu: f"{'-' if mu < 0 else ''}{abs(mu).bit_length()}bits")
 def test_object_values_are_exact_at_every_size(mu):
-    # GMP -> Python int goes through a stack buffer up to 1024 bits and the heap beyond;
-    # the noise at scale 1/2 is small (|noise| >= 40 has probability e^-80), so any wrong word shows.
+    # GMP -> Python int at every size; the noise at scale 1/2 is small (|noise| >= 40 has
+    # probability e^-80), so any wrong word shows.
     x = dgauss.sample_laplace(Fraction(1, 2), 3000, mu=mu, rng=np.random.default_rng(1))
     assert x.dtype == object and all(type(v) is int for v in x)
     noise = {v - mu for v in x}
     assert {-1, 0, 1} <= noise and max(abs(v) for v in noise) < 40
+
+
+@pytest.mark.parametrize("by_bytes", [False, True], ids=["digits", "bytes"])
+def test_gmp_to_int_round_trips_at_every_size(by_bytes):
+    """Both conversions of GMP limbs to Python ints (digits written in place where CPython
+    allows it, else CPython's byte-string conversion) are exact at every size and sign,
+    around every limb and digit boundary and past the bytes path's stack buffer."""
+    from dgauss import _core
+    rng = np.random.default_rng(5)
+    values = [2**63, 2**64 - 1, 2**64, 2**128 - 1, 2**1024 - 1, 2**1088, 3**1500]
+    for bits in list(range(62, 200)) + [959, 960, 961, 1023, 1024, 1025, 4096]:
+        values.append(int(rng.integers(0, 2**62)) << (bits - 62) | 1)   # top bit at `bits`
+        values.append(2**bits - 1)
+    for v in values:
+        for x in (v, -v):
+            got, has_digits = _core._int_test_hook(x, by_bytes)
+            assert type(got) is int and got == x, (x, by_bytes)
+    if not by_bytes and not has_digits:
+        pytest.skip("this Python has no digit writer: both runs took the byte path")

@@ -812,40 +812,101 @@ cdef int int_to_mpz(mpz_ptr z, object v) except -1:
 
 cdef extern from *:
     """
-    /* A Python int from n little-endian bytes, unsigned (CPython's own conversion). */
-    static PyObject *dg_int_from_le_bytes(const unsigned char *b, size_t n)
-    {
-    #if PY_VERSION_HEX >= 0x030D0000
-        return PyLong_FromNativeBytes(b, n, Py_ASNATIVEBYTES_LITTLE_ENDIAN
-                                            | Py_ASNATIVEBYTES_UNSIGNED_BUFFER);
+    #include <gmp.h>
+
+    /* Python ints from GMP limbs.  CPython before 3.12 lays an int out as
+     * base-2**PyLong_SHIFT digits, least significant first, with the sign in
+     * the size: the digits are written in place.  Other versions (or the test
+     * hook dg_int_by_bytes) go through CPython's own conversion of a
+     * little-endian two's-complement byte string. */
+    #if PY_VERSION_HEX < 0x030C0000 && !defined(Py_LIMITED_API) && !defined(PYPY_VERSION)
+    #define DG_INT_DIGITS 1
     #else
-        return _PyLong_FromByteArray(b, n, 1, 0);
+    #define DG_INT_DIGITS 0
     #endif
+    static int dg_int_by_bytes = !DG_INT_DIGITS;
+
+    static PyObject *dg_int_from_bytes(const mp_limb_t *p, size_t n, int negative)
+    {
+        uint64_t small[17];
+        uint64_t *b = (n + 1 <= 17) ? small : (uint64_t *)PyMem_Malloc((n + 1) * 8);
+        uint64_t carry = 1;
+        size_t i;
+        PyObject *v;
+        if (b == NULL)
+            return PyErr_NoMemory();
+        for (i = 0; i < n; i++) {
+            b[i] = negative ? ~(uint64_t)p[i] + carry : (uint64_t)p[i];
+            carry = negative && carry && b[i] == 0;
+        }
+        b[n] = negative ? UINT64_MAX : 0;   /* the sign word */
+    #if PY_BIG_ENDIAN
+        for (i = 0; i <= n; i++)
+            b[i] = __builtin_bswap64(b[i]);
+    #endif
+    #if PY_VERSION_HEX >= 0x030D0000
+        v = PyLong_FromNativeBytes(b, (n + 1) * 8, Py_ASNATIVEBYTES_LITTLE_ENDIAN);
+    #else
+        v = _PyLong_FromByteArray((const unsigned char *)b, (n + 1) * 8, 1, 1);
+    #endif
+        if (b != small)
+            PyMem_Free(b);
+        return v;
+    }
+
+    /* (-1)**negative * the n >= 1 limbs p, least significant first, p[n - 1] != 0 */
+    static PyObject *dg_int_from_limbs(const mp_limb_t *p, size_t n, int negative)
+    {
+    #if DG_INT_DIGITS
+        if (!dg_int_by_bytes) {
+            size_t bits = n * 64 - (size_t)__builtin_clzll(p[n - 1]);
+            Py_ssize_t nd = (Py_ssize_t)((bits + PyLong_SHIFT - 1) / PyLong_SHIFT), k;
+            PyLongObject *v;
+            if ((size_t)nd > (size_t)PY_SSIZE_T_MAX / PyLong_SHIFT)
+                return PyErr_NoMemory();
+            v = _PyLong_New(nd);
+            if (v == NULL)
+                return NULL;
+            for (k = 0; k < nd; k++) {
+                size_t bit = (size_t)k * PyLong_SHIFT, w = bit / 64;
+                unsigned o = (unsigned)(bit % 64);
+                uint64_t x = (uint64_t)p[w] >> o;
+                if (o + PyLong_SHIFT > 64 && w + 1 < n)
+                    x |= (uint64_t)p[w + 1] << (64 - o);
+                v->ob_digit[k] = (digit)(x & PyLong_MASK);
+            }
+            if (negative)
+                Py_SET_SIZE(v, -nd);
+            return (PyObject *)v;
+        }
+    #endif
+        return dg_int_from_bytes(p, n, negative);
     }
     """
-    object dg_int_from_le_bytes(const unsigned char *b, size_t n)
+    object dg_int_from_limbs(const mp_limb_t *p, size_t n, int negative)
+    int dg_int_by_bytes
 
-cdef enum:
-    INT_BUF_WORDS = 16      # values up to 1024 bits convert without a heap buffer
 
 cdef object mpz_to_int(mpz_srcptr z):
-    cdef size_t count, words
-    cdef uint64_t buf[INT_BUF_WORDS]
-    cdef uint64_t *p = buf
     if mpz_fits_slong_p(z):
         return PyLong_FromLong(mpz_get_si(z))
-    words = (mpz_sizeinbase(z, 2) + 63) // 64
-    if words > INT_BUF_WORDS:
-        p = <uint64_t *>malloc(words * 8)
-        if p == NULL:
-            raise MemoryError()
+    return dg_int_from_limbs(mpz_limbs_read(z), mpz_size(z), mpz_sgn(z) < 0)
+
+
+def _int_test_hook(v, bint by_bytes):
+    """Test hook: v through GMP and back (mpz_to_int), by the byte conversion when by_bytes.
+    Returns (the int, whether the digit writer exists on this Python)."""
+    global dg_int_by_bytes
+    cdef mpz_t z
+    cdef int saved = dg_int_by_bytes
+    mpz_init(z)
     try:
-        mpz_export(p, &count, -1, 8, -1, 0, z)  # least significant word first, little-endian
-        v = dg_int_from_le_bytes(<const unsigned char *>p, count * 8)
+        int_to_mpz(z, v)
+        dg_int_by_bytes = by_bytes or saved
+        return mpz_to_int(z), not saved
     finally:
-        if p != buf:
-            free(p)
-    return -v if mpz_sgn(z) < 0 else v
+        dg_int_by_bytes = saved
+        mpz_clear(z)
 
 
 # --------------------------------------------------------------------------

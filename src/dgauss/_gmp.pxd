@@ -7,6 +7,7 @@ cdef extern from "gmp.h" nogil:
     ctypedef __mpz_struct mpz_t[1]
     ctypedef __mpz_struct *mpz_ptr
     ctypedef const __mpz_struct *mpz_srcptr
+    ctypedef unsigned long mp_limb_t
 
     void mpz_init(mpz_ptr)
     void mpz_clear(mpz_ptr)
@@ -22,6 +23,8 @@ cdef extern from "gmp.h" nogil:
     int mpz_cmp_ui(mpz_srcptr, unsigned long)
     size_t mpz_sizeinbase(mpz_srcptr, int)
     unsigned long mpz_getlimbn(mpz_srcptr, long)
+    size_t mpz_size(mpz_srcptr)
+    const mp_limb_t *mpz_limbs_read(mpz_srcptr)
     void mpz_add(mpz_ptr, mpz_srcptr, mpz_srcptr)
     void mpz_add_ui(mpz_ptr, mpz_srcptr, unsigned long)
     void mpz_sub(mpz_ptr, mpz_srcptr, mpz_srcptr)
