@@ -108,14 +108,16 @@ static int read_urandom(unsigned char *p, size_t n, int *err)
 
 /* ---- test hooks (dgauss._core._os_test_hook), not API ------------------
  * fail_after >= 0: that many more fills succeed, then `fail_count` fills fail
- * with `fail_errno`.  fake: reads return the bytes 0, 1, 2, ... (mod 256) at
- * most 7 at a time, and every third read fails with EINTR, so the tests can
- * check that short reads are joined and interrupted reads retried, never
- * taken as data.  The tests run these hooks from one thread. */
+ * with `fail_errno`.  fake: reads return the little-endian bytes of the words
+ * splitmix64(0), splitmix64(1), ... (as tests/test_randomness.py computes
+ * them) at most 7 at a time, and every third read fails with EINTR, so the tests can check that
+ * short reads are joined and interrupted reads retried, never taken as data,
+ * and that the buffered OS path reads the bits a tape of those words gives.
+ * The tests run these hooks from one thread. */
 static struct {
     int fail_after, fail_count, fail_errno;
     int fake;
-    unsigned fake_next, fake_calls;
+    uint64_t fake_next, fake_calls;
 } dg_os_hook = {-1, 0, 0, 0, 0, 0};
 
 void dg_os_test_hook(int fail_after, int fail_count, int fail_errno, int fake)
@@ -140,6 +142,15 @@ static int injected_failure(void)
     return 1;
 }
 
+/* Word j of the fake source: Steele, Lea and Flood's SplitMix64 output j. */
+static uint64_t splitmix64(uint64_t j)
+{
+    uint64_t z = (j + 1) * UINT64_C(0x9E3779B97F4A7C15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
 /* One read attempt: bytes read (possibly fewer than n), or -1 with errno. */
 static long os_read(unsigned char *p, size_t n)
 {
@@ -149,8 +160,8 @@ static long os_read(unsigned char *p, size_t n)
             errno = EINTR;
             return -1;
         }
-        for (i = 0; i < k; i++)
-            p[i] = (unsigned char)(dg_os_hook.fake_next++ & 0xFF);
+        for (i = 0; i < k; i++, dg_os_hook.fake_next++)
+            p[i] = (unsigned char)(splitmix64(dg_os_hook.fake_next / 8) >> (8 * (dg_os_hook.fake_next % 8)));
         return (long)k;
     }
 #if defined(DG_HAVE_GETRANDOM)

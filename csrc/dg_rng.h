@@ -103,9 +103,21 @@ uint64_t dg_bits_spanning(dg_rng *rng, unsigned k);
  * error, with status set. */
 static inline uint64_t dg_bits(dg_rng *rng, unsigned k)
 {
-    uint64_t v;
-    if (k > rng->avail)
-        return dg_bits_spanning(rng, k);
+    uint64_t v, w;
+    unsigned b;
+    if (k > rng->avail) {
+        if (rng->pos == rng->len || rng->bit_budget != UINT64_MAX || rng->status != DG_OK)
+            return dg_bits_spanning(rng, k);
+        /* the usual crossing: the rest of cur, then the top b bits of the next buffered
+         * word (dg_rng_next_word's bookkeeping, inline) */
+        b = k - rng->avail;                                 /* 1 <= b <= 64 */
+        v = (rng->avail == 0) ? 0 : (rng->cur >> (64 - rng->avail)) << b;
+        w = rng->buf[rng->pos++];
+        rng->bits_taken += 64;
+        rng->cur = (b == 64) ? 0 : w << b;
+        rng->avail = 64 - b;
+        return v | (w >> (64 - b));
+    }
     v = rng->cur >> (64 - k);
     rng->cur = (k == 64) ? 0 : rng->cur << k;
     rng->avail -= k;

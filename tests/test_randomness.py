@@ -1,5 +1,6 @@
 """Where bits come from: the OS by default, fork- and thread-safe; failures raise."""
 import errno
+from fractions import Fraction
 import os
 import threading
 
@@ -129,15 +130,31 @@ def test_entropy_failure_mid_batch_returns_nothing(os_hook):
         dgauss.sample_gaussian(100, 10**6)
 
 
-def test_short_reads_and_eintr_are_retried_not_data(os_hook):
-    """The fake OS source serves bytes 0, 1, 2, ... at most 7 per read, every third read
-    interrupted: the samples must equal those drawn from a tape of exactly those bytes."""
-    n = 5000
-    stream = (bytes(range(256)) * 400)[: 8 * 12000]
-    words = np.frombuffer(stream, dtype="<u8").tolist()
-    expected = dgauss.sample_gaussian(10, n, rng=Tape.from_words(words))
+def splitmix64(j):
+    """Word j of the fake OS source (csrc/dg_rng.c): SplitMix64 output j."""
+    m = 2**64 - 1
+    z = (j + 1) * 0x9E3779B97F4A7C15 & m
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & m
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & m
+    return z ^ (z >> 31)
+
+
+@pytest.mark.parametrize("sampler,param,n", [
+    (dgauss.sample_gaussian, 10, 5000),
+    (dgauss.sample_gaussian, 10**100, 3000),
+    (dgauss.sample_laplace, 10**30 + 7, 3000),
+    (dgauss.sample_laplace, Fraction(10**40, 3), 2000),
+])
+def test_os_path_reads_the_bits_of_a_tape(sampler, param, n, os_hook):
+    """The fake OS source serves the bytes of known words at most 7 per read, every third
+    read interrupted: the samples must equal those drawn from a tape of exactly those words.
+    So short reads are joined, interrupted reads retried (never taken as data), and the
+    buffered OS path (its refills, its inline word crossings in dg_bits) reads the bits the
+    one-word-at-a-time tape path reads, at a small sigma^2 and where U's low bits span words."""
+    words = [splitmix64(j) for j in range(60 * n)]
+    expected = sampler(param, n, rng=Tape.from_words(words))
     os_hook(fake=True)
-    got = dgauss.sample_gaussian(10, n)
+    got = sampler(param, n)
     assert got.tolist() == expected.tolist()
 
 

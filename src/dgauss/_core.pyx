@@ -1307,6 +1307,6 @@ def _exp_test_hook(bint force_exact):
 
 def _os_test_hook(int fail_after=-1, int fail_count=0, int fail_errno=_errno.EIO, bint fake=False):
     """Test hook, not API: after `fail_after` successful OS reads, fail `fail_count`
-    of them with `fail_errno`; `fake` serves bytes 0, 1, 2, ... in short reads
-    interrupted by EINTR.  Call with no arguments to restore the real source."""
+    of them with `fail_errno`; `fake` serves the bytes of the SplitMix64 words
+    0, 1, 2, ... in short reads interrupted by EINTR (csrc/dg_rng.c).  Call with no arguments to restore the real source."""
     dg_os_test_hook(fail_after, fail_count, fail_errno, fake)
