@@ -41,6 +41,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport uint64_t, int64_t, INT64_MAX, INT64_MIN, UINT64_MAX
 from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memset
 
 cimport numpy as cnp
 from numpy.random cimport bitgen_t
@@ -91,6 +92,19 @@ EXP_M1_PREFIX = DG_EXP_M1_PREFIX
 cdef enum:
     ACCEPT_CACHE_PER_T = 8      # Algorithm 3 caches the blocks with V < 8 (P(V >= 8) = exp(-8))
 
+cdef extern from "<stdlib.h>" nogil:
+    void *aligned_alloc(size_t alignment, size_t size)
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define dg_prefetch(p) __builtin_prefetch(p)
+    #else
+    #define dg_prefetch(p) ((void)(p))
+    #endif
+    """
+    void dg_prefetch(const void *p) nogil
+
 
 # --------------------------------------------------------------------------
 # State shared by one call: scratch integers, parameters, bit source
@@ -119,9 +133,9 @@ cdef struct LaplaceParams:
     uint64_t blocks     # H's values: floor((t - 1) / 2**r) + 1
     dg_split split      # t - 1's digits, for uniform_split on GMP (r > 0, t >= 2**63)
     dg_exp_table exp_h  # D's first factor: the digits of exp(-H 2**r / t), by H
+    const void *warm    # Algorithm 3's cache (Params.accept), or NULL: fetched once H is known
 
 cdef enum AcceptState:
-    ACCEPT_UNKNOWN = 0  # not computed yet
     ACCEPT_DIGITS = 1   # gamma has a fractional part; `prefix` holds its digits
     ACCEPT_WHOLE = 2    # gamma is an integer
 
@@ -131,6 +145,12 @@ cdef struct Acceptance:
     uint64_t whole      # floor(gamma)
     uint64_t prefix     # floor(2**64 exp(-frac)), frac = gamma - floor(gamma) > 0
 
+cdef struct AcceptEntry:
+    # an Acceptance in Algorithm 3's cache, 16 bytes (four to a cache line): tag = 0 while
+    # unknown, else whole * 4 + state; blocks with whole >= 2**62 are not cached
+    uint64_t tag
+    uint64_t prefix
+
 cdef struct Params:
     mpz_t N, D          # the parameter as given: gamma, scale t/s, or sigma^2 = N/D
     LaplaceParams lap   # Algorithm 2's t/s (for the Gaussian: t = floor(sigma) + 1, s = 1)
@@ -138,7 +158,7 @@ cdef struct Params:
     bint small          # n, d t fit a word and 2 n d t^2 <= 2**63
     uint64_t n, dt, den
     mpz_t DT, DEN
-    Acceptance *accept  # accept_len entries, by Block.index
+    AcceptEntry *accept # accept_len entries, by Block.index
     uint64_t accept_len
     # the last factor, Bernoulli(exp(-d L (2a + L) / (2n))): on two words when d, 2n fit them
     bint low_words      # d < 2**64, 2n < 2**127
@@ -157,7 +177,7 @@ cdef struct Block:
     bint neg
     uint64_t a, low
     uint64_t h, v
-    uint64_t index      # the block in Algorithm 3's cache, V blocks + H (X itself when r = 0)
+    uint64_t index      # the block in Algorithm 3's cache: H ACCEPT_CACHE_PER_T + V (X by inversion)
 
 cdef struct Value:
     # one sample: (-1)**neg * mag on the word path, else the signed Work.y
@@ -453,13 +473,15 @@ cdef int laplace_attempt(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) no
         if c < 0:
             return -1
         blk.low_read = c == 1
+        if lp.warm != NULL:     # the lines of Algorithm 3's cache for this H (V < 4 on the first)
+            dg_prefetch(<const AcceptEntry *>lp.warm + h * ACCEPT_CACHE_PER_T)
         if h != 0:
             c = bernoulli_exp_high(rng, lp, w, h)
             if c <= 0:
                 return c
         if geometric_exp1(rng, w, &v) < 0:
             return -1
-        blk.index = v * lp.blocks + h if v < ACCEPT_CACHE_PER_T else UINT64_MAX
+        blk.index = h * ACCEPT_CACHE_PER_T + v if v < ACCEPT_CACHE_PER_T else UINT64_MAX
         # a = H 2**r + t V: on words, or on GMP when first needed (block_a)
         blk.big = not (lp.small and dg_mul_u64(lp.t, v, &tv) and dg_add_u64(tv, h << lp.r, &blk.a))
         if blk.big:
@@ -610,20 +632,24 @@ cdef int accept_block(dg_rng *rng, Params *p, Work *w, Block *blk) noexcept nogi
     """Algorithm 3's acceptance at the block start a, Bernoulli(exp(-gamma(a))): Algorithm 1's
     floor(gamma) draws of Bernoulli(exp(-1)), then Bernoulli(exp(-frac)) by its digits
     instead of Algorithm 1's loop; the digits cached by block."""
-    cdef Acceptance one
-    cdef Acceptance *e
-    cdef int c
+    cdef Acceptance e
+    cdef AcceptEntry *c = NULL
+    cdef int b
     if blk.index < p.accept_len:
-        e = &p.accept[blk.index]
-        if e.state == ACCEPT_UNKNOWN and not acceptance_of(p, w, blk, e):
-            return accept_huge(rng, p, w, blk)
+        c = &p.accept[blk.index]
+    if c != NULL and c.tag != 0:
+        e.whole = c.tag >> 2
+        e.state = <AcceptState>(c.tag & 3)
+        e.prefix = c.prefix
     else:
-        e = &one
-        if not acceptance_of(p, w, blk, e):
+        if not acceptance_of(p, w, blk, &e):
             return accept_huge(rng, p, w, blk)
-    c = bernoulli_exp1_times(rng, e.whole)
-    if c != 1:
-        return c
+        if c != NULL and e.whole < (<uint64_t>1) << 62:
+            c.tag = e.whole << 2 | <uint64_t>e.state
+            c.prefix = e.prefix
+    b = bernoulli_exp1_times(rng, e.whole)
+    if b != 1:
+        return b
     if e.state == ACCEPT_WHOLE:
         return 1
     return fraction_by_digits(rng, p, w, blk, e.prefix)
@@ -1075,7 +1101,7 @@ cdef class _Job:
     cdef TapeWords tape
     cdef dg_decider decider
     cdef uint64_t *exp_h    # Algorithm 2's table of digits
-    cdef Acceptance *accept # Algorithm 3's cache of digits
+    cdef AcceptEntry *accept # Algorithm 3's cache of digits
     cdef uint64_t *geo_thr  # Algorithm 2's thresholds for the inversion
     cdef object source      # keeps a tape's arrays alive while C points into them
 
@@ -1155,10 +1181,14 @@ cdef class _Job:
             self.exp_h = _laplace_setup(&p.lap, mpz_to_int(p.lap.T))
         if kind == KIND_GAUSSIAN:
             p.accept_len = ACCEPT_CACHE_PER_T * p.lap.blocks
-            self.accept = <Acceptance *>calloc(p.accept_len, sizeof(Acceptance))
+            # on cache lines, so that one block's 8 entries take two of them
+            self.accept = <AcceptEntry *>aligned_alloc(64, p.accept_len * sizeof(AcceptEntry))
             if self.accept == NULL:
                 raise MemoryError()
+            memset(self.accept, 0, p.accept_len * sizeof(AcceptEntry))
             p.accept = self.accept
+            if not p.lap.inversion:
+                p.lap.warm = self.accept
 
         int_to_mpz(self.s.mu, mu)
         self.s.mu_small = mpz_fits_slong_p(self.s.mu)
