@@ -152,7 +152,8 @@ int dg_uniform_mpz(dg_rng *rng, const mpz_t m, mpz_t out)
     return r < 0 ? -1 : 0;
 }
 
-int dg_uniform_split_mpz(dg_rng *rng, const mpz_t m, const dg_split *sp, uint64_t *h, mpz_t low)
+int dg_uniform_split_mpz_from(dg_rng *rng, const mpz_t m, const dg_split *sp, uint64_t *h,
+                              mpz_t low, int matched)
 {
     size_t n = (sp->r + 63) / 64;
     mp_limb_t *xp;
@@ -165,12 +166,14 @@ int dg_uniform_split_mpz(dg_rng *rng, const mpz_t m, const dg_split *sp, uint64_
         mpz_tdiv_r_2exp(low, low, sp->r);
         return 1;
     }
-    for (;;) {
-        c = dg_uniform_chunk(rng, sp->top << (64 - sp->kh), sp->kh, h);
-        if (c == 1 || c < 0)
-            return c < 0 ? -1 : 0;
-        if (c == 0)
-            continue;
+    for (;; matched = 0) {
+        if (!matched) {
+            c = dg_uniform_chunk(rng, sp->top << (64 - sp->kh), sp->kh, h);
+            if (c == 1 || c < 0)
+                return c < 0 ? -1 : 0;
+            if (c == 0)
+                continue;
+        }
         /* H matched m - 1's (probability about 2**-kh): L's digits decide the try */
         xp = mpz_limbs_write(low, (mp_size_t)n);
         c = uniform_try(rng, sp->r, sp->low_digits, 0, 0, xp);

@@ -179,9 +179,21 @@ static inline int dg_compare_digits(dg_rng *rng, uint64_t p, unsigned left)
  */
 static inline int dg_uniform_chunk(dg_rng *rng, uint64_t p, unsigned c, uint64_t *x)
 {
-    unsigned read, rest;
-    uint64_t top;
-    int r = dg_compare_digits_at(rng, p, c, &read);
+    unsigned read, rest, used;
+    uint64_t top, d;
+    int r;
+    if (c <= rng->avail) {
+        /* the whole chunk is in this word: look at it before taking its bits (below or
+         * equal: all c; above: up to the first digit that differs) */
+        top = rng->cur >> (64 - c);
+        d = p >> (64 - c);
+        used = (top <= d) ? c : (unsigned)__builtin_clzll(rng->cur ^ p) + 1;
+        rng->cur = (used == 64) ? 0 : rng->cur << used;
+        rng->avail -= used;
+        *x = top;
+        return (top < d) ? 1 : (top == d) ? DG_DIGITS_MATCH : 0;
+    }
+    r = dg_compare_digits_at(rng, p, c, &read);
     if (r == DG_DIGITS_MATCH) {
         *x = p >> (64 - c);
     } else if (r == 1) {
@@ -274,8 +286,23 @@ typedef struct dg_split {
     mpz_t low_digits;       /* (m - 1) mod 2**r */
 } dg_split;
 
-/* dg_uniform_split_u64 for m of any size (L in `low`) */
-int dg_uniform_split_mpz(dg_rng *rng, const mpz_t m, const dg_split *sp, uint64_t *h, mpz_t low);
+/* dg_uniform_split_mpz after H's first try, which matched m - 1's digits when
+ * `matched` (H in *h) and else failed (or was not made). */
+int dg_uniform_split_mpz_from(dg_rng *rng, const mpz_t m, const dg_split *sp, uint64_t *h,
+                              mpz_t low, int matched);
+
+/* dg_uniform_split_u64 for m of any size (L in `low`); H's first try inline */
+static inline int dg_uniform_split_mpz(dg_rng *rng, const mpz_t m, const dg_split *sp,
+                                       uint64_t *h, mpz_t low)
+{
+    int c = 0;
+    if (__builtin_expect(rng->decider == NULL, 1) && sp->kh <= rng->avail) {
+        c = dg_uniform_chunk(rng, sp->top << (64 - sp->kh), sp->kh, h);
+        if (c == 1)
+            return 0;
+    }
+    return dg_uniform_split_mpz_from(rng, m, sp, h, low, c == DG_DIGITS_MATCH);
+}
 
 /* out = the next r bits, first bit most significant; 0, or -1 when the bit source failed. */
 int dg_bits_mpz(dg_rng *rng, unsigned long r, mpz_t out);
