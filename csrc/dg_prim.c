@@ -187,13 +187,16 @@ int dg_uniform_split_mpz_from(dg_rng *rng, const mpz_t m, const dg_split *sp, ui
 
 int dg_bits_mpz(dg_rng *rng, unsigned long r, mpz_t out)
 {
-    size_t n = (r + 63) / 64;
-    unsigned w;
-    mp_limb_t *xp = mpz_limbs_write(out, (mp_size_t)(n > 0 ? n : 1));
-    for (; r > 0; r -= w) {
-        w = (r % 64 == 0) ? 64 : (unsigned)(r % 64);
-        xp[(r - 1) / 64] = dg_bits(rng, w);
+    size_t n = (r + 63) / 64, i;
+    mp_limb_t *xp;
+    if (n == 0) {
+        mpz_set_ui(out, 0);
+        return rng->status == DG_OK ? 0 : -1;
     }
+    xp = mpz_limbs_write(out, (mp_size_t)n);
+    xp[n - 1] = dg_bits(rng, (unsigned)(r - 64 * (n - 1)));    /* the top limb: 1..64 bits */
+    for (i = n - 1; i-- > 0;)
+        xp[i] = dg_bits(rng, 64);
     mpz_limbs_finish(out, rng->status == DG_OK ? (mp_size_t)n : 0);
     return rng->status == DG_OK ? 0 : -1;
 }

@@ -76,6 +76,16 @@ def test_mu_boundaries_parity(mu):
     _assert_same(_both(_api.LAPLACE, 3, 200, mu=mu, dtype=object))
 
 
+@pytest.mark.parametrize("kind,param", [(_api.GAUSSIAN, 10**100), (_api.GAUSSIAN, Fraction(10**41, 7)),
+                                        (_api.LAPLACE, Fraction(10**30 + 1, 3))], ids=str)
+@pytest.mark.parametrize("mu", [0, -5, 2**64, -(3**80)])
+def test_huge_values_with_mu_parity(kind, param, mu):
+    """Samples beyond a word, with and without a shift: X = a + L made once on GMP
+    (in the last factor, or in block_value for the Laplace), then moved (mu = 0) or
+    added to mu."""
+    _assert_same(_both(kind, param, 300, mu=mu, dtype=object))
+
+
 def test_int64_and_object_outputs_agree():
     """The int64 fast output path and the exact object path give the same numbers."""
     a = dgauss.sample_gaussian(100, 2000, rng=np.random.default_rng(5), dtype=np.int64)

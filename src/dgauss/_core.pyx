@@ -125,6 +125,7 @@ cdef struct LaplaceParams:
     bint t_small        # t < 2**63: `t` holds it
     uint64_t t, s
     mpz_t T, S
+    bint s_one          # s = 1 (always in Algorithm 3)
     bint inversion      # t <= INVERSION_MAX: X = U + t V in one inversion, from `geo`
     dg_geometric_table geo
     # otherwise U = H 2**r + L: H < 2**HIGH_BITS first, U's low bits L last
@@ -162,6 +163,7 @@ cdef struct Params:
     uint64_t accept_len
     # the last factor, Bernoulli(exp(-d L (2a + L) / (2n))): on two words when d, 2n fit them
     bint low_words      # d < 2**64, 2n < 2**127
+    bint d_one          # d = 1
     uint64_t d
     dg_u128 two_n
     mpz_t TWO_N
@@ -173,6 +175,7 @@ cdef struct Block:
     # `a_ready`) and Work.low.
     bint big
     bint a_ready
+    bint x_ready        # Work.y = X = a + L (big blocks; accept_low leaves it for block_value)
     bint low_read
     bint neg
     uint64_t a, low
@@ -193,6 +196,7 @@ cdef struct State:
     mpz_t mu
     int64_t mu64
     bint mu_small
+    bint mu_zero
 
 
 cdef void _work_init(Work *w) noexcept nogil:
@@ -427,7 +431,7 @@ cdef bint below_s(LaplaceParams *lp, Work *w, Block *blk, bint with_low) noexcep
     """a < s (Y = floor(X/s) may be 0), or, with_low, a + L < s (Y is 0); a + L < s needs a < s."""
     if not blk.big:
         return blk.a + (blk.low if with_low else 0) < lp.s     # a < s < 2**63 and L < 2**62
-    if not blk.a_ready and mpz_cmp_ui(lp.S, 1) == 0 and (blk.h != 0 or blk.v != 0):
+    if not blk.a_ready and lp.s_one and (blk.h != 0 or blk.v != 0):
         return False                                            # a >= 1 = s
     block_a(lp, w, blk)
     if with_low:
@@ -448,6 +452,7 @@ cdef int laplace_attempt(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) no
     cdef uint64_t h, v, tv
     cdef bint low_in_mpz = False
     cdef int c
+    blk.x_ready = False
     if lp.inversion:
         # t <= INVERSION_MAX: X in one inversion against the digits of exp(-x/t)
         if dg_geometric_exp(rng, &lp.geo, &blk.a) < 0:
@@ -514,10 +519,10 @@ cdef void block_value(LaplaceParams *lp, Work *w, Block *blk, Value *out) noexce
     if not blk.big:
         mpz_set_ui(w.a, blk.a)
         mpz_set_ui(w.low, blk.low)
-    else:
-        block_a(lp, w, blk)
-    mpz_add(w.y, w.a, w.low)
-    if mpz_cmp_ui(lp.S, 1) != 0:        # s = 1 always in Algorithm 3
+        mpz_add(w.y, w.a, w.low)
+    elif not blk.x_ready:
+        mpz_add(w.y, block_a(lp, w, blk), w.low)
+    if not lp.s_one:
         mpz_fdiv_q(w.y, w.y, lp.S)
     if blk.neg:
         mpz_neg(w.y, w.y)
@@ -668,15 +673,15 @@ cdef int accept_low(dg_rng *rng, Params *p, Work *w, Block *blk) noexcept nogil:
         if (p.low_words and dg_mul_u128(2 * <dg_u128>blk.a + blk.low, blk.low, &num)
                 and dg_mul_u128(num, p.d, &num)):
             return bernoulli_exp_u128(rng, num, p.two_n, w)
-        mpz_set_ui(w.num, blk.a)
-        mpz_set_ui(w.y, blk.low)
+        mpz_set_ui(w.a, blk.a)
+        mpz_set_ui(w.low, blk.low)
     else:
-        mpz_set(w.num, block_a(&p.lap, w, blk))
-        mpz_set(w.y, w.low)
-    mpz_mul_2exp(w.num, w.num, 1)
-    mpz_add(w.num, w.num, w.y)
-    mpz_mul(w.num, w.num, w.y)
-    if mpz_cmp_ui(p.D, 1) != 0:
+        block_a(&p.lap, w, blk)
+    mpz_add(w.y, w.a, w.low)            # X = a + L
+    blk.x_ready = blk.big               # kept for block_value
+    mpz_add(w.num, w.a, w.y)            # 2a + L
+    mpz_mul(w.num, w.num, w.low)
+    if not p.d_one:
         mpz_mul(w.num, w.num, p.D)
     return bernoulli_exp(rng, w.num, p.TWO_N, w)
 
@@ -732,9 +737,12 @@ cdef inline int draw(State *s, Value *v) noexcept nogil:
 
 
 cdef void value_to_mpz(State *s, Value *v, mpz_ptr out) noexcept nogil:
-    """out = v + mu."""
+    """out = v + mu (Work.y is scratch afterwards)."""
     if v.big:
-        mpz_add(out, s.w.y, s.mu)
+        if s.mu_zero:
+            mpz_swap(out, s.w.y)
+        else:
+            mpz_add(out, s.w.y, s.mu)
     else:
         mpz_set_ui(out, v.mag)
         if v.neg:
@@ -1160,10 +1168,12 @@ cdef class _Job:
                 p.den = mpz_get_ui(p.DEN)
             mpz_mul_2exp(p.TWO_N, p.N, 1)
             p.low_words = mpz_fits_ulong_p(p.D) and dg_mpz_get_u128(p.TWO_N, &p.two_n)
+            p.d_one = mpz_cmp_ui(p.D, 1) == 0
             if p.low_words:
                 p.d = mpz_get_ui(p.D)
         p.lap.t_small = _fits_word(p.lap.T)
         p.lap.small = p.lap.t_small and _fits_word(p.lap.S)
+        p.lap.s_one = mpz_cmp_ui(p.lap.S, 1) == 0
         if p.lap.t_small:
             p.lap.t = mpz_get_ui(p.lap.T)
         if p.lap.small:
@@ -1192,6 +1202,7 @@ cdef class _Job:
 
         int_to_mpz(self.s.mu, mu)
         self.s.mu_small = mpz_fits_slong_p(self.s.mu)
+        self.s.mu_zero = mpz_sgn(self.s.mu) == 0
         self.s.mu64 = mpz_get_si(self.s.mu) if self.s.mu_small else 0
 
         self.source = source

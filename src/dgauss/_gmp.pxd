@@ -12,6 +12,7 @@ cdef extern from "gmp.h" nogil:
     void mpz_init(mpz_ptr)
     void mpz_clear(mpz_ptr)
     void mpz_set(mpz_ptr, mpz_srcptr)
+    void mpz_swap(mpz_ptr, mpz_ptr)
     void mpz_set_ui(mpz_ptr, unsigned long)
     void mpz_set_si(mpz_ptr, long)
     unsigned long mpz_get_ui(mpz_srcptr)
