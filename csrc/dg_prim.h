@@ -291,15 +291,20 @@ typedef struct dg_split {
 int dg_uniform_split_mpz_from(dg_rng *rng, const mpz_t m, const dg_split *sp, uint64_t *h,
                               mpz_t low, int matched);
 
-/* dg_uniform_split_u64 for m of any size (L in `low`); H's first try inline */
+/* dg_uniform_split_u64 for m of any size (L in `low`); H's tries inline while they lie
+ * in the current word */
 static inline int dg_uniform_split_mpz(dg_rng *rng, const mpz_t m, const dg_split *sp,
                                        uint64_t *h, mpz_t low)
 {
     int c = 0;
-    if (__builtin_expect(rng->decider == NULL, 1) && sp->kh <= rng->avail) {
-        c = dg_uniform_chunk(rng, sp->top << (64 - sp->kh), sp->kh, h);
-        if (c == 1)
-            return 0;
+    if (__builtin_expect(rng->decider == NULL, 1)) {
+        while (sp->kh <= rng->avail) {
+            c = dg_uniform_chunk(rng, sp->top << (64 - sp->kh), sp->kh, h);
+            if (c == 1)
+                return 0;
+            if (c == DG_DIGITS_MATCH)
+                break;
+        }
     }
     return dg_uniform_split_mpz_from(rng, m, sp, h, low, c == DG_DIGITS_MATCH);
 }

@@ -115,8 +115,8 @@ cdef struct Work:
     mpz_t bn, dk, rem, whole, frac
     # Algorithm 2: a block's start a and U's low bits L once they leave the word path; the sample
     mpz_t a, low, y
-    # Algorithm 3: (a d t - n)^2, and the last factor's numerator
-    mpz_t num
+    # Algorithm 3: (a d t - n)^2, and the last factor's numerator d L (2a + L), with 2a + L
+    mpz_t num, two_a_l
     # output conversion
     mpz_t out
 
@@ -130,7 +130,6 @@ cdef struct LaplaceParams:
     dg_geometric_table geo
     # otherwise U = H 2**r + L: H < 2**HIGH_BITS first, U's low bits L last
     unsigned long r
-    mpz_t UNIT          # 2**r
     uint64_t blocks     # H's values: floor((t - 1) / 2**r) + 1
     dg_split split      # t - 1's digits, for uniform_split on GMP (r > 0, t >= 2**63)
     dg_exp_table exp_h  # D's first factor: the digits of exp(-H 2**r / t), by H
@@ -201,19 +200,19 @@ cdef struct State:
 
 cdef void _work_init(Work *w) noexcept nogil:
     mpz_init(w.bn); mpz_init(w.dk); mpz_init(w.rem); mpz_init(w.whole); mpz_init(w.frac)
-    mpz_init(w.a); mpz_init(w.low); mpz_init(w.y); mpz_init(w.num); mpz_init(w.out)
+    mpz_init(w.a); mpz_init(w.low); mpz_init(w.y); mpz_init(w.num); mpz_init(w.two_a_l); mpz_init(w.out)
 
 cdef void _work_clear(Work *w) noexcept nogil:
     mpz_clear(w.bn); mpz_clear(w.dk); mpz_clear(w.rem); mpz_clear(w.whole); mpz_clear(w.frac)
-    mpz_clear(w.a); mpz_clear(w.low); mpz_clear(w.y); mpz_clear(w.num); mpz_clear(w.out)
+    mpz_clear(w.a); mpz_clear(w.low); mpz_clear(w.y); mpz_clear(w.num); mpz_clear(w.two_a_l); mpz_clear(w.out)
 
 cdef void _params_init(Params *p) noexcept nogil:
     mpz_init(p.N); mpz_init(p.D); mpz_init(p.lap.T); mpz_init(p.lap.S)
-    mpz_init(p.lap.split.low_digits); mpz_init(p.lap.UNIT); mpz_init(p.DT); mpz_init(p.DEN); mpz_init(p.TWO_N)
+    mpz_init(p.lap.split.low_digits); mpz_init(p.DT); mpz_init(p.DEN); mpz_init(p.TWO_N)
 
 cdef void _params_clear(Params *p) noexcept nogil:
     mpz_clear(p.N); mpz_clear(p.D); mpz_clear(p.lap.T); mpz_clear(p.lap.S)
-    mpz_clear(p.lap.split.low_digits); mpz_clear(p.lap.UNIT); mpz_clear(p.DT); mpz_clear(p.DEN); mpz_clear(p.TWO_N)
+    mpz_clear(p.lap.split.low_digits); mpz_clear(p.DT); mpz_clear(p.DEN); mpz_clear(p.TWO_N)
 
 
 cdef inline bint _fits_word(mpz_srcptr z) noexcept nogil:
@@ -260,6 +259,8 @@ cdef inline int bernoulli_over_k(dg_rng *rng, Ratio *g, uint64_t k, Work *w) noe
         dg_mpz_set_u128(w.dk, g.d2)
         mpz_mul_ui(w.dk, w.dk, k)
         return dg_bernoulli_mpz(rng, w.bn, w.dk, w.rem)
+    if k == 1:
+        return dg_bernoulli_mpz(rng, g.N, g.D, w.rem)
     mpz_mul_ui(w.dk, g.D, k)
     return dg_bernoulli_mpz(rng, g.N, w.dk, w.rem)
 
@@ -421,8 +422,10 @@ cdef int read_low(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) noexcept 
 cdef mpz_srcptr block_a(LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
     """Work.a = a = H 2**r + t V on GMP, built on first use."""
     if not blk.a_ready:
-        mpz_mul_ui(w.a, lp.T, blk.v)
-        mpz_addmul_ui(w.a, lp.UNIT, blk.h)
+        mpz_set_ui(w.a, blk.h)
+        mpz_mul_2exp(w.a, w.a, lp.r)
+        if blk.v != 0:
+            mpz_addmul_ui(w.a, lp.T, blk.v)
         blk.a_ready = True
     return w.a
 
@@ -679,8 +682,8 @@ cdef int accept_low(dg_rng *rng, Params *p, Work *w, Block *blk) noexcept nogil:
         block_a(&p.lap, w, blk)
     mpz_add(w.y, w.a, w.low)            # X = a + L
     blk.x_ready = blk.big               # kept for block_value
-    mpz_add(w.num, w.a, w.y)            # 2a + L
-    mpz_mul(w.num, w.num, w.low)
+    mpz_add(w.two_a_l, w.a, w.y)        # 2a + L
+    mpz_mul(w.num, w.two_a_l, w.low)
     if not p.d_one:
         mpz_mul(w.num, w.num, p.D)
     return bernoulli_exp(rng, w.num, p.TWO_N, w)
@@ -901,13 +904,20 @@ cdef extern from *:
             v = _PyLong_New(nd);
             if (v == NULL)
                 return NULL;
+            uint64_t acc = 0, next;     /* `have` bits of p not yet in a digit */
+            unsigned have = 0;
+            size_t w = 0;
             for (k = 0; k < nd; k++) {
-                size_t bit = (size_t)k * PyLong_SHIFT, w = bit / 64;
-                unsigned o = (unsigned)(bit % 64);
-                uint64_t x = (uint64_t)p[w] >> o;
-                if (o + PyLong_SHIFT > 64 && w + 1 < n)
-                    x |= (uint64_t)p[w + 1] << (64 - o);
-                v->ob_digit[k] = (digit)(x & PyLong_MASK);
+                if (have >= PyLong_SHIFT) {
+                    v->ob_digit[k] = (digit)(acc & PyLong_MASK);
+                    acc >>= PyLong_SHIFT;
+                    have -= PyLong_SHIFT;
+                } else {                /* the digit takes the next limb's low bits too */
+                    next = (w < n) ? (uint64_t)p[w++] : 0;
+                    v->ob_digit[k] = (digit)((acc | next << have) & PyLong_MASK);
+                    acc = next >> (PyLong_SHIFT - have);
+                    have += 64 - PyLong_SHIFT;
+                }
             }
             if (negative)
                 Py_SET_SIZE(v, -nd);
@@ -991,8 +1001,6 @@ cdef uint64_t *_laplace_setup(LaplaceParams *lp, object t) except NULL:
     cdef uint64_t *words
     r = split_bits(t)           # Python ints here: r may pass 64
     lp.r = r
-    mpz_set_ui(lp.UNIT, 1)
-    mpz_mul_2exp(lp.UNIT, lp.UNIT, r)
     lp.blocks = ((t - 1) >> r) + 1
     if r > 0 and not lp.t_small:
         lp.split.r = r
@@ -1083,7 +1091,6 @@ def exp_table(t, h_values):
         raise ValueError(f"t must be above {DG_INVERSION_MAX}")
     mpz_init(lp.T)
     mpz_init(lp.split.low_digits)
-    mpz_init(lp.UNIT)
     try:
         int_to_mpz(lp.T, t)
         lp.t_small = _fits_word(lp.T)
@@ -1097,7 +1104,6 @@ def exp_table(t, h_values):
     finally:
         mpz_clear(lp.T)
         mpz_clear(lp.split.low_digits)
-        mpz_clear(lp.UNIT)
         free(words)
 
 cdef class _Job:
