@@ -1,4 +1,4 @@
-"""workers=: batches split over threads, each slice with its own OS bit stream."""
+"""workers=: batches shared out over threads slice by slice, each thread with its own OS bit stream."""
 import errno
 from fractions import Fraction
 
@@ -53,3 +53,58 @@ def test_seeded_generator_refuses_several_workers():
     # one worker with a seed stays reproducible
     a = dgauss.sample_gaussian(1, 10, rng=np.random.default_rng(0), workers=1)
     assert a.tolist() == dgauss.sample_gaussian(1, 10, rng=np.random.default_rng(0)).tolist()
+
+
+@pytest.mark.parametrize("fill", [_core.fill, reference.fill], ids=["core", "oracle"])
+def test_fill_takes_only_the_slices_it_is_given(fill):
+    """With next_slice, fill writes exactly the slices it takes, from one stream, and no other
+    element; next_slice needs the OS source."""
+    out = np.full(40, np.iinfo(np.int64).min)       # a value N_Z(0, 1) never takes
+    taken = iter([(3, 9), (20, 21), (30, 40)])
+    bits = fill(_api.GAUSSIAN, 1, 1, 0, None, out, lambda: next(taken, None))
+    filled = out != np.iinfo(np.int64).min
+    assert filled.tolist() == [3 <= i < 9 or i == 20 or 30 <= i < 40 for i in range(40)]
+    assert bits > 0
+    with pytest.raises(ValueError, match="next_slice"):
+        fill(_api.GAUSSIAN, 1, 1, 0, np.random.PCG64(0), out, lambda: None)
+
+
+def test_slices_taken_by_racing_threads_cover_the_batch_once():
+    """The slices threads take from one next_slice partition the batch, whoever takes them."""
+    import threading
+    count, step = 1_000_003, 65_536
+    next_slice = _api._slices(count, step)
+    taken, lock = [], threading.Lock()
+
+    def worker():
+        while (s := next_slice()) is not None:
+            with lock:
+                taken.append(s)
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    taken.sort()
+    assert taken[0][0] == 0 and taken[-1][1] == count
+    assert all(a[1] == b[0] for a, b in zip(taken, taken[1:]))
+    assert all(0 < stop - start <= step for start, stop in taken)
+
+
+def test_a_slow_thread_takes_fewer_slices():
+    """Work goes to whichever thread is free: a thread whose fills are slow (a shared or
+    throttled core) takes fewer slices, so the batch ends when the work does."""
+    import threading
+    import time
+    calls, first = {}, []
+
+    def fill(kind, num, den, mu, source, out, next_slice):
+        name = threading.current_thread().name
+        while next_slice() is not None:
+            first.append(name)
+            calls[name] = calls.get(name, 0) + 1
+            time.sleep(0.03 if name == first[0] else 0.003)   # the first taker is 10x slower
+        return 0
+    _api.draw(fill, _api.GAUSSIAN, Fraction(1), 64 * _api.MIN_SLICE, 0, None, np.dtype(np.int64), 2)
+    slow, fast = calls[first[0]], sum(calls.values()) - calls[first[0]]
+    assert slow + fast == 2 * _api.SLICES_PER_THREAD and fast > 2 * slow

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+import threading
 from fractions import Fraction
 from typing import Callable, Optional, Tuple, Union
 
@@ -30,6 +31,22 @@ UNIFORM = _core.UNIFORM
 
 #: Smallest slice worth a thread of its own (thread start-up is ~50 us).
 MIN_SLICE = 1 << 16
+#: With several workers a batch is cut into about this many slices per thread, which the
+#: threads take as they finish: a thread on a slower (shared, throttled) core takes fewer.
+SLICES_PER_THREAD = 8
+
+
+def _slices(count: int, step: int) -> Callable[[], Optional[Tuple[int, int]]]:
+    """next_slice for ``fill``: (start, stop) of the next untaken slice of ``step``, then None;
+    safe to share between threads."""
+    starts = iter(range(0, count, step))
+    lock = threading.Lock()
+
+    def next_slice():
+        with lock:
+            start = next(starts, None)
+        return None if start is None else (start, min(start + step, count))
+    return next_slice
 
 
 def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
@@ -39,8 +56,8 @@ def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
     ``param`` and ``mu`` are already exact; ``dtype`` is the resolved output
     dtype (bool for Bernoulli).  ``size=None`` returns one Python ``int``
     (``bool`` for Bernoulli).  With several workers the flat output is cut into
-    contiguous slices, each filled by its own thread from its own OS bit stream
-    (``fill`` releases the GIL).
+    contiguous slices that the threads take in turn as they finish the last, each
+    thread with its own OS bit stream (``fill`` releases the GIL).
     """
     shape = _params.shape(size)
     source = _params.bit_generator(rng)
@@ -51,12 +68,13 @@ def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
     if threads == 1:
         fill(kind, param.numerator, param.denominator, mu, source, out)
     else:
-        bounds = [count * i // threads for i in range(threads + 1)]
+        next_slice = _slices(count, max(MIN_SLICE, -(-count // (SLICES_PER_THREAD * threads))))
         with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-            jobs = [pool.submit(fill, kind, param.numerator, param.denominator, mu, None, out[a:b])
-                    for a, b in zip(bounds, bounds[1:])]
+            jobs = [pool.submit(fill, kind, param.numerator, param.denominator, mu, None, out,
+                                next_slice)
+                    for _ in range(threads)]
             for job in jobs:
-                job.result()  # re-raises a slice's error
+                job.result()  # re-raises a thread's error
     if shape is None:
         return bool(out[0]) if dtype == np.bool_ else int(out[0])
     return out.reshape(shape)

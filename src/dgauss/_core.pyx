@@ -1308,20 +1308,26 @@ cdef class _Job:
         return 0
 
 
-def fill(int kind, object num, object den, object mu, object source, cnp.ndarray out):
+def fill(int kind, object num, object den, object mu, object source, cnp.ndarray out,
+         object next_slice=None):
     """Fill the 1-D contiguous array `out` (int64, bool or object) with samples.
 
     kind: BERNOULLI_EXP (parameter gamma = num/den), LAPLACE (scale num/den) or
     GAUSSIAN (sigma^2 = num/den); num/den reduced, validated by the caller.
     mu is added to each sample (ignored for BERNOULLI_EXP).  source is None
     for the OS CSPRNG, a numpy.random.BitGenerator (its lock is held for the
-    whole call), or a testing Tape / DecisionTape (dgauss.testing).  Returns
-    the number of random bits consumed.
+    whole call), or a testing Tape / DecisionTape (dgauss.testing).  With
+    `next_slice` (OS source only), only the slices out[start:stop] it returns
+    are filled, one after another from one bit stream, until it returns None:
+    threads sharing one next_slice share out the work as they go.  Returns the
+    number of random bits consumed.
     """
     if out.ndim != 1 or not out.flags.c_contiguous:
         raise ValueError("out must be a 1-D C-contiguous array")
     if out.dtype.kind not in "Oib" or (out.dtype.kind == "i" and out.dtype.itemsize != 8):
         raise TypeError("out must have dtype int64, bool or object")
+    if next_slice is not None and source is not None:
+        raise ValueError("next_slice needs source=None (the OS CSPRNG)")
     cdef _Job job = _Job()
     job.setup(kind, num, den, mu, source)
     if isinstance(source, np.random.BitGenerator):
@@ -1329,7 +1335,11 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
             job.run(out)
         return dg_bits_used(&job.s.rng)
     try:
-        job.run(out)
+        if next_slice is None:
+            job.run(out)
+        else:
+            for start, stop in iter(next_slice, None):
+                job.run(out[start:stop])
     finally:
         if isinstance(source, _sources.Tape):
             source.position = job.tape.pos

@@ -66,7 +66,7 @@ import functools
 import math
 import os
 from fractions import Fraction
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 
@@ -489,30 +489,35 @@ def open_stream(source):
     return BitStream(lambda: ct.next_uint64(ct.state))
 
 
-def fill(kind: int, num: int, den: int, mu: int, source, out: np.ndarray) -> int:
+def fill(kind: int, num: int, den: int, mu: int, source, out: np.ndarray,
+         next_slice: Optional[Callable[[], Optional[Tuple[int, int]]]] = None) -> int:
     """The oracle's backend, with the same contract as ``dgauss._core.fill``."""
+    if next_slice is not None and source is not None:
+        raise ValueError("next_slice needs source=None (the OS CSPRNG)")
     stream = open_stream(source)
     lock = source.lock if isinstance(source, np.random.BitGenerator) else contextlib.nullcontext()
     param = Fraction(num, den)
+    slices = [(0, out.shape[0])] if next_slice is None else iter(next_slice, None)
     with lock, _advancing(source, stream):
-        for i in range(out.shape[0]):
-            if kind == _api.BERNOULLI_EXP:
-                out[i] = bernoulli_exp(stream, param)
-                continue
-            if kind == _api.BERNOULLI:
-                out[i] = bernoulli(stream, param)
-                continue
-            if kind == _api.UNIFORM:
-                out[i] = uniform(stream, num)
-                continue
-            if kind == _api.GAUSSIAN:
-                value = discrete_gaussian(stream, param) + mu
-            else:
-                value = discrete_laplace(stream, num, den) + mu
-            if out.dtype != object and not INT64_MIN <= value <= INT64_MAX:
-                raise OverflowError("a sample does not fit in int64; pass dtype=object "
-                                    "to get exact Python ints")
-            out[i] = value
+        for start, stop in slices:
+            for i in range(start, stop):
+                if kind == _api.BERNOULLI_EXP:
+                    out[i] = bernoulli_exp(stream, param)
+                    continue
+                if kind == _api.BERNOULLI:
+                    out[i] = bernoulli(stream, param)
+                    continue
+                if kind == _api.UNIFORM:
+                    out[i] = uniform(stream, num)
+                    continue
+                if kind == _api.GAUSSIAN:
+                    value = discrete_gaussian(stream, param) + mu
+                else:
+                    value = discrete_laplace(stream, num, den) + mu
+                if out.dtype != object and not INT64_MIN <= value <= INT64_MAX:
+                    raise OverflowError("a sample does not fit in int64; pass dtype=object "
+                                        "to get exact Python ints")
+                out[i] = value
     return stream.bits_used
 
 
