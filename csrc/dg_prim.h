@@ -137,8 +137,15 @@ static inline uint64_t dg_div_shift64(uint64_t n, uint64_t d, uint64_t *r)
 #define DG_DIGITS_MATCH 2
 static inline int dg_compare_digits_at(dg_rng *rng, uint64_t p, unsigned left, unsigned *read)
 {
-    uint64_t diff;
-    unsigned m, pos, done = 0;
+    uint64_t diff = rng->cur ^ p;
+    unsigned m, pos = (diff != 0) ? (unsigned)__builtin_clzll(diff) : 64, done = 0;
+    if (pos < rng->avail && pos < left) {
+        /* the usual case: the first difference lies among this word's unread bits */
+        rng->cur = (rng->cur << pos) << 1;
+        rng->avail -= pos + 1;
+        *read = pos + 1;
+        return (int)((p >> (63 - pos)) & 1);
+    }
     for (;;) {
         if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
             return -1;
