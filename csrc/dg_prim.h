@@ -216,20 +216,16 @@ static inline int dg_uniform_chunk(dg_rng *rng, uint64_t p, unsigned c, uint64_t
     return r;
 }
 
-/* The word versions are inline: they run in every sampler's innermost loop. */
-static inline int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
+/* The word versions are inline: they run in every sampler's innermost loop.
+ * uniform(m) for m >= 2 with k = bitlength(m - 1) and p = (m - 1) << (64 - k) given
+ * (callers drawing often from one m compute them once). */
+static inline int dg_uniform_u64_kp(dg_rng *rng, uint64_t m, unsigned k, uint64_t p, uint64_t *out)
 {
-    unsigned k, used;
-    uint64_t p, x;
+    unsigned used;
+    uint64_t x;
     int r;
-    if (m <= 1) {
-        *out = 0;
-        return 0;
-    }
     if (__builtin_expect(rng->decider != NULL, 0))
         return dg_decide_uniform_u64(rng, m, out);
-    k = 64u - (unsigned)__builtin_clzll(m - 1);   /* m >= 2 */
-    p = (m - 1) << (64 - k);
     for (;;) {
         if (k <= rng->avail) {
             /* the whole try is in this word: look at it before taking its bits */
@@ -247,6 +243,17 @@ static inline int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
                 return r < 0 ? -1 : 0;
         }
     }
+}
+
+static inline int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
+{
+    unsigned k;
+    if (m <= 1) {
+        *out = 0;
+        return 0;
+    }
+    k = 64u - (unsigned)__builtin_clzll(m - 1);   /* m >= 2 */
+    return dg_uniform_u64_kp(rng, m, k, (m - 1) << (64 - k), out);
 }
 
 /*

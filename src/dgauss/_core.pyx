@@ -130,6 +130,8 @@ cdef struct LaplaceParams:
     dg_geometric_table geo
     # otherwise U = H 2**r + L: H < 2**HIGH_BITS first, U's low bits L last
     unsigned long r
+    unsigned t_k        # r = 0: bitlength(t - 1) and t - 1's digits at the top of t_p (uniform(t))
+    uint64_t t_p
     uint64_t blocks     # H's values: floor((t - 1) / 2**r) + 1
     dg_split split      # t - 1's digits, for uniform_split on GMP (r > 0, t >= 2**63)
     dg_exp_table exp_h  # D's first factor: the digits of exp(-H 2**r / t), by H
@@ -408,7 +410,7 @@ cdef int bernoulli_exp_high(dg_rng *rng, LaplaceParams *lp, Work *w, uint64_t h)
     return dg_exp_digits_tail_mpz(rng, w.num, lp.T)
 
 
-cdef int read_low(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
+cdef inline int read_low(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
     """Read L, U's low bits (r free bits), unless they are read already; 0 or -1."""
     if blk.low_read:
         return 0
@@ -443,7 +445,7 @@ cdef bint below_s(LaplaceParams *lp, Work *w, Block *blk, bint with_low) noexcep
     return mpz_cmp(w.a, lp.S) < 0
 
 
-cdef int laplace_attempt(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
+cdef inline int laplace_attempt(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
     """One attempt of Algorithm 2 up to the factors that need U's low bits.
 
     U = H 2**r + L, D ~ Bernoulli(exp(-U/t)) as Bernoulli(exp(-H 2**r/t)) now and
@@ -470,7 +472,7 @@ cdef int laplace_attempt(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) no
             blk.a_ready = True
     else:
         if lp.r == 0:
-            c = dg_uniform_u64(rng, lp.t, &h)          # t <= 2**HIGH_BITS: U = H
+            c = dg_uniform_u64_kp(rng, lp.t, lp.t_k, lp.t_p, &h)    # t <= 2**HIGH_BITS: U = H
             blk.low = 0
             c = -1 if c < 0 else 1
         elif lp.t_small:
@@ -511,7 +513,7 @@ cdef int laplace_attempt(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) no
     return 1
 
 
-cdef void block_value(LaplaceParams *lp, Work *w, Block *blk, Value *out) noexcept nogil:
+cdef inline void block_value(LaplaceParams *lp, Work *w, Block *blk, Value *out) noexcept nogil:
     """out = (-1)**B floor((a + L) / s)."""
     cdef uint64_t x
     out.neg = blk.neg
@@ -1002,6 +1004,9 @@ cdef uint64_t *_laplace_setup(LaplaceParams *lp, object t) except NULL:
     r = split_bits(t)           # Python ints here: r may pass 64
     lp.r = r
     lp.blocks = ((t - 1) >> r) + 1
+    if r == 0:
+        lp.t_k = (t - 1).bit_length()                   # t > INVERSION_MAX >= 2: k >= 1
+        lp.t_p = (t - 1) << (64 - lp.t_k)
     if r > 0 and not lp.t_small:
         lp.split.r = r
         lp.split.kh = (t - 1).bit_length() - r

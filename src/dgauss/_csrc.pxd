@@ -55,6 +55,7 @@ cdef extern from "dg_prim.h" nogil:
     bint dg_add_u64(uint64_t a, uint64_t b, uint64_t *r)
     bint dg_add_i64(int64_t a, int64_t b, int64_t *r)
     int dg_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out)
+    int dg_uniform_u64_kp(dg_rng *rng, uint64_t m, unsigned k, uint64_t p, uint64_t *out)
     int dg_uniform_mpz(dg_rng *rng, mpz_srcptr m, mpz_ptr out)
     ctypedef struct dg_split:
         unsigned long r
