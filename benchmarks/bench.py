@@ -171,7 +171,7 @@ def case(kind: str, param, quick: bool, peers: Dict[str, Dict[str, Callable]]) -
     param = Fraction(param)
     big = kind == "gaussian" and param > 10**20
     n = (100_000 if big else 400_000) if quick else (1_000_000 if big else 4_000_000)
-    repeats = 3 if quick else 7
+    repeats = 3 if quick else 11
     gen = np.random.default_rng(0)
     if kind == "gaussian":
         ours = lambda k, w=None: dgauss.sample_gaussian(param, k, workers=w)
