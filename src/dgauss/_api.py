@@ -110,8 +110,10 @@ def sample_gaussian(sigma2, size: ShapeLike = None, *, mu=0, rng: RNGLike = None
     workers : int, optional
         Threads to sample with: ``None`` or 1 (default) uses the calling
         thread, -1 every core, n >= 1 that many (as in ``scipy.fft``).
-        Batches are split only when each thread gets at least 65,536 samples.
-        Needs ``rng=None``: a seeded generator is one sequential stream.
+        Batches are split only when each thread gets at least 65,536 samples;
+        the threads take slices of the batch as they finish the last, each
+        with its own OS bit stream.  Needs ``rng=None``: a seeded generator is
+        one sequential stream.
 
     Returns
     -------
