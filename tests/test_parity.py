@@ -13,7 +13,8 @@ import pytest
 import dgauss
 from dgauss import _api, _core, reference
 
-SIGMA2 = [Fraction(1, 4), 1, Fraction(5, 2), 100, 10**6,
+SIGMA2 = [Fraction(1, 2**64),   # floor(gamma(1)) in [2**62, 2**64): that block is not cached
+          Fraction(1, 4), 1, Fraction(5, 2), 100, 10**6,
           2 * 10**9,           # word path, with frequent switches to two words for large |Y|
           10**10, 2**62,       # the acceptance on two words (2 n d t^2 < 2**127)
           2**64,               # just past two words: the acceptance on GMP
