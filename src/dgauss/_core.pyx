@@ -176,7 +176,7 @@ cdef struct Block:
     # `a_ready`) and Work.low.
     bint big
     bint a_ready
-    bint x_ready        # Work.y = X = a + L (big blocks; accept_low leaves it for block_value)
+    bint x_ready        # Work.y = X = a + L on GMP (block_x), made once per attempt
     bint low_read
     bint neg
     uint64_t a, low
@@ -432,17 +432,28 @@ cdef mpz_srcptr block_a(LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
     return w.a
 
 
+cdef mpz_srcptr block_x(LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
+    """Work.y = X = a + L on GMP (a block on words copied in), made once; L must be read."""
+    if not blk.x_ready:
+        if blk.big:
+            block_a(lp, w, blk)
+        else:
+            mpz_set_ui(w.a, blk.a)
+            mpz_set_ui(w.low, blk.low)
+        mpz_add(w.y, w.a, w.low)
+        blk.x_ready = True
+    return w.y
+
+
 cdef bint below_s(LaplaceParams *lp, Work *w, Block *blk, bint with_low) noexcept nogil:
     """a < s (Y = floor(X/s) may be 0), or, with_low, a + L < s (Y is 0); a + L < s needs a < s."""
     if not blk.big:
         return blk.a + (blk.low if with_low else 0) < lp.s     # a < s < 2**63 and L < 2**62
     if not blk.a_ready and lp.s_one and (blk.h != 0 or blk.v != 0):
         return False                                            # a >= 1 = s
-    block_a(lp, w, blk)
     if with_low:
-        mpz_add(w.y, w.a, w.low)
-        return mpz_cmp(w.y, lp.S) < 0
-    return mpz_cmp(w.a, lp.S) < 0
+        return mpz_cmp(block_x(lp, w, blk), lp.S) < 0
+    return mpz_cmp(block_a(lp, w, blk), lp.S) < 0
 
 
 cdef inline int laplace_attempt(dg_rng *rng, LaplaceParams *lp, Work *w, Block *blk) noexcept nogil:
@@ -521,12 +532,7 @@ cdef inline void block_value(LaplaceParams *lp, Work *w, Block *blk, Value *out)
         out.big = False
         out.mag = x if lp.s == 1 else x // lp.s
         return
-    if not blk.big:
-        mpz_set_ui(w.a, blk.a)
-        mpz_set_ui(w.low, blk.low)
-        mpz_add(w.y, w.a, w.low)
-    elif not blk.x_ready:
-        mpz_add(w.y, block_a(lp, w, blk), w.low)
+    block_x(lp, w, blk)
     if not lp.s_one:
         mpz_fdiv_q(w.y, w.y, lp.S)
     if blk.neg:
@@ -678,12 +684,7 @@ cdef int accept_low(dg_rng *rng, Params *p, Work *w, Block *blk) noexcept nogil:
         if (p.low_words and dg_mul_u128(2 * <dg_u128>blk.a + blk.low, blk.low, &num)
                 and dg_mul_u128(num, p.d, &num)):
             return bernoulli_exp_u128(rng, num, p.two_n, w)
-        mpz_set_ui(w.a, blk.a)
-        mpz_set_ui(w.low, blk.low)
-    else:
-        block_a(&p.lap, w, blk)
-    mpz_add(w.y, w.a, w.low)            # X = a + L
-    blk.x_ready = blk.big               # kept for block_value
+    block_x(&p.lap, w, blk)             # X = a + L, kept for block_value
     mpz_add(w.two_a_l, w.a, w.y)        # 2a + L
     mpz_mul(w.num, w.two_a_l, w.low)
     if not p.d_one:
