@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import dgauss
-from dgauss import _api, _core, reference
+from dgauss import _api, reference
+from _parity import assert_same, both
 
 SIGMA2 = [Fraction(1, 2**64),   # floor(gamma(1)) in [2**62, 2**64): that block is not cached
           Fraction(1, 4), 1, Fraction(5, 2), 100, 10**6,
@@ -30,51 +31,31 @@ GAMMAS = [0, Fraction(1, 2), 1, Fraction(7, 3), 20,
 BIT_GENERATORS = [np.random.PCG64, np.random.MT19937, np.random.Philox, np.random.SFC64]
 
 
-def _both(kind, param, n, mu=0, dtype=np.int64, bitgen=np.random.PCG64, seed=2024):
-    """Run core and oracle on equal generators; return their outputs, bits used, generators."""
-    param = Fraction(param)
-    results = []
-    for fill in (_core.fill, reference.fill):
-        gen = bitgen(seed)
-        out = np.empty(n, dtype=dtype)
-        bits = fill(kind, param.numerator, param.denominator, mu, gen, out)
-        results.append((out, bits, gen))
-    return results
-
-
-def _assert_same(results):
-    (core, core_bits, core_gen), (ref, ref_bits, ref_gen) = results
-    assert core.tolist() == ref.tolist()
-    assert core_bits == ref_bits
-    # both took the same words: the generators continue identically
-    assert core_gen.random_raw(8).tolist() == ref_gen.random_raw(8).tolist()
-
-
 @pytest.mark.parametrize("sigma2", SIGMA2, ids=str)
 def test_gaussian_parity(sigma2):
     n = 300 if sigma2 >= 10**20 else 1500
-    _assert_same(_both(_api.GAUSSIAN, sigma2, n, dtype=object))
+    assert_same(both(_api.GAUSSIAN, sigma2, n, dtype=object))
 
 
 @pytest.mark.parametrize("scale", SCALES, ids=str)
 def test_laplace_parity(scale):
-    _assert_same(_both(_api.LAPLACE, scale, 1500, dtype=object))
+    assert_same(both(_api.LAPLACE, scale, 1500, dtype=object))
 
 
 @pytest.mark.parametrize("gamma", GAMMAS, ids=str)
 def test_bernoulli_exp_parity(gamma):
-    _assert_same(_both(_api.BERNOULLI_EXP, gamma, 2000, dtype=np.bool_))
+    assert_same(both(_api.BERNOULLI_EXP, gamma, 2000, dtype=np.bool_))
 
 
 @pytest.mark.parametrize("bitgen", BIT_GENERATORS, ids=lambda b: b.__name__)
 def test_parity_across_bit_generators(bitgen):
     """next_uint64 differs from random_raw for some generators: both sides must use next_uint64."""
-    _assert_same(_both(_api.GAUSSIAN, Fraction(5, 2), 1000, bitgen=bitgen))
+    assert_same(both(_api.GAUSSIAN, Fraction(5, 2), 1000, bitgen=bitgen))
 
 
 @pytest.mark.parametrize("mu", [0, 1, -1, 2**31, 2**62, -(2**62), 2**63 - 1, 2**63, -(2**63), 2**64, -(2**64)])
 def test_mu_boundaries_parity(mu):
-    _assert_same(_both(_api.LAPLACE, 3, 200, mu=mu, dtype=object))
+    assert_same(both(_api.LAPLACE, 3, 200, mu=mu, dtype=object))
 
 
 @pytest.mark.parametrize("kind,param", [(_api.GAUSSIAN, 10**100), (_api.GAUSSIAN, Fraction(10**41, 7)),
@@ -84,7 +65,7 @@ def test_huge_values_with_mu_parity(kind, param, mu):
     """Samples beyond a word, with and without a shift: X = a + L made once on GMP
     (in the last factor, or in block_value for the Laplace), then moved (mu = 0) or
     added to mu."""
-    _assert_same(_both(kind, param, 300, mu=mu, dtype=object))
+    assert_same(both(kind, param, 300, mu=mu, dtype=object))
 
 
 def test_int64_and_object_outputs_agree():
