@@ -228,7 +228,9 @@ static inline int dg_uniform_u64_kp(dg_rng *rng, uint64_t m, unsigned k, uint64_
         return dg_decide_uniform_u64(rng, m, out);
     for (;;) {
         if (k <= rng->avail) {
-            /* the whole try is in this word: look at it before taking its bits */
+            /* the whole try is in this word: look at it before taking its bits (the look
+             * in dg_uniform_chunk, with one comparison against m instead of three against
+             * m - 1's digits: 3% of a sample at sigma^2 = 10^6, so kept apart) */
             x = rng->cur >> (64 - k);
             used = (x < m) ? k : (unsigned)__builtin_clzll(rng->cur ^ p) + 1;
             rng->cur = (used == 64) ? 0 : rng->cur << used;
