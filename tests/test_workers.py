@@ -72,8 +72,8 @@ def test_fill_takes_only_the_slices_it_is_given(fill):
 def test_slices_taken_by_racing_threads_cover_the_batch_once():
     """The slices threads take from one next_slice partition the batch, whoever takes them."""
     import threading
-    count, step = 1_000_003, 65_536
-    next_slice = _api._slices(count, step)
+    count = 1_000_003
+    next_slice = _api._Slices(count, 8)
     taken, lock = [], threading.Lock()
 
     def worker():
@@ -88,23 +88,58 @@ def test_slices_taken_by_racing_threads_cover_the_batch_once():
     taken.sort()
     assert taken[0][0] == 0 and taken[-1][1] == count
     assert all(a[1] == b[0] for a, b in zip(taken, taken[1:]))
-    assert all(0 < stop - start <= step for start, stop in taken)
+    assert all(stop > start for start, stop in taken)
 
 
-def test_a_slow_thread_takes_fewer_slices():
+def test_slices_shrink_as_the_batch_runs_out():
+    """Guided slices: each is ceil(left / (GUIDE * threads)), never under the tail size but for
+    the very last, so that threads on unequal cores run out of work together."""
+    count, threads, tail = 1_000_003, 2, 1000
+    next_slice = _api._Slices(count, threads, tail)
+    sizes, left = [], count
+    while (s := next_slice()) is not None:
+        sizes.append(s[1] - s[0])
+        assert sizes[-1] == min(left, max(tail, -(-left // (_api.GUIDE * threads))))
+        left -= sizes[-1]
+    assert left == 0 and sizes[0] == -(-count // (_api.GUIDE * threads))
+    assert sizes == sorted(sizes, reverse=True) and sizes[-2] == tail and 0 < sizes[-1] <= tail
+    assert len(sizes) < 100  # few slices: each costs a GIL round trip
+
+
+def test_a_slow_thread_takes_less_of_the_batch():
     """Work goes to whichever thread is free: a thread whose fills are slow (a shared or
-    throttled core) takes fewer slices, so the batch ends when the work does."""
+    throttled core) takes less of the batch, so the batch ends when the work does."""
     import threading
     import time
-    calls, first = {}, []
+    taken, first = {}, []
 
     def fill(kind, num, den, mu, source, out, next_slice):
         name = threading.current_thread().name
-        while next_slice() is not None:
+        while (s := next_slice()) is not None:
             first.append(name)
-            calls[name] = calls.get(name, 0) + 1
-            time.sleep(0.03 if name == first[0] else 0.003)   # the first taker is 10x slower
+            taken[name] = taken.get(name, 0) + s[1] - s[0]
+            time.sleep((s[1] - s[0]) * (2e-6 if name == first[0] else 2e-7))  # first taker 10x slower
         return 0
-    _api.draw(fill, _api.GAUSSIAN, Fraction(1), 64 * _api.MIN_SLICE, 0, None, np.dtype(np.int64), 2)
-    slow, fast = calls[first[0]], sum(calls.values()) - calls[first[0]]
-    assert slow + fast == 2 * _api.SLICES_PER_THREAD and fast > 2 * slow
+    count = 4 * _api.MIN_SLICE
+    _api.draw(fill, _api.GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2)
+    slow = taken[first[0]]
+    assert sum(taken.values()) == count and count - slow > 3 * slow
+
+
+def test_an_error_in_one_thread_stops_the_others():
+    """The calling thread works too; when its fill fails, the helpers take no more slices."""
+    import threading
+    import time
+    taken = []
+
+    def fill(kind, num, den, mu, source, out, next_slice):
+        while (s := next_slice()) is not None:
+            if threading.current_thread() is threading.main_thread():
+                raise ValueError("this slice failed")
+            taken.append(s[1] - s[0])
+            time.sleep(0.001)
+        return 0
+    count = 64 * _api.MIN_SLICE
+    with pytest.raises(ValueError, match="this slice failed"):
+        _api.draw(fill, _api.GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2)
+    assert sum(taken) < count // 2
