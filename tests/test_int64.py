@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import dgauss
-from dgauss import reference
+from dgauss import _core, reference
+from _parity import assert_same, both
 
 INT64_MAX = 2**63 - 1
 
@@ -93,3 +94,23 @@ def test_gmp_to_int_round_trips_at_every_size(by_bytes):
             assert type(got) is int and got == x, (x, by_bytes)
     if not by_bytes and not has_digits:
         pytest.skip("this Python has no digit writer: both runs took the byte path")
+
+
+@pytest.mark.parametrize("kind,num,den,mu,chunk", [
+    (_core.GAUSSIAN, 10**100, 1, 0, 4096),          # the usual huge case: the largest stretch
+    (_core.LAPLACE, 1, 10**6, 0, 4096),             # t/s < 1 (no negative size)
+    (_core.GAUSSIAN, 2**(2**21), 1, 0, 7),          # 2**20-bit values
+    (_core.LAPLACE, 3, 1, 2**(2**20), 7),           # small noise on a 2**20-bit mu
+    (_core.GAUSSIAN, 1, 1, -(2**(2**16)), 127),
+], ids=["gaussian-1e100", "laplace-1e-6", "gaussian-2^2^21", "laplace-mu-2^2^20", "gaussian-mu-2^2^16"])
+def test_object_stretches_keep_about_a_mebibyte_of_values(kind, num, den, mu, chunk):
+    """Samples go into an object array in stretches (the GIL held for the Python ints): up to
+    4096 of them, fewer when values are large, so that GMP keeps about 1 MiB of them."""
+    assert _core._object_chunk_test_hook(kind, num, den, mu) == chunk
+
+
+@pytest.mark.parametrize("kind,param,n,mu", [(_core.GAUSSIAN, Fraction(5, 2), 9000, 0),
+                                             (_core.LAPLACE, 3, 300, 2**(2**16))], ids=["4096", "127"])
+def test_object_output_across_stretches_parity(kind, param, n, mu):
+    """Stretch boundaries (two crossed in each case) lose or repeat no sample and no bit."""
+    assert_same(both(kind, param, n, mu=mu, dtype=object))

@@ -77,7 +77,9 @@ cdef enum:
     OS_BUFFER_WORDS = 2048     # 16 KiB: the largest single read from the OS
     OS_FIRST_BLOCK = 4         # the first read is small: scalar calls stay cheap
     CHUNK = 65536              # samples per GIL-free stretch (signals checked between)
-    OBJECT_CHUNK = 256         # samples per stretch when Python ints are made
+    OBJECT_CHUNK = 4096        # at most this many samples per stretch when Python ints are
+                               # made (with the GIL): fewer hand-overs of the GIL between threads
+    OBJECT_CHUNK_BYTES = 1 << 20   # and about this many bytes of GMP values per stretch
 
 cdef uint64_t TWO63 = (<uint64_t>1) << 63
 
@@ -1124,6 +1126,7 @@ cdef class _Job:
     cdef AcceptEntry *accept # Algorithm 3's cache of digits
     cdef uint64_t *geo_thr  # Algorithm 2's thresholds for the inversion
     cdef object source      # keeps a tape's arrays alive while C points into them
+    cdef Py_ssize_t obj_chunk   # samples per stretch into an object array (vals has this many)
 
     def __cinit__(self):
         _work_init(&self.s.w)
@@ -1136,11 +1139,12 @@ cdef class _Job:
         self.exp_h = NULL
         self.accept = NULL
         self.geo_thr = NULL
+        self.obj_chunk = 1
 
     def __dealloc__(self):
         cdef Py_ssize_t i
         if self.vals != NULL:
-            for i in range(OBJECT_CHUNK):
+            for i in range(self.obj_chunk):
                 mpz_clear(self.vals[i])
             free(self.vals)
         free(self.buf)
@@ -1216,6 +1220,12 @@ cdef class _Job:
         self.s.mu_small = mpz_fits_slong_p(self.s.mu)
         self.s.mu_zero = mpz_sgn(self.s.mu) == 0
         self.s.mu64 = mpz_get_si(self.s.mu) if self.s.mu_small else 0
+        # a sample is about t/s + |mu| (or below N for uniform): stretches into an object array
+        # keep about OBJECT_CHUNK_BYTES of GMP values, however large the values are
+        value_bits = max(<Py_ssize_t>mpz_sizeinbase(p.lap.T, 2) - <Py_ssize_t>mpz_sizeinbase(p.lap.S, 2),
+                         <Py_ssize_t>mpz_sizeinbase(self.s.mu, 2),
+                         <Py_ssize_t>mpz_sizeinbase(p.N, 2) if kind == KIND_UNIFORM else 0) + 72
+        self.obj_chunk = max(1, min(OBJECT_CHUNK, OBJECT_CHUNK_BYTES // (value_bits // 8 + 16)))
 
         self.source = source
         cdef size_t cap = OS_BUFFER_WORDS if source is None else 1
@@ -1285,13 +1295,13 @@ cdef class _Job:
         if out.dtype.kind == "O":
             po = out
             if self.vals == NULL:
-                self.vals = <mpz_t *>malloc(OBJECT_CHUNK * sizeof(mpz_t))
+                self.vals = <mpz_t *>malloc(self.obj_chunk * sizeof(mpz_t))
                 if self.vals == NULL:
                     raise MemoryError()
-                for k in range(OBJECT_CHUNK):
+                for k in range(self.obj_chunk):
                     mpz_init(self.vals[k])
             while i < n and rc == DG_OK:
-                m = min(OBJECT_CHUNK, n - i)
+                m = min(self.obj_chunk, n - i)
                 with nogil:
                     rc = fill_mpz(&self.s, self.vals, m)
                 if rc == DG_OK:
@@ -1350,6 +1360,13 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
         if isinstance(source, _sources.Tape):
             source.position = job.tape.pos
     return dg_bits_used(&job.s.rng)
+
+
+def _object_chunk_test_hook(int kind, object num, object den, object mu=0):
+    """Test hook, not API: samples per stretch into an object array for these parameters."""
+    cdef _Job job = _Job()
+    job.setup(kind, num, den, mu, None)
+    return job.obj_chunk
 
 
 def _split_test_hook(unsigned long high_bits=HIGH_BITS):
