@@ -114,3 +114,19 @@ def test_object_stretches_keep_about_a_mebibyte_of_values(kind, num, den, mu, ch
 def test_object_output_across_stretches_parity(kind, param, n, mu):
     """Stretch boundaries (two crossed in each case) lose or repeat no sample and no bit."""
     assert_same(both(kind, param, n, mu=mu, dtype=object))
+
+
+@pytest.mark.parametrize("sampler", [dgauss.sample_laplace, reference.sample_laplace], ids=["core", "oracle"])
+def test_a_sample_of_magnitude_2_63_fits_int64_only_when_negative(sampler):
+    """Y = +-2**63 from Lap_Z(2**62 + 1), on the machine-word path (t < 2**63): -2**63 is
+    INT64_MIN; +2**63 and -2**63 - 1 overflow; -2**63 + 1 and 2**63 - 1 fit."""
+    from dgauss.testing import DecisionTape
+    # U = 2**62 - 1, D's first factor 1, V's Bernoulli(exp(-1)) draws 1, 0 (V = 1), the sign B,
+    # and D's second factor by Algorithm 1 (its first Bernoulli(L/t) 0: accept); |Y| = U + t = 2**63
+    tape = lambda sign: DecisionTape([2**62 - 1, 1, 1, 0, sign, 0])
+    assert sampler(2**62 + 1, rng=tape(1), dtype=np.int64) == -(2**63)
+    assert sampler(2**62 + 1, mu=1, rng=tape(1), dtype=np.int64) == -(2**63) + 1
+    assert sampler(2**62 + 1, mu=-1, rng=tape(0), dtype=np.int64) == 2**63 - 1
+    for sign, mu in [(0, 0), (1, -1)]:
+        with pytest.raises(OverflowError, match="int64"):
+            sampler(2**62 + 1, mu=mu, rng=tape(sign), dtype=np.int64)

@@ -518,7 +518,8 @@ cdef inline int laplace_attempt(dg_rng *rng, LaplaceParams *lp, Work *w, Block *
     if c < 0:
         return -1
     blk.neg = c
-    if c and below_s(lp, w, blk, False):
+    # B and a < s tested together, without a branch on the coin B (a < s is rare)
+    if (c & (blk.big | (blk.a < lp.s))) and below_s(lp, w, blk, False):
         if read_low(rng, lp, w, blk) < 0:
             return -1
         if below_s(lp, w, blk, True):
@@ -760,17 +761,12 @@ cdef void value_to_mpz(State *s, Value *v, mpz_ptr out) noexcept nogil:
 
 cdef int value_to_i64(State *s, Value *v, int64_t *out) noexcept nogil:
     """*out = v + mu, or DG_ERR_OVERFLOW when that is outside int64."""
-    cdef int64_t x
-    if not v.big and s.mu_small:
-        if v.neg:
-            if v.mag > TWO63:
-                return DG_ERR_OVERFLOW
-            x = INT64_MIN if v.mag == TWO63 else -<int64_t>v.mag
-        else:
-            if v.mag > <uint64_t>INT64_MAX:
-                return DG_ERR_OVERFLOW
-            x = <int64_t>v.mag
-        return DG_OK if dg_add_i64(x, s.mu64, out) else DG_ERR_OVERFLOW
+    cdef uint64_t neg = <uint64_t>v.neg
+    if not v.big and s.mu_small and v.mag <= <uint64_t>INT64_MAX + neg:
+        # v is an int64 (-2**63 included), so v + mu fits or truly overflows; the sign is
+        # applied without a branch on it (a coin flip): -mag is (mag ^ ~0) + 1 mod 2**64
+        return DG_OK if dg_add_i64(<int64_t>((v.mag ^ (0 - neg)) + neg), s.mu64, out) else DG_ERR_OVERFLOW
+    # beyond: exactly, on GMP (2**63 + mu fits for mu < 0)
     value_to_mpz(s, v, s.w.out)
     if not mpz_fits_slong_p(s.w.out):
         return DG_ERR_OVERFLOW
