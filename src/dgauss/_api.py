@@ -78,9 +78,10 @@ def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
 
     ``param`` and ``mu`` are already exact; ``dtype`` is the resolved output
     dtype (bool for Bernoulli).  ``size=None`` returns one Python ``int``
-    (``bool`` for Bernoulli).  With several workers the flat output is cut into
-    contiguous slices that the threads take in turn as they finish the last, each
-    thread with its own OS bit stream (``fill`` releases the GIL).
+    (``bool`` for Bernoulli).  With several workers the calling thread and
+    ``workers - 1`` helpers take contiguous slices of the flat output as they finish
+    the last (:class:`_Slices`), each thread with its own OS bit stream (``fill``
+    releases the GIL).
     """
     shape = _params.shape(size)
     source = _params.bit_generator(rng)
