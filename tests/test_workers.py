@@ -99,11 +99,13 @@ def test_slices_shrink_as_the_batch_runs_out():
     sizes, left = [], count
     while (s := next_slice()) is not None:
         sizes.append(s[1] - s[0])
-        assert sizes[-1] == min(left, max(tail, -(-left // (_api.GUIDE * threads))))
+        assert sizes[-1] == min(left, _api.MAX_SLICE, max(tail, -(-left // (_api.GUIDE * threads))))
         left -= sizes[-1]
     assert left == 0 and sizes[0] == -(-count // (_api.GUIDE * threads))
     assert sizes == sorted(sizes, reverse=True) and sizes[-2] == tail and 0 < sizes[-1] <= tail
     assert len(sizes) < 100  # few slices: each costs a GIL round trip
+    huge = _api._Slices(10**10, threads)
+    assert huge() == (0, _api.MAX_SLICE)   # a thread can always stop within 2**22 samples
 
 
 def test_a_slow_thread_takes_less_of_the_batch():
