@@ -128,8 +128,10 @@ def test_a_slow_thread_takes_less_of_the_batch():
     assert sum(taken.values()) == count and count - slow > 3 * slow
 
 
-def test_an_error_in_one_thread_stops_the_others():
-    """The calling thread works too; when its fill fails, the helpers take no more slices."""
+@pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt])
+def test_an_error_in_one_thread_stops_the_others(error):
+    """The calling thread works too; when its fill fails (or Ctrl-C interrupts it, which the
+    calling thread is the one to see), the helpers take no more slices."""
     import threading
     import time
     taken = []
@@ -137,11 +139,11 @@ def test_an_error_in_one_thread_stops_the_others():
     def fill(kind, num, den, mu, source, out, next_slice):
         while (s := next_slice()) is not None:
             if threading.current_thread() is threading.main_thread():
-                raise ValueError("this slice failed")
+                raise error("this slice failed")
             taken.append(s[1] - s[0])
             time.sleep(0.001)
         return 0
     count = 64 * _api.MIN_SLICE
-    with pytest.raises(ValueError, match="this slice failed"):
+    with pytest.raises(error, match="this slice failed"):
         _api.draw(fill, _api.GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2)
     assert sum(taken) < count // 2
