@@ -39,7 +39,7 @@ GIL released, holding the NumPy BitGenerator's lock when one is used.
 from cpython.long cimport PyLong_FromLong
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.exc cimport PyErr_CheckSignals
-from libc.stdint cimport uint64_t, int64_t, INT64_MAX, INT64_MIN, UINT64_MAX
+from libc.stdint cimport uint64_t, int64_t, INT64_MAX, UINT64_MAX
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 
@@ -80,8 +80,6 @@ cdef enum:
     OBJECT_CHUNK = 4096        # at most this many samples per stretch when Python ints are
                                # made (with the GIL): fewer hand-overs of the GIL between threads
     OBJECT_CHUNK_BYTES = 1 << 20   # and about this many bytes of GMP values per stretch
-
-cdef uint64_t TWO63 = (<uint64_t>1) << 63
 
 #: When t is at most this, Algorithm 2 draws X = U + tV by inversion (dg_exp.h).
 INVERSION_MAX = DG_INVERSION_MAX
