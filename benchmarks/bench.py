@@ -20,10 +20,9 @@ It prints a table and writes ``benchmarks/results/bench.json`` and
 Each rate is the best of several timed calls (a timeit-style minimum), dgauss's
 and NumPy's taken in turns; the clock stops when a call returns, before its result
 is freed (freeing is not sampling, and on one thread it would cap every all-cores
-figure); ratios are against NumPy and against the best exact
-peer (OpenDP).  The memory run
-measures the peak resident memory of a 10**8-sample int64 batch and of the
-CLI streaming 4 * 10**7 samples, each in a fresh process.
+figure); ratios are against NumPy and against the best exact peer (OpenDP).  The
+memory run measures the peak resident memory of a 10**8-sample int64 batch and of
+the CLI streaming 4 * 10**7 samples, each in a fresh process.
 """
 from __future__ import annotations
 
