@@ -1,0 +1,375 @@
+"""Rigorous enclosures of the discrete Gaussian's sums, for :mod:`dgauss.accounting`.
+
+Write f(y) = exp(−y²/(2s)) for the unnormalised N_Z(0, s) mass.  Everything the
+accounting needs is one of
+
+* the normaliser  Θ(s) = Σ_{y∈ℤ} f(y)                     (:func:`log_normaliser`)
+* a tail          Σ_{y≥m} f(y)                             (:func:`log_tail`, ``eps=None``)
+* Theorem 7's sum Σ_{y≥m} f(y)·(1 − exp(ε − Δ(2y + Δ)/(2s)))  (:func:`log_tail`)
+
+each returned as an :class:`~dgauss._interval.Interval` around its natural
+logarithm, so that values like e^(−10^99) are represented.  Three methods, each
+with every error term bounded and added:
+
+* **Poisson summation** for Θ when s is not small: Θ = √(2πs)·Σ_u e^(−2π²su²)
+  (the paper's Fact 20 and Eq. 28), a handful of terms.
+* **Direct summation** of the terms with a geometric bound on the rest, when
+  few terms matter (small s, or a tail far enough out that f falls fast).
+* **Euler–Maclaurin** on [m, ∞) otherwise (s large: O(1) work at any s):
+  Σ_{y≥m} h(y) = ∫_m^∞ h + h(m)/2 − Σ_{k=1}^{q} B_{2k}/(2k)!·h^{(2k−1)}(m) + R,
+  |R| ≤ 2ζ(2q)/(2π)^{2q}·∫_m^∞ |h^{(2q)}|.  The derivatives are Hermite
+  polynomials, f^{(j)}(x) = (−1)^j s^{−j/2} He_j(x/√s) f(x), and the integral of
+  |h^{(2q)}| is bounded two ways: over the whole line by Cauchy–Schwarz,
+  ∫|f^{(p)}| ≤ s^{(1−p)/2}·√(2π·p!), and on [a, ∞) with a ≥ p√s by
+  |He_p(t)| ≤ t^p e^{p²/(2t²)} ≤ √e·t^p, which gives
+  ∫_a^∞ |f^{(p)}| ≤ √e·s^{−p}·a^p f(a)/(a/s − p/a).
+
+The sums are scaled by F = f(max(m, 0)) internally, so no intermediate value
+leaves MPFR's exponent range however large s or m is.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+from math import comb, factorial, isqrt
+from typing import List, Optional
+
+from gmpy2 import mpfr
+
+from dgauss._interval import Arith, Interval
+
+#: Direct summation is used when it needs at most this many terms.
+DIRECT_MAX_TERMS = 3000
+
+#: Most terms of the lattice error bound summed before giving up on it.
+LATTICE_MAX_TERMS = 20000
+
+#: Largest Euler–Maclaurin order tried (p = 2q).
+EM_MAX_ORDER = 40
+
+#: Above z = a/√(2s) = ERFC_ASYMPTOTIC_Z, the Gaussian tail integral is taken
+#: from erfc's asymptotic series (whose partial sums enclose it) instead of
+#: MPFR's erfc, whose result would leave the exponent range.
+ERFC_ASYMPTOTIC_Z2 = Fraction(1 << 22)
+
+
+# --------------------------------------------------------------------------
+# Normaliser (Poisson summation or direct)
+# --------------------------------------------------------------------------
+def _theta_moment(c: Interval, power: int) -> Interval:
+    """Σ_{u≥1} u^power·e^(−c·u²), for c ≥ 1, with the tail bounded geometrically."""
+    ar = c.ar
+    eps = mpfr(2) ** (-ar.bits - 8)
+    total = ar.q(0)
+    u = 1
+    while True:
+        term = (c * (-u * u)).exp() * (u ** power)
+        total = total + term
+        # Terms after u + 1 fall by at most rho = ((u+2)/(u+1))^power·e^(−c(2u+3)) each.
+        nxt = (c * (-(u + 1) ** 2)).exp() * ((u + 1) ** power)
+        rho = (c * (-(2 * u + 3))).exp() * Fraction(u + 2, u + 1) ** power
+        if rho.hi < 0.5 and nxt.hi <= eps * max(total.lo, mpfr(1)):
+            tail = nxt / (1 - rho)
+            return Interval(total.lo, ar.up.add(total.hi, tail.hi), ar)
+        u += 1
+
+
+def _poisson(s: Fraction) -> bool:
+    """Whether Poisson summation converges faster than the direct sum (2π²s ≥ 1/(2s))."""
+    return s >= Fraction(1, 6)
+
+
+def log_normaliser(s: Fraction, ar: Arith) -> Interval:
+    """ln Θ(s), Θ(s) = Σ_{y∈ℤ} exp(−y²/(2s))."""
+    if _poisson(s):
+        c = ar.pi() * ar.pi() * (2 * s)                # 2π²s
+        theta = 1 + _theta_moment(c, 0).scale2(1)
+        return ((ar.pi() * (2 * s)).sqrt() * theta).log()
+    c = ar.q(1 / (2 * s))
+    return (1 + _theta_moment(c, 0).scale2(1)).log()
+
+
+def log_variance(s: Fraction, ar: Arith) -> Interval:
+    """ln Σ_y y²·exp(−y²/(2s)) / Θ(s) (the variance of N_Z(0, s)), via Lemma 22 when s ≥ 1/6."""
+    if _poisson(s):
+        # Var = s − 4π²s²·(2Σ u² e^{−cu²})/(1 + 2Σ e^{−cu²}), c = 2π²s (Poisson summation).
+        c = ar.pi() * ar.pi() * (2 * s)
+        num = _theta_moment(c, 2).scale2(1)
+        den = 1 + _theta_moment(c, 0).scale2(1)
+        var = ar.q(s) - (ar.pi() * ar.pi() * (4 * s * s)) * num / den
+        return var.log()
+    c = ar.q(1 / (2 * s))
+    num = _theta_moment(c, 2).scale2(1)
+    den = 1 + _theta_moment(c, 0).scale2(1)
+    return (num / den).log()
+
+
+# --------------------------------------------------------------------------
+# Tails: Σ_{y≥m} f(y)·w(y), w = 1 or Theorem 7's factor
+# --------------------------------------------------------------------------
+class _Tail:
+    """The sum Σ_{y≥m} h(y), h(y) = f(y) − C·f(y + Δ) (C = e^ε), or h = f when eps is None.
+
+    For y ≥ m, h(y) = f(y)·(1 − exp(x(y))) with x(y) = ε − Δ(2y + Δ)/(2s) < 0.
+    Values are scaled by F = f(m0), m0 = max(m, 0).
+    """
+
+    def __init__(self, s: Fraction, m: int, eps: Optional[Fraction], delta: int, ar: Arith):
+        self.s, self.m, self.eps, self.delta, self.ar = s, m, eps, delta, ar
+        self.m0 = max(m, 0)
+        self.shift = Fraction(self.m0 * self.m0, 2 * s)   # ln(1/F)
+
+    # ln of the scaled weight of the point a with coefficient 1 or −e^ε
+    def log_weight(self, a: int, with_eps: bool) -> Interval:
+        value = self.shift - Fraction(a * a, 2 * self.s)
+        if with_eps:
+            value += self.eps
+        return self.ar.q(value)
+
+    def points(self):
+        """(a, sign) pairs: h = Σ sign·e^{log_weight}·f(·)/f(a) shifted to a."""
+        yield self.m, False
+        if self.eps is not None:
+            yield self.m + self.delta, True
+
+    # -- direct summation -------------------------------------------------
+    def direct(self, max_terms: int) -> Optional[Interval]:
+        ar, s, m = self.ar, self.s, self.m
+        eps2 = mpfr(2) ** (-ar.bits)
+        t = self.log_weight(m, False).exp()            # f(m)/F
+        r = ar.q(-Fraction(2 * m + 1, 2 * s)).exp()    # f(m+1)/f(m)
+        w = ar.q(-1 / s).exp()                         # ratio of successive ratios
+        if self.eps is not None:
+            x = ar.q(self.eps - Fraction(self.delta * (2 * m + self.delta), 2 * s))
+            dx = ar.q(Fraction(self.delta) / s)
+        total = ar.q(0)
+        y = m
+        for _ in range(max_terms):
+            term = t if self.eps is None else t * (-(x.expm1()))
+            total = total + term
+            t = t * r
+            r = r * w
+            y += 1
+            if self.eps is not None:
+                x = x - dx
+            if y >= 0 and r.hi < 1:
+                tail_hi = ar.up.div(t.hi, ar.dn.sub(1, r.hi))
+                if total.lo > 0 and tail_hi <= eps2 * total.lo:
+                    return Interval(total.lo, ar.up.add(total.hi, tail_hi), ar)
+        return None
+
+    def direct_terms_estimate(self, bits: int) -> int:
+        """Roughly how many terms direct summation needs for 2^−bits (a speed choice only)."""
+        s, m = self.s, self.m
+        depth = Fraction(bits * 7, 10) + 8              # ln(2^bits) + margin
+        central = isqrt(int(2 * s * depth) + 1) + 1
+        if m <= 0:
+            return -m + central
+        return min(int(depth * s / m) + 1, central)
+
+    # -- Euler–Maclaurin ----------------------------------------------------
+    def log_integral(self, a: int) -> Interval:
+        """ln(∫_a^∞ f(x) dx / F)."""
+        return log_gauss_tail_integral(a, self.s, self.ar) + self.ar.q(
+            self.shift - Fraction(max(a, 0) ** 2, 2 * self.s))
+
+    def euler_maclaurin(self) -> Interval:
+        ar, s, m = self.ar, self.s, self.m
+        sigma = ar.q(s).sqrt()
+        # Scaled weights of the two parts of h (the second negative).
+        parts = []
+        for a, with_eps in self.points():
+            parts.append((a, with_eps, self.log_weight(a, with_eps).exp()))
+        # Integral term.
+        integral = self.log_integral(m).exp()
+        if self.eps is not None:
+            integral = integral - (self.log_integral(m + self.delta) + ar.q(self.eps)).exp()
+        # Remainder: best even order p = 2q.
+        p, bound = self._best_order(parts, sigma)
+        # Derivative terms, h^{(j)}(m) for odd j < p.
+        hermite = {}
+        for a, with_eps, weight in parts:
+            hermite[a] = _hermite_values(ar.q(a) / sigma, p)
+        total = integral
+        bern = _bernoulli_over_factorial(p)
+        # h(m)/2
+        for a, with_eps, weight in parts:
+            sign = -1 if with_eps else 1
+            total = total + weight * Fraction(sign, 2)
+        inv_sigma = 1 / sigma
+        for k in range(1, p // 2 + 1):
+            j = 2 * k - 1
+            scale = inv_sigma ** j if j > 0 else ar.q(1)
+            deriv = ar.q(0)
+            for a, with_eps, weight in parts:
+                term = weight * hermite[a][j]
+                deriv = deriv - term if with_eps else deriv + term
+            # f^{(j)} = (−1)^j σ^{−j} He_j f; j odd → −σ^{−j} He_j f
+            deriv = -(deriv * scale)
+            total = total - deriv * bern[k]
+        return Interval(ar.dn.sub(total.lo, bound), ar.up.add(total.hi, bound), ar)
+
+    def _best_order(self, parts, sigma: Interval):
+        """The even order p ≤ EM_MAX_ORDER whose remainder bound is smallest, and that bound."""
+        ar, s = self.ar, self.s
+        two_pi = ar.pi().scale2(1)
+        best = None
+        # ∫_ℝ |f^{(p)}| ≤ σ^{1−p} √(2π p!)  (Cauchy–Schwarz with ∫He_p² e^{−t²/2} = p!√(2π)).
+        total_weight = ar.q(0)
+        for a, with_eps, weight in parts:
+            # weight is f(a)/F·(e^ε or 1); the global bound needs C/F (= weight/f(a)·...) —
+            # use e^{shift}·(1 or e^ε) instead, i.e. the weight at f ≡ 1.
+            w = self.ar.q(self.shift + (self.eps if with_eps else 0)).exp()
+            total_weight = total_weight + w
+        sqrt_e = ar.q(1).exp().sqrt()
+        for p in range(2, EM_MAX_ORDER + 1, 2):
+            zeta = 1 + Fraction(1, 2 ** p) + Fraction(2, (p - 1) * 2 ** p)   # ≥ ζ(p)
+            lead = ar.q(2 * zeta) / (two_pi ** p)
+            glob = lead * total_weight * (ar.q(1) / sigma ** (p - 1)) * (two_pi * factorial(p)).sqrt()
+            candidates = [glob.hi]
+            local = ar.q(0)
+            ok = True
+            for a, with_eps, weight in parts:
+                if a <= 0 or a * a < p * p * s:
+                    ok = False
+                    break
+                lam = ar.q(Fraction(a) / s - Fraction(p, a))
+                local = local + sqrt_e * weight * (ar.q(Fraction(a) / s) ** p) / lam
+            if ok:
+                candidates.append((lead * local).hi)
+            b = min(candidates)
+            if best is None or b < best[1]:
+                best = (p, b)
+        return best
+
+    def enclose(self, allow_slow: bool = False) -> Interval:
+        """ln Σ_{y≥m} h(y) (unscaled).
+
+        Raises ArithmeticError when this precision cannot enclose the sum tightly
+        (the caller retries with more bits); with ``allow_slow`` it then falls back
+        to direct summation of up to 10^6 terms.
+        """
+        ar = self.ar
+        if self.direct_terms_estimate(ar.bits) <= DIRECT_MAX_TERMS:
+            found = self.direct(4 * DIRECT_MAX_TERMS)
+            if found is not None:
+                return found.log() - ar.q(self.shift)
+        em = self.euler_maclaurin()
+        if em.lo <= 0 or em.rel_width() > mpfr(2) ** (-ar.bits // 2):
+            if allow_slow:
+                found = self.direct(1_000_000)
+                if found is not None:
+                    return found.log() - ar.q(self.shift)
+            raise ArithmeticError("tail sum not enclosed at this precision")
+        return em.log() - ar.q(self.shift)
+
+
+def _hermite_values(t: Interval, p: int) -> List[Interval]:
+    """He_0(t) … He_p(t) (probabilists' Hermite), by He_{j+1} = t·He_j − j·He_{j−1}."""
+    values = [t.ar.q(1), t]
+    for j in range(1, p):
+        values.append(t * values[j] - values[j - 1] * j)
+    return values
+
+
+@lru_cache(maxsize=None)
+def _bernoulli(n: int) -> Fraction:
+    """B_n (B_1 = −1/2 convention irrelevant here: only even n are used)."""
+    # Akiyama–Tanigawa
+    a = [Fraction(0)] * (n + 1)
+    for i in range(n + 1):
+        a[i] = Fraction(1, i + 1)
+        for j in range(i, 0, -1):
+            a[j - 1] = j * (a[j - 1] - a[j])
+    return a[0]
+
+
+def _bernoulli_over_factorial(p: int) -> List[Fraction]:
+    """[_, B_2/2!, B_4/4!, …, B_p/p!] indexed by k (B_{2k}/(2k)!)."""
+    return [Fraction(0)] + [_bernoulli(2 * k) / factorial(2 * k) for k in range(1, p // 2 + 1)]
+
+
+def log_gauss_tail_integral(a: int, s: Fraction, ar: Arith) -> Interval:
+    """ln ∫_a^∞ exp(−x²/(2s)) dx + max(a, 0)²/(2s)  (the log of a scaled Mills ratio)."""
+    z2 = Fraction(a * a, 2 * s) if a > 0 else Fraction(0)
+    if a > 0 and z2 >= ERFC_ASYMPTOTIC_Z2:
+        # erfc(z) = e^{−z²}/(z√π)·Σ_n (−1)^n (2n−1)!!/(2z²)^n; partial sums enclose it
+        # (A&S 7.1.24), and σ√(π/2)·e^{−z²}/(z√π) = (s/a)·e^{−a²/(2s)}.
+        u = Fraction(s, a * a)                        # 1/(2z²)
+        target = Fraction(1, 2 ** (ar.bits + 8))
+        partial, term, n = Fraction(1), Fraction(1), 0
+        while True:
+            n += 1
+            term = -term * (2 * n - 1) * u
+            nxt = partial + term
+            if abs(term) <= target:
+                lo, hi = min(partial, nxt), max(partial, nxt)
+                break
+            partial = nxt
+        series = Interval(ar.q(lo).lo, ar.q(hi).hi, ar)
+        return ar.q(Fraction(s, a)).log() + series.log()
+    sigma = ar.q(s).sqrt()
+    z = ar.q(a) / (sigma * ar.q(2).sqrt())
+    front = (ar.pi() * Fraction(s, 2)).sqrt()         # σ√(π/2)
+    return front.log() + z.erfc().log() + ar.q(z2)
+
+
+# --------------------------------------------------------------------------
+# Public entry points of this module
+# --------------------------------------------------------------------------
+def log_tail(s: Fraction, m: int, ar: Arith, eps: Optional[Fraction] = None,
+             delta: int = 1, allow_slow: bool = False) -> Interval:
+    """ln Σ_{y≥m} f(y)·w(y): w ≡ 1 (eps None) or w(y) = 1 − exp(ε − Δ(2y+Δ)/(2s)) ≥ 0.
+
+    With eps given, m must be > εs/Δ − Δ/2, so that every weight is positive.
+    """
+    if eps is not None and not m > eps * s / delta - Fraction(delta, 2):
+        raise ValueError("m must lie beyond the privacy-loss threshold")
+    return _Tail(s, m, eps, delta, ar).enclose(allow_slow)
+
+
+def theorem7_log_delta(s: Fraction, eps: Fraction, delta: int, ar: Arith,
+                       allow_slow: bool = False) -> Interval:
+    """ln δ of Theorem 7: Σ_{y≥m} p(y)(1 − e^{ε − Δ(2y+Δ)/(2s)}), m = ⌊εs/Δ − Δ/2⌋ + 1."""
+    v = eps * s / delta - Fraction(delta, 2)
+    m = v.numerator // v.denominator + 1
+    return log_tail(s, m, ar, eps, delta, allow_slow) - log_normaliser(s, ar)
+
+
+def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
+    """An upper bound E on the relative error of Σ of n i.i.d. N_Z(0, s) against N_Z(0, ns).
+
+    Poisson summation gives P[S_n = w] ∝ e^{−w²/(2ns)}·(1 + R(w)) with
+    |R(w)| ≤ E = Σ_{v ∈ A*_{n−1}, v≠0} e^{−a|v|²}, a = 2π²s (docs/accounting.md).
+    Bounding the lattice's theta series through 1 + E = √(an/π)∫θ(r)^n dr gives
+    E ≤ Σ_{i=1}^{n} C(n,i)·2^{i−1}·(min(2e^{−a·i(n−i)/n}, √(an/π)e^{−an/4}) + c^i),
+    c = Σ_{j≥1} e^{−aj²} + Σ_{j≥2} e^{−a(j²−j)}.  Returns None when the bound is ≥ 1/2.
+    """
+    if n <= 1:
+        return mpfr(0)
+    ar = Arith(64)
+    a = ar.pi() * ar.pi() * (2 * s)
+    # c = Σ_{j≥1} e^{−aj²} + Σ_{j≥2} e^{−a(j²−j)}, the second ≤ e^{−2a}/(1 − e^{−4a})
+    c = _theta_moment(a, 0) + (a * -2).exp() / (1 - (a * -4).exp())
+    if c.hi >= 0.25:
+        return None
+    far = ((a * n) / ar.pi()).sqrt() * (a * Fraction(-n, 4)).exp()
+    # Σ_{i>n/2} C(n,i)·2^{i−1}·(far + c^i) ≤ 3^n·far/2 + 2^n·(2c)^{⌊n/2⌋+1}/2
+    upper_half = (ar.q(3) ** n * far + ar.q(2) ** n * (c * 2) ** (n // 2 + 1)) * Fraction(1, 2)
+    # For i ≤ n/2, term_i ≤ 2x^i/i! with x = 2n·max(e^{−a/2}, c), so the terms
+    # after i (up to n/2) sum to at most 2x^{i+1}/(i+1)!·e^x.
+    x = ar.point(max((a * Fraction(-1, 2)).exp().hi, c.hi)) * (2 * n)
+    total = ar.q(0)
+    for i in range(1, min(n, LATTICE_MAX_TERMS) + 1):
+        near = (a * Fraction(-i * (n - i), n)).exp().scale2(1)
+        term = (near if near.hi <= far.hi else far) + c ** i
+        total = total + term * comb(n, i) * (2 ** (i - 1))
+        if total.hi >= 0.5:
+            return None
+        if 2 * i < n:
+            rest = x ** (i + 1) / factorial(i + 1) * x.exp() * 2 + upper_half
+            if rest.hi <= total.hi * mpfr(2) ** -40:
+                return ar.up.add(total.hi, rest.hi)
+    if n > LATTICE_MAX_TERMS:
+        return None
+    return total.hi
