@@ -38,8 +38,14 @@ from gmpy2 import mpfr
 
 from dgauss._interval import Arith, Interval
 
-#: Direct summation is used when it needs at most this many terms.
-DIRECT_MAX_TERMS = 3000
+#: Direct summation is used when it needs at most this many terms (~7 µs each;
+#: Euler–Maclaurin costs about as much as 200–300 terms).
+DIRECT_MAX_TERMS = 400
+
+#: Terms direct summation may take when Euler–Maclaurin's remainder is too large
+#: (small s), and with ``allow_slow``.
+DIRECT_FALLBACK_TERMS = 50_000
+DIRECT_SLOW_TERMS = 1_000_000
 
 #: Most terms of the lattice error bound summed before giving up on it.
 LATTICE_MAX_TERMS = 20000
@@ -173,7 +179,8 @@ class _Tail:
         return log_gauss_tail_integral(a, self.s, self.ar) + self.ar.q(
             self.shift - Fraction(max(a, 0) ** 2, 2 * self.s))
 
-    def euler_maclaurin(self) -> Interval:
+    def euler_maclaurin(self):
+        """(enclosure of the scaled sum, the remainder bound used)."""
         ar, s, m = self.ar, self.s, self.m
         sigma = ar.q(s).sqrt()
         # Scaled weights of the two parts of h (the second negative).
@@ -207,7 +214,7 @@ class _Tail:
             # f^{(j)} = (−1)^j σ^{−j} He_j f; j odd → −σ^{−j} He_j f
             deriv = -(deriv * scale)
             total = total - deriv * bern[k]
-        return Interval(ar.dn.sub(total.lo, bound), ar.up.add(total.hi, bound), ar)
+        return Interval(ar.dn.sub(total.lo, bound), ar.up.add(total.hi, bound), ar), bound
 
     def _best_order(self, parts, sigma: Interval):
         """The even order p ≤ EM_MAX_ORDER whose remainder bound is smallest, and that bound."""
@@ -245,23 +252,28 @@ class _Tail:
     def enclose(self, allow_slow: bool = False) -> Interval:
         """ln Σ_{y≥m} h(y) (unscaled).
 
-        Raises ArithmeticError when this precision cannot enclose the sum tightly
-        (the caller retries with more bits); with ``allow_slow`` it then falls back
-        to direct summation of up to 10^6 terms.
+        Direct summation when few terms matter, else Euler–Maclaurin; direct
+        summation again (up to DIRECT_FALLBACK_TERMS terms, or DIRECT_SLOW_TERMS
+        with ``allow_slow``) when the Euler–Maclaurin remainder is too large.
+        Raises ArithmeticError when this precision cannot enclose the sum
+        tightly, so that the caller retries with more bits.
         """
         ar = self.ar
+        tight = mpfr(2) ** (-ar.bits // 2)
         if self.direct_terms_estimate(ar.bits) <= DIRECT_MAX_TERMS:
             found = self.direct(4 * DIRECT_MAX_TERMS)
             if found is not None:
                 return found.log() - ar.q(self.shift)
-        em = self.euler_maclaurin()
-        if em.lo <= 0 or em.rel_width() > mpfr(2) ** (-ar.bits // 2):
-            if allow_slow:
-                found = self.direct(1_000_000)
-                if found is not None:
-                    return found.log() - ar.q(self.shift)
-            raise ArithmeticError("tail sum not enclosed at this precision")
-        return em.log() - ar.q(self.shift)
+        em, remainder = self.euler_maclaurin()
+        if em.lo > 0 and em.rel_width() <= tight:
+            return em.log() - ar.q(self.shift)
+        if em.lo <= 0 or remainder > tight * em.lo:        # the remainder, not the precision
+            found = self.direct(DIRECT_SLOW_TERMS if allow_slow else DIRECT_FALLBACK_TERMS)
+            if found is not None:
+                return found.log() - ar.q(self.shift)
+        if em.lo > 0 and allow_slow:
+            return em.log() - ar.q(self.shift)             # rigorous, if loose
+        raise ArithmeticError("tail sum not enclosed at this precision")
 
 
 def _hermite_values(t: Interval, p: int) -> List[Interval]:
@@ -342,7 +354,8 @@ def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
     Poisson summation gives P[S_n = w] ∝ e^{−w²/(2ns)}·(1 + R(w)) with
     |R(w)| ≤ E = Σ_{v ∈ A*_{n−1}, v≠0} e^{−a|v|²}, a = 2π²s (docs/accounting.md).
     Bounding the lattice's theta series through 1 + E = √(an/π)∫θ(r)^n dr gives
-    E ≤ Σ_{i=1}^{n} C(n,i)·2^{i−1}·(min(2e^{−a·i(n−i)/n}, √(an/π)e^{−an/4}) + c^i),
+    E ≤ Σ_{i=1}^{n} C(n,i)·2^{i−1}·(A_i + c^i), A_i = 2e^{−a·i(n−i)/n}, or for i > n/2
+    the smaller of that and √(an/π)e^{−an/4},
     c = Σ_{j≥1} e^{−aj²} + Σ_{j≥2} e^{−a(j²−j)}.  Returns None when the bound is ≥ 1/2.
     """
     if n <= 1:
@@ -361,8 +374,10 @@ def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
     x = ar.point(max((a * Fraction(-1, 2)).exp().hi, c.hi)) * (2 * n)
     total = ar.q(0)
     for i in range(1, min(n, LATTICE_MAX_TERMS) + 1):
+        # ∫_0^{1/2} e^{−a(nr² − 2ir + i)} dr ≤ ∫_ℝ (any i) = √(π/(an))·e^{−a·i(n−i)/n}; for
+        # i > n/2 the integrand's peak r = i/n lies beyond 1/2, so also ≤ e^{−an/4}/2.
         near = (a * Fraction(-i * (n - i), n)).exp().scale2(1)
-        term = (near if near.hi <= far.hi else far) + c ** i
+        term = (far if 2 * i > n and far.hi < near.hi else near) + c ** i
         total = total + term * comb(n, i) * (2 ** (i - 1))
         if total.hi >= 0.5:
             return None

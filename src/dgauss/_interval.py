@@ -7,7 +7,9 @@ any points of its operands.  MPFR's functions are correctly rounded in every
 rounding mode, so ``exp``, ``log``, ``erfc``… of an interval are enclosed by
 rounding the endpoints outward, using monotonicity.
 
-Nothing here uses a Python float.  Exact inputs enter as ``Fraction``/``int``
+Nothing here uses a Python float, and no MPFR operation runs in gmpy2's global
+(53-bit, round-to-nearest) context: every one goes through an Arith's ``dn`` or
+``up`` context — even negation, which gmpy2's unary minus would round.  Exact inputs enter as ``Fraction``/``int``
 (:meth:`Arith.q`), and the precision of one computation is fixed by the
 :class:`Arith` that made its intervals, so two threads never share state.
 """
@@ -79,7 +81,8 @@ class Interval:
     __radd__ = __add__
 
     def __neg__(self) -> "Interval":
-        return Interval(-self.hi, -self.lo, self.ar)
+        # ctx.minus, not unary minus: that would round to the global 53-bit context.
+        return Interval(self.ar.dn.minus(self.hi), self.ar.up.minus(self.lo), self.ar)
 
     def __sub__(self, other) -> "Interval":
         o = self._lift(other)
@@ -127,11 +130,11 @@ class Interval:
             return Interval(ar.dn.pow(lo, n), ar.up.pow(hi, n), ar)
         if hi <= 0:
             return Interval(ar.dn.pow(hi, n), ar.up.pow(lo, n), ar)
-        return Interval(mpfr(0), ar.up.pow(max(-lo, hi), n), ar)
+        return Interval(mpfr(0), ar.up.pow(max(ar.up.abs(lo), hi), n), ar)
 
     def scale2(self, k: int) -> "Interval":
         """Multiplied by 2**k (exact)."""
-        return Interval(gmpy2.mul_2exp(self.lo, k), gmpy2.mul_2exp(self.hi, k), self.ar)
+        return Interval(self.ar.dn.mul_2exp(self.lo, k), self.ar.up.mul_2exp(self.hi, k), self.ar)
 
     # -- monotone functions ----------------------------------------------
     def exp(self) -> "Interval":
