@@ -10,10 +10,13 @@ GMP and written straight into NumPy arrays.
 >>> noise.dtype
 dtype('int64')
 
+:mod:`dgauss.accounting` turns a privacy target into σ² and back, exactly and
+never optimistically (the paper's Sections 2–4).
 :mod:`dgauss.reference` holds the same samplers in readable pure Python (the
 test oracle); the README documents the bit-consumption contract they share.
 """
+from dgauss import accounting
 from dgauss._api import sample_bernoulli_exp, sample_gaussian, sample_laplace
 
-__all__ = ["sample_gaussian", "sample_laplace", "sample_bernoulli_exp"]
+__all__ = ["sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "accounting"]
 __version__ = "0.1.0"

@@ -95,19 +95,18 @@ def log_normaliser(s: Fraction, ar: Arith) -> Interval:
     return (1 + _theta_moment(c, 0).scale2(1)).log()
 
 
-def log_variance(s: Fraction, ar: Arith) -> Interval:
-    """ln Σ_y y²·exp(−y²/(2s)) / Θ(s) (the variance of N_Z(0, s)), via Lemma 22 when s ≥ 1/6."""
+def variance(s: Fraction, ar: Arith) -> Interval:
+    """Σ_y y²·exp(−y²/(2s)) / Θ(s), the variance of N_Z(0, s) (Lemma 22's form when s ≥ 1/6)."""
     if _poisson(s):
         # Var = s − 4π²s²·(2Σ u² e^{−cu²})/(1 + 2Σ e^{−cu²}), c = 2π²s (Poisson summation).
         c = ar.pi() * ar.pi() * (2 * s)
         num = _theta_moment(c, 2).scale2(1)
         den = 1 + _theta_moment(c, 0).scale2(1)
-        var = ar.q(s) - (ar.pi() * ar.pi() * (4 * s * s)) * num / den
-        return var.log()
+        return ar.q(s) - (ar.pi() * ar.pi() * (4 * s * s)) * num / den
     c = ar.q(1 / (2 * s))
     num = _theta_moment(c, 2).scale2(1)
     den = 1 + _theta_moment(c, 0).scale2(1)
-    return (num / den).log()
+    return num / den
 
 
 # --------------------------------------------------------------------------

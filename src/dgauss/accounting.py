@@ -55,7 +55,7 @@ from dgauss._gaussian_sums import (
     lattice_error_bound,
     log_normaliser,
     log_tail,
-    log_variance,
+    variance,
     theorem7_log_delta,
 )
 from dgauss._interval import Arith, Interval, log_add
@@ -713,8 +713,7 @@ def gaussian_variance(sigma2: Number) -> float:
     By Poisson summation (Lemma 22) for σ² ≥ 1/6, by direct summation below.
     """
     s = _positive(sigma2, "sigma2")
-    found = _enclose(lambda ar, slow: log_variance(s, ar))
-    return _float_up(_AR.up.exp(found.hi))
+    return _float_up(variance(s, Arith(192)).hi)
 
 
 def _log_sf(s: Fraction, m: int) -> Interval:
