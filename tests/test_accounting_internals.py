@@ -160,3 +160,36 @@ def test_any_alpha_gives_an_upper_bound_and_the_chosen_one_is_the_best(rho, eps)
         u = mpfr(u_star) * mpfr(factor, 64)
         g = A._g(ar.point(u), ar.q(rho), ar.q(eps))
         assert g.lo >= reported - mpfr(2) ** -40 * abs(reported)
+
+
+def weighted_sum_ratio_spread(weights, s):
+    """max/min over w of P[W = w]/e^{−w²/(2sS)}, W = Σ_j weights_j·Y_j, S = Σ weights_j²."""
+    s_ = mp(s)
+    half = int(12 * mpmath.sqrt(s_)) + 6
+    base = {y: mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * s_)) for y in range(-half, half + 1)}
+    dist = {0: mpmath.mpf(1)}
+    for b in weights:
+        new = {}
+        for w, pw in dist.items():
+            for y, py in base.items():
+                new[w + b * y] = new.get(w + b * y, 0) + pw * py
+        dist = new
+    S = sum(b * b for b in weights)
+    reach = half                      # |w| ≤ half: far from the truncation in every case here
+    ratios = [dist[w] / mpmath.exp(-mpmath.mpf(w) ** 2 / (2 * S * s_)) for w in range(-reach, reach + 1)]
+    return max(ratios) / min(ratios)
+
+
+@pytest.mark.parametrize("weights, s", [((1, 2), F(1)), ((1, 2), F(3)), ((2, 3), F(2)),
+                                        ((1, 1, 2), F(3, 2)), ((1, 3), F(4))])
+def test_vector_lattice_error_bound_covers_the_true_deviation(weights, s):
+    """The general bound (several magnitudes) against brute-force convolution, as above."""
+    counts = {}
+    for b in weights:
+        counts[b] = counts.get(b, 0) + 1
+    error = gs.lattice_error_bound_vector(counts, s)
+    assert error is not None and error < 0.5
+    spread = weighted_sum_ratio_spread(weights, s)
+    e = mpmath.mpf(error)
+    assert spread <= (1 + e) / (1 - e)
+    assert (spread - 1) * 50 >= e or e < mpmath.mpf(10) ** -40

@@ -32,7 +32,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 from math import comb, factorial, isqrt
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from gmpy2 import mpfr
 
@@ -385,5 +385,85 @@ def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
             if rest.hi <= total.hi * mpfr(2) ** -40:
                 return ar.up.add(total.hi, rest.hi)
     if n > LATTICE_MAX_TERMS:
+        return None
+    return total.hi
+
+
+#: Pieces of each region in the general lattice bound (see lattice_error_bound_vector).
+LATTICE_PIECES = 64
+
+
+def lattice_error_bound_vector(counts: Dict[int, int], s: Fraction) -> Optional[mpfr]:
+    """E for W' = Σ_j μ'_j Y_j, μ' primitive with counts[b] entries of magnitude b.
+
+    As for :func:`lattice_error_bound`, P[W' = w] ∝ e^{−w²/(2sS)}(1 + R(w)), S = ‖μ'‖²,
+    |R| ≤ E = Σ_{v ∈ Λ, v≠0} e^{−a|v|²} with Λ the projection of ℤ^N onto μ'^⊥ and
+    a = 2π²s; and 1 + E = √(aS/π)·2∫_0^{1/2} Φ(r) dr, Φ(r) = Π_b θ(b·r)^{n_b}.
+
+    * On 0 ≤ r ≤ r1 = 1/(2·b_max), θ(x) ≤ e^{−ax²}(1 + e^{−a(1−2|x|)} + c) gives
+      Φ ≤ e^{−aSr²}·e^{B(r)}, B(r) = Σ_b n_b(e^{−a(1−2br)} + c), increasing in r.  The
+      part e^{−aSr²} integrates to at most the 1; the rest, e^{−aSr²}(e^B − 1) ≤
+      e^{−aSr²}·B(r)·e^{B(t)} on a piece [·, t], is a sum of Gaussians integrated
+      exactly (erfc) piece by piece.
+    * On r1 ≤ r ≤ 1/2, on each piece θ(b·r) ≤ θ(d_b), d_b the least distance of b·r to
+      ℤ over the piece (θ falls with that distance): ∫ ≤ Σ width·Π_b θ(d_b)^{n_b}.
+
+    Returns None when the bound is ≥ 1/2.
+    """
+    if sum(counts.values()) <= 1:
+        return mpfr(0)
+    if set(counts) == {1}:
+        return lattice_error_bound(counts[1], s)
+    ar = Arith(64)
+    a = ar.pi() * ar.pi() * (2 * s)
+    c = _theta_moment(a, 0) + (a * -2).exp() / (1 - (a * -4).exp())
+    if c.hi >= 0.25:
+        return None
+    S = sum(b * b * n for b, n in counts.items())
+    r1 = Fraction(1, 2 * max(counts))
+    root = (a * S).sqrt()
+    front = (ar.pi() / (a * S)).sqrt() * Fraction(1, 2)       # (1/2)√(π/(aS))
+
+    def gauss(centre: Fraction, u: Fraction, v: Fraction) -> Interval:
+        """∫_u^v e^{−aS(r − centre)²} dr (upper end tight)."""
+        hi = (root * (u - centre)).erfc()
+        lo = (root * (v - centre)).erfc()
+        return Interval(mpfr(0), ar.up.mul(front.hi, ar.up.sub(hi.hi, lo.lo)), ar)
+
+    def b_at(r: Fraction) -> Interval:
+        total = ar.q(0)
+        for b, n in counts.items():
+            total = total + ((a * (2 * b * r - 1)).exp() + c) * n
+        return total
+
+    # ∫_0^{r1} e^{−aSr²}(e^{B} − 1): piece [u, v] ≤ e^{B(v)}·∫ e^{−aSr²}B(r)
+    inner = ar.q(0)
+    width = r1 / LATTICE_PIECES
+    for i in range(LATTICE_PIECES):
+        u, v = i * width, (i + 1) * width
+        piece = ar.q(0)
+        for b, n in counts.items():
+            # e^{−aSr²}·e^{−a(1−2br)} = e^{−a(1 − b²/S)}·e^{−aS(r − b/S)²}
+            piece = piece + (a * Fraction(-(S - b * b), S)).exp() * gauss(Fraction(b, S), u, v) * n
+        piece = piece + c * gauss(Fraction(0), u, v) * sum(counts.values())
+        inner = inner + piece * b_at(v).exp()
+    # ∫_{r1}^{1/2} Φ by pieces
+    outer = ar.q(0)
+    width = (Fraction(1, 2) - r1) / LATTICE_PIECES
+    for i in range(LATTICE_PIECES):
+        u, v = r1 + i * width, r1 + (i + 1) * width
+        log_value = ar.q(0)
+        for b, n in counts.items():
+            x0, x1 = b * u, b * v
+            if x0.__floor__() != x1.__floor__() or x0.denominator == 1:
+                d = Fraction(0)            # an integer lies in [b·u, b·v]
+            else:
+                d = min(x0 - x0.__floor__(), x0.__ceil__() - x0,
+                        x1 - x1.__floor__(), x1.__ceil__() - x1)
+            theta = (ar.q(-d * d) * a).exp() * (1 + (a * (2 * d - 1)).exp() + c)
+            log_value = log_value + theta.log() * n
+        outer = outer + log_value.exp() * width
+    total = (inner + outer) * root.scale2(1) / ar.pi().sqrt()    # × 2√(aS/π)
+    if total.hi >= 0.5:
         return None
     return total.hi
