@@ -389,11 +389,26 @@ def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
     return total.hi
 
 
-#: Pieces of each region in the general lattice bound (see lattice_error_bound_vector).
-LATTICE_PIECES = 64
+#: Pieces of each region in the general lattice bound (see lattice_error_bound_vector):
+#: a coarse pass first, the fine one only when the coarse bound is not already negligible.
+LATTICE_PIECES = (16, 64)
 
 
 def lattice_error_bound_vector(counts: Dict[int, int], s: Fraction) -> Optional[mpfr]:
+    """See _lattice_error_bound_pieces; the coarse pass is kept when it is below 2^−100."""
+    if sum(counts.values()) <= 1:
+        return mpfr(0)
+    if set(counts) == {1}:
+        return lattice_error_bound(counts[1], s)
+    bound = None
+    for pieces in LATTICE_PIECES:
+        bound = _lattice_error_bound_pieces(counts, s, pieces)
+        if bound is not None and bound < mpfr(2) ** -100:
+            return bound
+    return bound
+
+
+def _lattice_error_bound_pieces(counts: Dict[int, int], s: Fraction, pieces: int) -> Optional[mpfr]:
     """E for W' = Σ_j μ'_j Y_j, μ' primitive with counts[b] entries of magnitude b.
 
     As for :func:`lattice_error_bound`, P[W' = w] ∝ e^{−w²/(2sS)}(1 + R(w)), S = ‖μ'‖²,
@@ -408,12 +423,8 @@ def lattice_error_bound_vector(counts: Dict[int, int], s: Fraction) -> Optional[
     * On r1 ≤ r ≤ 1/2, on each piece θ(b·r) ≤ θ(d_b), d_b the least distance of b·r to
       ℤ over the piece (θ falls with that distance): ∫ ≤ Σ width·Π_b θ(d_b)^{n_b}.
 
-    Returns None when the bound is ≥ 1/2.
+    Each region is cut into ``pieces`` pieces.  Returns None when the bound is ≥ 1/2.
     """
-    if sum(counts.values()) <= 1:
-        return mpfr(0)
-    if set(counts) == {1}:
-        return lattice_error_bound(counts[1], s)
     ar = Arith(64)
     a = ar.pi() * ar.pi() * (2 * s)
     c = _theta_moment(a, 0) + (a * -2).exp() / (1 - (a * -4).exp())
@@ -438,8 +449,8 @@ def lattice_error_bound_vector(counts: Dict[int, int], s: Fraction) -> Optional[
 
     # ∫_0^{r1} e^{−aSr²}(e^{B} − 1): piece [u, v] ≤ e^{B(v)}·∫ e^{−aSr²}B(r)
     inner = ar.q(0)
-    width = r1 / LATTICE_PIECES
-    for i in range(LATTICE_PIECES):
+    width = r1 / pieces
+    for i in range(pieces):
         u, v = i * width, (i + 1) * width
         piece = ar.q(0)
         for b, n in counts.items():
@@ -449,8 +460,8 @@ def lattice_error_bound_vector(counts: Dict[int, int], s: Fraction) -> Optional[
         inner = inner + piece * b_at(v).exp()
     # ∫_{r1}^{1/2} Φ by pieces
     outer = ar.q(0)
-    width = (Fraction(1, 2) - r1) / LATTICE_PIECES
-    for i in range(LATTICE_PIECES):
+    width = (Fraction(1, 2) - r1) / pieces
+    for i in range(pieces):
         u, v = r1 + i * width, r1 + (i + 1) * width
         log_value = ar.q(0)
         for b, n in counts.items():
