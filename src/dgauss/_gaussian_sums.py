@@ -266,11 +266,16 @@ class _Tail:
         em, remainder = self.euler_maclaurin()
         if em.lo > 0 and em.rel_width() <= tight:
             return em.log() - ar.q(self.shift)
-        if em.lo <= 0 or remainder > tight * em.lo:        # the remainder, not the precision
-            found = self.direct(DIRECT_SLOW_TERMS if allow_slow else DIRECT_FALLBACK_TERMS)
+        rounding = ar.up.sub(em.abs_width(), ar.up.mul(remainder, 2))
+        if rounding > remainder:
+            # Cancellation, not the remainder: more bits will do (the caller retries).
+            raise ArithmeticError("tail sum not enclosed at this precision")
+        budget = DIRECT_SLOW_TERMS if allow_slow else DIRECT_FALLBACK_TERMS
+        if self.direct_terms_estimate(ar.bits) <= budget:
+            found = self.direct(budget)
             if found is not None:
                 return found.log() - ar.q(self.shift)
-        if em.lo > 0 and allow_slow:
+        if em.lo > 0:
             return em.log() - ar.q(self.shift)             # rigorous, if loose
         raise ArithmeticError("tail sum not enclosed at this precision")
 
@@ -396,6 +401,13 @@ LATTICE_PIECES = (16, 64)
 
 def lattice_error_bound_vector(counts: Dict[int, int], s: Fraction) -> Optional[mpfr]:
     """See _lattice_error_bound_pieces; the coarse pass is kept when it is below 2^−100."""
+    return _lattice_error_bound_cached(tuple(sorted(counts.items())), s)
+
+
+@lru_cache(maxsize=256)
+def _lattice_error_bound_cached(items, s: Fraction) -> Optional[mpfr]:
+    """lattice_error_bound_vector, remembered: ε searches and plots ask again at the same σ²."""
+    counts = dict(items)
     if sum(counts.values()) <= 1:
         return mpfr(0)
     if set(counts) == {1}:

@@ -539,38 +539,47 @@ def gaussian_delta(sigma2: Number, eps: Number, sensitivity: Sensitivity = 1, k:
 def _smallest_eps(log_delta_hi: Callable[[Fraction], mpfr], target: mpfr, good: Fraction) -> Fraction:
     """The smallest ε (to a relative 2^−36) with log_delta_hi(ε) ≤ target, given one that works.
 
-    Regula falsi (Illinois) on ε ↦ log_delta_hi(ε) − target, keeping a bracket
-    [bad, good]; only 'good' points (certified) are ever returned.
+    Regula falsi (Illinois) on φ(ε) = √(−ln δ(ε)) − √(−ln target), which is close to
+    linear in ε (ln δ falls like −(εσ)²/2), keeping a bracket [bad, good]; only
+    certified points ('good') are ever returned.
     """
-    f_good = log_delta_hi(good) - target
-    while f_good > 0:                      # make sure 'good' is certified
+    ctx = _NEAR
+    root_target = ctx.sqrt(ctx.minus(target))
+
+    def evaluate(e: Fraction):
+        """(certified: ln δ(e) ≤ target, exactly compared; φ(e) for interpolation only)."""
+        value = log_delta_hi(e)
+        root = ctx.sqrt(ctx.minus(value)) if value < 0 else mpfr(0)
+        return value <= target, ctx.sub(root, root_target)
+
+    good_ok, f_good = evaluate(good)
+    while not good_ok:                          # make sure 'good' is certified
         good = good * 2 + 1
-        f_good = log_delta_hi(good) - target
+        good_ok, f_good = evaluate(good)
     bad = Fraction(0)
-    f_bad = log_delta_hi(bad) - target
-    if f_bad <= 0:
+    bad_ok, f_bad = evaluate(bad)
+    if bad_ok:
         return bad
     side = 0
     for _ in range(200):
         if good - bad <= good * Fraction(1, 2 ** 36):
             break
         # interpolation point, kept away from the ends
-        t = mpfr(f_bad / (f_bad - f_good), 53) if f_bad != f_good else mpfr(0.5)
-        t = min(max(t, mpfr(2) ** -10), 1 - mpfr(2) ** -10)
-        mid = bad + (good - bad) * _exact(t)
-        mid = Fraction(_exact(mpfr(mid, 64)))          # keep the numbers short
+        t = ctx.div(ctx.minus(f_bad), ctx.sub(f_good, f_bad)) if f_good > f_bad else mpfr(0.5)
+        t = min(max(t, mpfr(2) ** -20), 1 - mpfr(2) ** -20)
+        mid = Fraction(_exact(mpfr(bad + (good - bad) * _exact(t), 64)))
         if not bad < mid < good:
             mid = (bad + good) / 2
-        f_mid = log_delta_hi(mid) - target
-        if f_mid <= 0:
+        mid_ok, f_mid = evaluate(mid)
+        if mid_ok:
             good, f_good = mid, f_mid
             if side == -1:
-                f_bad = f_bad / 2
+                f_bad = ctx.div(f_bad, 2)
             side = -1
         else:
             bad, f_bad = mid, f_mid
             if side == 1:
-                f_good = f_good / 2
+                f_good = ctx.div(f_good, 2)
             side = 1
     return good
 
@@ -611,33 +620,57 @@ def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> Option
     """Upper bound on ln δ of k-fold Lap_Z(t) with sensitivity Δ (None when δ = 0 exactly).
 
     δ = (1 + e^{ε0})^{−k} Σ_l C(k,l)·max(0, e^{lε0} − e^{ε + (k−l)ε0}), ε0 = Δ/t (Eq. 49).
-    The terms are summed in log space from the first positive one; once the
-    binomial terms fall by a factor ≤ 1/2 each, the rest is bounded geometrically.
+    The terms are positive for l > (k + ε/ε0)/2 and log-concave in l, so they are
+    summed outward from the largest, in log space, until the rest is negligible:
+    writing B_l = C(k,l)e^{lε0} and w_l = 1 − e^{ε − (2l−k)ε0} ∈ (0, 1] (increasing),
+    the terms above l sum to at most B_l·r/(1 − r) once r = B_{l+1}/B_l < 1, and those
+    below l to at most w_l·B_l·q/(1 − q) once q = B_{l−1}/B_l < 1 (both ratios fall
+    away from the peak).
     """
     e0 = Fraction(delta) / t
     if eps >= k * e0:
         return None
-    # positive terms: (2l − k)ε0 > ε  ⇔  l > (k + ε/ε0)/2
     v = (k + eps / e0) / 2
-    first = v.numerator // v.denominator + 1
+    first = v.numerator // v.denominator + 1                 # first positive term
+    ctx = _NEAR
+    peak = int(ctx.floor(ctx.div(k + 1, ctx.add(1, ctx.exp(-mpfr(e0, 64))))))   # mode of B_l
+    start = min(max(first, peak), k)
     result = None
     for bits in _PRECISIONS[:3]:
         ar = Arith(bits)
         E0 = ar.q(e0)
         lgk = _lngamma(ar, k + 1)
-        total = None
-        for l in range(first, k + 1):
-            # ln of C(k,l)·e^{lε0} and of the l-th term's weight 1 − e^{ε − (2l−k)ε0}
+        negligible = -(2 * bits) // 3                         # ln of about 2^−bits
+
+        def log_parts(l: int):
             log_binom = lgk - _lngamma(ar, l + 1) - _lngamma(ar, k - l + 1) + E0 * l
-            weight = (-(ar.q(eps - (2 * l - k) * e0).expm1())).log()
-            term = log_binom + weight
-            total = term if total is None else log_add(total, term)
-            # The binomial parts fall by (k−l)/(l+1)·e^{ε0} per step, less and less;
-            # once that is ≤ 1/2, all later terms sum to at most C(k,l)e^{lε0}.
-            ratio = E0.exp() * Fraction(k - l, l + 1)
-            if l < k and ratio.hi <= 0.5 and (log_binom - total).hi < -bits // 2:
-                total = Interval(total.lo, log_add(total, log_binom).hi, ar)
-                break
+            log_weight = (-(ar.q(eps - (2 * l - k) * e0).expm1())).log()
+            return log_binom, log_weight
+
+        b, w = log_parts(start)
+        total = b + w
+        l = start
+        while l < k:                                          # upward
+            l += 1
+            b, w = log_parts(l)
+            total = log_add(total, b + w)
+            r = E0.exp() * Fraction(k - l, l + 1)
+            if l < k and r.hi < 1:
+                rest = b + (r / (1 - r)).log()
+                if (rest - total).hi < negligible:
+                    total = Interval(total.lo, log_add(total, rest).hi, ar)
+                    break
+        l = start
+        while l > first:                                      # downward
+            l -= 1
+            b, w = log_parts(l)
+            total = log_add(total, b + w)
+            q = (-E0).exp() * Fraction(l, k - l + 1)
+            if l > first and q.hi < 1:
+                rest = b + w + (q / (1 - q)).log()
+                if (rest - total).hi < negligible:
+                    total = Interval(total.lo, log_add(total, rest).hi, ar)
+                    break
         result = total - (E0 + (-E0).exp().log1p()) * k      # − ln (1 + e^{ε0})^k
         if result.abs_width() <= _LOG_WIDTH:
             break

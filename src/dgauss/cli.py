@@ -1,10 +1,13 @@
-"""The ``dgauss`` command line: draw exact discrete Gaussian or Laplace noise.
+"""The ``dgauss`` command line: draw exact discrete Gaussian or Laplace noise, and account for it.
 
 ::
 
     dgauss sample --sigma2 100 -n 10000000                 # throughput run
     dgauss sample --sigma2 1/3 -n 10000000000 -o noise.npy  # stream to disk
     dgauss sample --laplace 7/3 --mu 5 -n 1000 -o noise.txt
+    dgauss calibrate --eps 1 --delta 1e-6 --k 100           # sigma2 / scale for a target
+    dgauss account --sigma2 2500 --k 100                    # delta(eps) and eps(delta)
+    dgauss account --laplace 35.36 --k 100 --eps 1,2
 
 Samples are drawn in chunks, so memory stays bounded for any ``-n``.  A
 ``.npy`` path gets an int64 array written chunk by chunk after a header for
@@ -18,7 +21,9 @@ import argparse
 import contextlib
 import decimal
 import itertools
+import math
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -29,7 +34,7 @@ import gmpy2
 import numpy as np
 
 import dgauss
-from dgauss import _params
+from dgauss import _params, accounting
 
 #: Exit status for a usage error (as argparse uses), an I/O or randomness
 #: failure, and an interrupt (128 + SIGINT).
@@ -184,7 +189,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     -------
     int
         The exit status: 0 on success, 2 for a usage error, 1 if writing the
-        output or reading randomness failed, 130 if interrupted.
+        output or reading randomness failed (or the accounting could not compute
+        a result), 130 if interrupted.
     """
     parser = build_parser()
     try:
@@ -198,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dgauss`` command and its subcommands."""
     parser = argparse.ArgumentParser(
         prog="dgauss",
-        description="Exact discrete Gaussian and discrete Laplace noise for differential privacy.",
+        description="Exact discrete Gaussian and discrete Laplace noise for differential privacy, "
+                    "and its privacy accounting.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {dgauss.__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -232,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "needs the OS CSPRNG, not --seed)")
     sample.add_argument("--no-progress", action="store_true",
                         help="no progress bar (it is shown only when stderr is a terminal)")
+    _add_calibrate(commands)
+    _add_account(commands)
     return parser
 
 
@@ -395,3 +404,418 @@ def _int_at_least(text: str, low: int) -> int:
     if value < low:
         raise argparse.ArgumentTypeError(f"must be >= {low}, got {text!r}")
     return value
+
+
+# ---- calibrate and account: the privacy accounting ---------------------------
+
+#: The interval ``calibrate`` prints holds the noise with probability 1 - INTERVAL_ALPHA.
+INTERVAL_ALPHA = Fraction(1, 20)
+
+#: Significant digits of a printed delta or epsilon, always rounded up.
+PRIVACY_DIGITS = 4
+
+#: Significant digits of a printed variance or standard deviation.
+UTILITY_DIGITS = 6
+
+#: The epsilons and deltas ``account`` reports when none are given.
+DEFAULT_EPS = "0.5,1,2,4,8"
+DEFAULT_DELTA = "1e-5,1e-6,1e-9"
+
+#: A float delta below this is recomputed from its logarithm (``log=True``), so that
+#: e.g. 7.4e-549 is printed instead of the float floor 5e-324.
+TINY_DELTA = 1e-300
+
+#: The accounting's parameter names, and the options that give them.
+_OPTION_OF = {"eps": "--eps", "delta": "--delta", "k": "--k", "sensitivity": "--sensitivity",
+              "sigma2": "--sigma2", "scale": "--laplace"}
+
+_QUERIES_HELP = ("--k and --sensitivity describe the queries: K answers (composition), each an "
+                 "integer vector whose values on neighbouring inputs differ by at most the "
+                 "sensitivity, a positive int or a worst-case difference vector such as 1,-1,2 "
+                 "(the discrete Laplace takes its l1 norm).")
+
+
+def _add_calibrate(commands: argparse._SubParsersAction) -> None:
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="the noise that gives (eps, delta)-DP: discrete Gaussian (exact and zCDP "
+             "accounting) beside the discrete Laplace",
+        description="Print, for a target (eps, delta) over K queries, the smallest noise parameter "
+                    "(4 significant digits) that provably reaches it by three routes: the "
+                    "discrete Gaussian with exact accounting (Theorems 7 and 15), the discrete "
+                    "Gaussian with zCDP accounting (Corollary 13), and the discrete Laplace; with "
+                    "each one's noise variance, standard deviation and 95% interval. "
+                    "Parameters are exact rationals: '1', '0.5', '1/3', '1e-6'. " + _QUERIES_HELP,
+    )
+    calibrate.set_defaults(command=run_calibrate)
+    calibrate.add_argument("--eps", required=True, metavar="EPS", help="the target epsilon, > 0")
+    calibrate.add_argument("--delta", required=True, metavar="DELTA",
+                           help="the target delta, 0 < DELTA < 1, e.g. 1e-6")
+    _add_query_options(calibrate)
+    _one_line_errors(calibrate)
+
+
+def _add_account(commands: argparse._SubParsersAction) -> None:
+    account = commands.add_parser(
+        "account",
+        help="the privacy of given noise: delta at several eps and eps at several delta",
+        description="Print the privacy of N_Z(0, SIGMA2) or Lap_Z(SCALE) noise on K queries: "
+                    "delta at each eps and eps at each delta, for the discrete Gaussian by "
+                    "exact accounting (Theorems 7 and 15) and by zCDP (Corollary 13, rho = "
+                    "K*|sensitivity|^2/(2*SIGMA2)); for the discrete Laplace by its exact "
+                    "composition (Eq. 49; eps at delta by bisection on it), with its pure eps = "
+                    "K*sensitivity/SCALE. Every delta "
+                    "and eps is rounded up. " + _QUERIES_HELP,
+    )
+    account.set_defaults(command=run_account)
+    which = account.add_mutually_exclusive_group(required=True)
+    which.add_argument("--sigma2", metavar="SIGMA2",
+                       help="account for the discrete Gaussian N_Z(0, SIGMA2), SIGMA2 > 0")
+    which.add_argument("--laplace", metavar="SCALE",
+                       help="account for the discrete Laplace Lap_Z(SCALE), SCALE > 0")
+    account.add_argument("--eps", default=DEFAULT_EPS, metavar="LIST",
+                         help=f"comma-separated eps >= 0 at which to print delta "
+                              f"(default {DEFAULT_EPS})")
+    account.add_argument("--delta", default=DEFAULT_DELTA, metavar="LIST",
+                         help=f"comma-separated 0 < delta < 1 at which to print eps "
+                              f"(default {DEFAULT_DELTA})")
+    _add_query_options(account)
+    _one_line_errors(account)
+
+
+def _add_query_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=_positive_int, default=1, metavar="K",
+                        help="the number of queries answered (composition; default 1)")
+    parser.add_argument("--sensitivity", default="1", metavar="S",
+                        help="a positive int, or a comma-separated difference vector such as "
+                             "1,-1,2 (write --sensitivity=-1,2 when it starts with a minus; "
+                             "default 1)")
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` report a usage error in one line (no usage block) and exit 2."""
+    def error(message: str):
+        parser.exit(EXIT_USAGE, f"{parser.prog}: error: {message} "
+                                f"(see '{parser.prog} --help')\n")
+    parser.error = error  # type: ignore[method-assign]
+
+
+@dataclass(frozen=True)
+class Queries:
+    """The validated ``--k`` and ``--sensitivity``.
+
+    Attributes
+    ----------
+    k : int
+        The number of queries.
+    text : str
+        ``--sensitivity`` as typed.
+    sensitivity : int or tuple of int
+        For the Gaussian accounting: a positive int or a difference vector.
+    l1 : int
+        The l1 norm of the sensitivity, for the discrete Laplace.
+    """
+
+    k: int
+    text: str
+    sensitivity: object
+    l1: int
+
+    def describe(self) -> str:
+        queries = "1 query" if self.k == 1 else f"k = {self.k} queries"
+        return f"{queries}, sensitivity {self.text}"
+
+
+def _queries(args: argparse.Namespace) -> Queries:
+    """``--k`` and ``--sensitivity``; ValueError naming the option otherwise."""
+    text = args.sensitivity.strip()
+    parts = [part.strip() for part in text.split(",")]
+    hint = "a positive integer or a comma-separated vector such as 1,-1,2"
+    if len(parts) == 1:
+        value = _params.integer(text, "--sensitivity")
+        if value < 1:
+            raise ValueError(f"--sensitivity must be {hint}, got {_params.show(args.sensitivity)}")
+        return Queries(args.k, text, value, value)
+    if not all(parts):
+        raise ValueError(f"--sensitivity must be {hint}, got {_params.show(args.sensitivity)}")
+    entries = tuple(_params.integer(part, "--sensitivity") for part in parts)
+    if not any(entries):
+        raise ValueError("--sensitivity must have a nonzero entry (all zero means no privacy loss)")
+    return Queries(args.k, ",".join(parts), entries, sum(abs(e) for e in entries))
+
+
+def _option_message(exc: Exception) -> str:
+    """The accounting's error message, with its parameter's name replaced by the option's."""
+    text = str(exc)
+    match = re.match(r"(\w+)\b", text)
+    if match and match.group(1) in _OPTION_OF:
+        return _OPTION_OF[match.group(1)] + text[match.end():]
+    return text
+
+
+def _accounting_errors(command: str, body: Callable[[], List[str]]) -> int:
+    """Run ``body`` and print its lines; report a bad parameter or a failure in one line."""
+    try:
+        lines = body()
+    except (ValueError, TypeError) as exc:
+        print(f"dgauss {command}: error: {_option_message(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except ArithmeticError as exc:
+        print(f"dgauss {command}: error: cannot compute this: {_option_message(exc)}",
+              file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print(f"dgauss {command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print("\n".join(lines))
+    return 0
+
+
+@dataclass(frozen=True)
+class Route:
+    """One row of ``calibrate``: a mechanism, its calibrated parameter and its utility."""
+
+    name: str
+    symbol: str
+    param: Fraction
+    variance: Optional[float]   # None: beyond the float range
+    width: int                  # the interval is [-width, width]
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    """Carry out ``dgauss calibrate``; see :func:`main` for the exit status."""
+    return _accounting_errors("calibrate", lambda: _calibration(args))
+
+
+def _calibration(args: argparse.Namespace) -> List[str]:
+    """The lines ``calibrate`` prints."""
+    queries = _queries(args)
+    eps, delta = args.eps.strip(), args.delta.strip()
+    sens, k = queries.sensitivity, queries.k
+    gauss = [("discrete Gaussian, exact", accounting.calibrate_gaussian(eps, delta, sens, k, method="exact")),
+             ("discrete Gaussian, zCDP", accounting.calibrate_gaussian(eps, delta, sens, k, method="zcdp"))]
+    routes = [Route(name, "sigma2", s, _or_none(accounting.gaussian_variance, s),
+                    accounting.gaussian_interval(s, INTERVAL_ALPHA)[1]) for name, s in gauss]
+    scale = accounting.calibrate_laplace(eps, delta, queries.l1, k)
+    routes.append(Route("discrete Laplace", "scale", scale,
+                        _or_none(accounting.laplace_variance, scale),
+                        accounting.laplace_interval(scale, INTERVAL_ALPHA)[1]))
+
+    confidence = f"{float(100 * (1 - INTERVAL_ALPHA)):g}% interval"
+    header = ["route", "parameter", "variance", "std dev", confidence]
+    rows = [[r.name, f"{r.symbol} = {_grid_text(r.param)}", _utility(r.variance),
+             _utility(None if r.variance is None else math.sqrt(r.variance)),
+             "+-" + _digits(r.width)] for r in routes]
+    laplace_note = (f" (l1 norm {queries.l1} for the Laplace)"
+                    if isinstance(queries.sensitivity, tuple) else "")
+    lines = [f"dgauss calibrate: (eps, delta) = ({eps}, {delta}) over "
+             f"{queries.describe()}{laplace_note}"]
+    lines += _table(header, rows, right=(2, 3, 4))
+    exact, zcdp, laplace = (r.variance for r in routes)
+    if exact is not None and zcdp is not None:
+        lines.append(f"  exact accounting needs {_relative(exact, zcdp)} variance than zCDP")
+    if laplace is not None and exact is not None:
+        lines.append(f"  the discrete Laplace needs {_relative(laplace, exact)} variance than "
+                     "the exact discrete Gaussian")
+    lines.append(f"  (each parameter is the smallest with {accounting.GRID_DIGITS} significant digits "
+                 "that provably reaches the target;")
+    lines.append("   variance and std dev are per coordinate of each query)")
+    return lines
+
+
+def _or_none(function: Callable[[Fraction], float], value: Fraction) -> Optional[float]:
+    """function(value), or None when the result exceeds the float range."""
+    try:
+        return function(value)
+    except OverflowError:
+        return None
+
+
+def _utility(value: Optional[float]) -> str:
+    if value is None:
+        return "> 1.8e308"
+    return f"{value:#.{UTILITY_DIGITS}g}".replace(".e", "e").rstrip(".")
+
+
+def _relative(value: float, reference: float) -> str:
+    """'13.1% less' or '69.0% more': ``value`` against ``reference``."""
+    change = 100 * (value - reference) / reference
+    return f"{abs(change):.1f}% {'more' if change > 0 else 'less'}"
+
+
+def _grid_text(value: Fraction) -> str:
+    """A calibrated parameter exactly as its decimal (``17.90``: all 4 significant digits),
+    or as a fraction when it is no short decimal."""
+    den = value.denominator
+    twos = fives = 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    if den != 1:
+        return f"{value.numerator}/{value.denominator}"
+    places = max(twos, fives)
+    digits = value.numerator * 10**places // value.denominator
+    with decimal.localcontext() as ctx:
+        ctx.prec = max(len(str(abs(digits))), accounting.GRID_DIGITS) + 2
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        exact = decimal.Decimal(digits).scaleb(-places).normalize()
+    exact = _pad(exact, accounting.GRID_DIGITS)
+    if -6 <= exact.adjusted() < 12:
+        return f"{exact:f}"
+    return f"{exact:e}".replace("e+", "e")
+
+
+def _pad(value: decimal.Decimal, digits: int) -> decimal.Decimal:
+    """``value`` with trailing zeros up to ``digits`` significant digits (17.9 -> 17.90)."""
+    exponent = value.adjusted() - digits + 1
+    if value != 0 and value.as_tuple().exponent > exponent:
+        with decimal.localcontext() as ctx:
+            ctx.prec = max(ctx.prec, digits + 2)
+            ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+            return value.quantize(decimal.Decimal(1).scaleb(exponent))
+    return value
+
+
+def _table(header: List[str], rows: List[List[str]], right: Sequence[int] = ()) -> List[str]:
+    """``header`` and ``rows`` in aligned columns, indented; columns in ``right`` flush right."""
+    widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
+
+    def line(cells: List[str]) -> str:
+        return "  " + "   ".join(c.rjust(w) if i in right else c.ljust(w)
+                                 for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return [line(header)] + [line(row) for row in rows]
+
+
+def run_account(args: argparse.Namespace) -> int:
+    """Carry out ``dgauss account``; see :func:`main` for the exit status."""
+    return _accounting_errors("account", lambda: _account(args))
+
+
+def _values(text: str) -> List[str]:
+    """A comma-separated list, each entry stripped (an empty one is left for the accounting
+    to refuse by name)."""
+    return [part.strip() for part in text.split(",")]
+
+
+def _account(args: argparse.Namespace) -> List[str]:
+    """The lines ``account`` prints."""
+    queries = _queries(args)
+    sens, k = queries.sensitivity, queries.k
+    epsilons, deltas = _values(args.eps), _values(args.delta)
+    if args.sigma2 is not None:
+        sigma2 = args.sigma2.strip()
+        rho = k * accounting.gaussian_rho(sigma2, sens)
+        lines = [f"dgauss account: N_Z(0, {sigma2}) noise on {queries.describe()}",
+                 f"  zCDP: rho = k*|sensitivity|^2/(2*sigma2) = {_rho_text(rho)}"]
+        delta_rows = [[e, _delta_text(lambda log: accounting.gaussian_delta(sigma2, e, sens, k,
+                                                                             log=log)),
+                       _delta_text(lambda log: accounting.cdp_delta(rho, e, log=log))]
+                      for e in epsilons]
+        eps_rows = [[d, _rounded_up(accounting.gaussian_epsilon(sigma2, d, sens, k)),
+                     _rounded_up(accounting.cdp_eps(rho, d))] for d in deltas]
+        lines += [""] + _table(["eps", "delta, exact", "delta, zCDP"], delta_rows, right=(1, 2))
+        lines += [""] + _table(["delta", "eps, exact", "eps, zCDP"], eps_rows, right=(1, 2))
+        lines.append("  (exact: Theorems 7/15; zCDP: Corollary 13; rounded up to "
+                     f"{PRIVACY_DIGITS} significant digits)")
+        return lines
+    scale = args.laplace.strip()
+    accounting.laplace_epsilon(scale, queries.l1)                  # checks --laplace
+    pure = Fraction(k * queries.l1) / _params.positive(scale, "--laplace")   # exactly
+    lines = [f"dgauss account: Lap_Z(0, {scale}) noise on {queries.describe()}",
+             f"  pure eps = k*|sensitivity|_1/scale = {_rounded_up(pure)} (delta = 0)"]
+    delta_rows = [[e, _delta_text(lambda log: accounting.laplace_delta(scale, e, queries.l1, k,
+                                                                        log=log))]
+                  for e in epsilons]
+    eps_rows = [[d, _rounded_up(_laplace_eps_at(scale, d, queries.l1, k, pure))] for d in deltas]
+    lines += [""] + _table(["eps", "delta, exact"], delta_rows, right=(1,))
+    lines += [""] + _table(["delta", "eps, exact"], eps_rows, right=(1,))
+    lines.append("  (exact composition, Eq. 49; rounded up to "
+                 f"{PRIVACY_DIGITS} significant digits)")
+    return lines
+
+
+def _laplace_eps_at(scale: str, delta: str, l1: int, k: int, pure: Fraction) -> Fraction:
+    """The smallest eps (to a relative 2**-30) with laplace_delta(scale, eps) <= delta, by
+    bisection: only an eps whose delta the accounting certifies is returned."""
+    target = _params.to_fraction(delta, "--delta")
+    if not 0 < target < 1:
+        raise ValueError(f"--delta must lie in (0, 1), got {_params.show(delta)}")
+
+    def works(eps: Fraction) -> bool:
+        return accounting.laplace_delta(scale, eps, l1, k) <= target
+
+    good, bad = pure, Fraction(0)     # delta = 0 at the pure eps
+    if works(bad):
+        return bad
+    while good - bad > good * Fraction(1, 2**30):
+        mid = (good + bad) / 2
+        mid = Fraction(float(mid)) if bad < Fraction(float(mid)) < good else mid  # short numbers
+        if works(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def _rho_text(rho: Fraction) -> str:
+    """rho as a short fraction and its decimal, or its decimal alone."""
+    approx = _approx(rho)
+    if len(str(rho.numerator)) + len(str(rho.denominator)) <= 20:
+        exact = str(rho)
+        return exact if exact == approx else f"{exact} ({approx})"
+    return approx
+
+
+def _delta_text(delta: Callable[[bool], float]) -> str:
+    """delta(log=False) rounded up, or from delta(log=True) when it is below TINY_DELTA."""
+    value = delta(False)
+    if value >= TINY_DELTA or value == 0:
+        return _rounded_up(value)
+    return _rounded_up_from_log(delta(True))
+
+
+def _rounded_up(value, digits: int = PRIVACY_DIGITS) -> str:
+    """``value`` (a float or Fraction >= 0) rounded up to ``digits`` significant digits."""
+    q = Fraction(value)
+    with decimal.localcontext() as ctx:
+        ctx.prec = digits
+        ctx.rounding = decimal.ROUND_CEILING
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        up = decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)
+    return _short(up)
+
+
+def _rounded_up_from_log(log_value: float, digits: int = PRIVACY_DIGITS) -> str:
+    """e**log_value rounded up to ``digits`` significant digits, at any magnitude (7.4e-549);
+    beyond a million decimal places, as ``e^-1.797e308``."""
+    if log_value < -2e6:
+        return "e^" + _rounded_up(log_value, digits)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        ln10 = decimal.Decimal(10).ln()
+        log10 = decimal.Decimal(log_value) / ln10
+        exponent = int(log10.to_integral_value(rounding=decimal.ROUND_FLOOR))
+        # the mantissa in [1, 10), nudged up past the computation's own rounding
+        mantissa = ((log10 - exponent) * ln10).exp() * (1 + decimal.Decimal(10) ** -40)
+        ctx.prec = digits
+        ctx.rounding = decimal.ROUND_CEILING
+        mantissa = +mantissa
+        if mantissa >= 10:
+            mantissa, exponent = mantissa / 10, exponent + 1
+        return _short(mantissa.scaleb(exponent))
+
+
+def _short(value: decimal.Decimal) -> str:
+    """A Decimal with PRIVACY_DIGITS significant digits: positional near 1, else like 1.755e-8."""
+    if value == 0:
+        return "0"
+    with decimal.localcontext() as ctx:
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        value = _pad(value, PRIVACY_DIGITS)
+        if -4 <= value.adjusted() < 6:
+            return f"{value:f}"
+        mantissa = value.scaleb(-value.adjusted())
+        return f"{mantissa:f}e{value.adjusted()}"
