@@ -51,7 +51,7 @@ DIRECT_SLOW_TERMS = 1_000_000
 LATTICE_MAX_TERMS = 20000
 
 #: Largest Euler–Maclaurin order tried (p = 2q).
-EM_MAX_ORDER = 40
+EM_MAX_ORDER = 80
 
 #: Above z = a/√(2s) = ERFC_ASYMPTOTIC_Z, the Gaussian tail integral is taken
 #: from erfc's asymptotic series (whose partial sums enclose it) instead of
@@ -190,18 +190,18 @@ class _Tail:
         integral = self.log_integral(m).exp()
         if self.eps is not None:
             integral = integral - (self.log_integral(m + self.delta) + ar.q(self.eps)).exp()
-        # Remainder: best even order p = 2q.
-        p, bound = self._best_order(parts, sigma)
-        # Derivative terms, h^{(j)}(m) for odd j < p.
+        # h(m)/2
+        total = integral
+        for a, with_eps, weight in parts:
+            total = total + weight * Fraction(-1 if with_eps else 1, 2)
+        # Remainder: the lowest even order p = 2q whose bound is below 2^−56 (or 2^−bits/2) of the sum so
+        # far (the derivative terms are small beside it), else the best order.
+        goal = ar.dn.mul(total.lo, mpfr(2) ** -max(56, ar.bits // 2)) if total.lo > 0 else mpfr(0)
+        p, bound = self._best_order(parts, sigma, goal)
         hermite = {}
         for a, with_eps, weight in parts:
             hermite[a] = _hermite_values(ar.q(a) / sigma, p)
-        total = integral
         bern = _bernoulli_over_factorial(p)
-        # h(m)/2
-        for a, with_eps, weight in parts:
-            sign = -1 if with_eps else 1
-            total = total + weight * Fraction(sign, 2)
         inv_sigma = 1 / sigma
         for k in range(1, p // 2 + 1):
             j = 2 * k - 1
@@ -215,8 +215,9 @@ class _Tail:
             total = total - deriv * bern[k]
         return Interval(ar.dn.sub(total.lo, bound), ar.up.add(total.hi, bound), ar), bound
 
-    def _best_order(self, parts, sigma: Interval):
-        """The even order p ≤ EM_MAX_ORDER whose remainder bound is smallest, and that bound."""
+    def _best_order(self, parts, sigma: Interval, goal):
+        """The lowest even order p ≤ EM_MAX_ORDER whose remainder bound is ≤ goal, else the
+        order with the smallest bound; and that bound."""
         ar, s = self.ar, self.s
         two_pi = ar.pi().scale2(1)
         best = None
@@ -246,6 +247,8 @@ class _Tail:
             b = min(candidates)
             if best is None or b < best[1]:
                 best = (p, b)
+            if b <= goal:
+                break
         return best
 
     def enclose(self, allow_slow: bool = False) -> Interval:
@@ -258,7 +261,7 @@ class _Tail:
         tightly, so that the caller retries with more bits.
         """
         ar = self.ar
-        tight = mpfr(2) ** (-ar.bits // 2)
+        tight = mpfr(2) ** -44          # the accounting wants ln δ to 2^−40
         if self.direct_terms_estimate(ar.bits) <= DIRECT_MAX_TERMS:
             found = self.direct(4 * DIRECT_MAX_TERMS)
             if found is not None:
@@ -289,15 +292,17 @@ def _hermite_values(t: Interval, p: int) -> List[Interval]:
 
 
 @lru_cache(maxsize=None)
+def _bernoulli_numbers(n_max: int) -> List[Fraction]:
+    """B_0 … B_{n_max}, from Σ_{k=0}^{n} C(n+1, k)·B_k = 0 (one pass, exact)."""
+    table = [Fraction(1)]
+    for n in range(1, n_max + 1):
+        table.append(-sum(comb(n + 1, k) * table[k] for k in range(n)) / (n + 1))
+    return table
+
+
 def _bernoulli(n: int) -> Fraction:
-    """B_n (B_1 = −1/2 convention irrelevant here: only even n are used)."""
-    # Akiyama–Tanigawa
-    a = [Fraction(0)] * (n + 1)
-    for i in range(n + 1):
-        a[i] = Fraction(1, i + 1)
-        for j in range(i, 0, -1):
-            a[j - 1] = j * (a[j - 1] - a[j])
-    return a[0]
+    """B_n (only even n ≥ 2 are used, where the conventions agree)."""
+    return _bernoulli_numbers(max(n, EM_MAX_ORDER))[n]
 
 
 def _bernoulli_over_factorial(p: int) -> List[Fraction]:
