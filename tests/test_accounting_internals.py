@@ -111,34 +111,38 @@ def test_gauss_tail_integral_asymptotic_branch_matches_erfc():
 
 
 # ------------------------------------------------------ lattice error bound
-def convolution_ratio_spread(n, s):
-    """max/min over w of P[S_n = w]/e^{−w²/(2ns)} for S_n a sum of n i.i.d. N_Z(0, s)."""
+def ratio_spread(weights, s):
+    """max/min over w of P[W = w]/e^{−w²/(2sS)}, W = Σ_j weights_j·Y_j for i.i.d. N_Z(0, s),
+    S = Σ weights_j² (brute-force convolution in mpmath, |w| kept far from the truncation)."""
     s_ = mp(s)
     half = int(12 * mpmath.sqrt(s_)) + 6
     base = {y: mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * s_)) for y in range(-half, half + 1)}
-    dist = dict(base)
-    for _ in range(n - 1):
+    dist = {0: mpmath.mpf(1)}
+    for b in weights:
         new = {}
         for w, pw in dist.items():
             for y, py in base.items():
-                new[w + y] = new.get(w + y, 0) + pw * py
+                new[w + b * y] = new.get(w + b * y, 0) + pw * py
         dist = new
-    ratios = [dist[w] / mpmath.exp(-mpmath.mpf(w) ** 2 / (2 * n * s_))
+    S = sum(b * b for b in weights)
+    ratios = [dist[w] / mpmath.exp(-mpmath.mpf(w) ** 2 / (2 * S * s_))
               for w in range(-half, half + 1)]
     return max(ratios) / min(ratios)
+
+
+def assert_bound_covers(error, spread):
+    """(1 + R)/(1 − R) spread covered by the bound E, and E within 50× of what it covers."""
+    assert error is not None and error < 0.5
+    e = mpmath.mpf(error)
+    assert spread <= (1 + e) / (1 - e)
+    assert (spread - 1) * 50 >= e or e < mpmath.mpf(10) ** -40
 
 
 @pytest.mark.parametrize("n, s", [(2, F(1, 2)), (3, F(1, 2)), (2, F(1)), (4, F(3, 4)), (3, F(2)),
                                   (6, F(1)), (5, F(3, 2))])
 def test_lattice_error_bound_covers_the_true_deviation(n, s):
     """P[S_n = w] ∝ e^{−w²/(2ns)}(1 + R(w)) with |R| ≤ E, so the ratio spread is ≤ (1+E)/(1−E)."""
-    error = gs.lattice_error_bound(n, s)
-    assert error is not None and error < 0.5
-    spread = convolution_ratio_spread(n, s)
-    e = mpmath.mpf(error)
-    assert spread <= (1 + e) / (1 - e)
-    # and the bound is not vacuous: within a factor 50 of the deviation it must cover
-    assert (spread - 1) * 50 >= e or e < mpmath.mpf(10) ** -40
+    assert_bound_covers(gs.lattice_error_bound(n, s), ratio_spread((1,) * n, s))
 
 
 def test_lattice_error_bound_is_zero_for_one_coordinate_and_tiny_for_large_sigma():
@@ -162,24 +166,6 @@ def test_any_alpha_gives_an_upper_bound_and_the_chosen_one_is_the_best(rho, eps)
         assert g.lo >= reported - mpfr(2) ** -40 * abs(reported)
 
 
-def weighted_sum_ratio_spread(weights, s):
-    """max/min over w of P[W = w]/e^{−w²/(2sS)}, W = Σ_j weights_j·Y_j, S = Σ weights_j²."""
-    s_ = mp(s)
-    half = int(12 * mpmath.sqrt(s_)) + 6
-    base = {y: mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * s_)) for y in range(-half, half + 1)}
-    dist = {0: mpmath.mpf(1)}
-    for b in weights:
-        new = {}
-        for w, pw in dist.items():
-            for y, py in base.items():
-                new[w + b * y] = new.get(w + b * y, 0) + pw * py
-        dist = new
-    S = sum(b * b for b in weights)
-    reach = half                      # |w| ≤ half: far from the truncation in every case here
-    ratios = [dist[w] / mpmath.exp(-mpmath.mpf(w) ** 2 / (2 * S * s_)) for w in range(-reach, reach + 1)]
-    return max(ratios) / min(ratios)
-
-
 @pytest.mark.parametrize("weights, s", [((1, 2), F(1)), ((1, 2), F(3)), ((2, 3), F(2)),
                                         ((1, 1, 2), F(3, 2)), ((1, 3), F(4))])
 def test_vector_lattice_error_bound_covers_the_true_deviation(weights, s):
@@ -187,9 +173,4 @@ def test_vector_lattice_error_bound_covers_the_true_deviation(weights, s):
     counts = {}
     for b in weights:
         counts[b] = counts.get(b, 0) + 1
-    error = gs.lattice_error_bound_vector(counts, s)
-    assert error is not None and error < 0.5
-    spread = weighted_sum_ratio_spread(weights, s)
-    e = mpmath.mpf(error)
-    assert spread <= (1 + e) / (1 - e)
-    assert (spread - 1) * 50 >= e or e < mpmath.mpf(10) ** -40
+    assert_bound_covers(gs.lattice_error_bound_vector(counts, s), ratio_spread(weights, s))

@@ -95,25 +95,22 @@ _NEAR = gmpy2.context(precision=64)
 # ==========================================================================
 # Parameters
 # ==========================================================================
-def _rational(value, name: str) -> Fraction:
-    q = _params.to_fraction(value, name)
+def _bounded(q: Fraction, name: str) -> Fraction:
     if max(q.numerator.bit_length(), q.denominator.bit_length()) > MAX_BITS:
         raise ValueError(f"{name} has a numerator or denominator over {MAX_BITS} bits")
     return q
 
 
+def _rational(value, name: str) -> Fraction:
+    return _bounded(_params.to_fraction(value, name), name)
+
+
 def _positive(value, name: str) -> Fraction:
-    q = _rational(value, name)
-    if q <= 0:
-        raise ValueError(f"{name} must be > 0, got {_params.show(value)}")
-    return q
+    return _bounded(_params.positive(value, name), name)
 
 
 def _nonnegative(value, name: str) -> Fraction:
-    q = _rational(value, name)
-    if q < 0:
-        raise ValueError(f"{name} must be >= 0, got {_params.show(value)}")
-    return q
+    return _bounded(_params.nonnegative(value, name), name)
 
 
 def _probability(value, name: str, allow_zero: bool = False) -> Fraction:
