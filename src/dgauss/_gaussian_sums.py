@@ -39,8 +39,8 @@ from gmpy2 import mpfr
 from dgauss._interval import Arith, Interval
 
 #: Direct summation is used when it needs at most this many terms (~7 µs each;
-#: Euler–Maclaurin costs about as much as 200–300 terms).
-DIRECT_MAX_TERMS = 400
+#: Euler–Maclaurin costs about as much as 100–150 terms).
+DIRECT_MAX_TERMS = 150
 
 #: Terms direct summation may take when Euler–Maclaurin's remainder is too large
 #: (small s), and with ``allow_slow``.
