@@ -34,6 +34,7 @@ from functools import lru_cache
 from math import comb, factorial, isqrt
 from typing import Dict, List, Optional
 
+import gmpy2
 from gmpy2 import mpfr
 
 from dgauss._interval import Arith, Interval
@@ -495,3 +496,88 @@ def _lattice_error_bound_pieces(counts: Dict[int, int], s: Fraction, pieces: int
     if total.hi >= 0.5:
         return None
     return total.hi
+
+
+# --------------------------------------------------------------------------
+# Exact convolution, for the few coordinates and small σ² where E is not small
+# --------------------------------------------------------------------------
+#: Most multiply-adds the convolution route may spend (np.convolve on Python ints).
+CONVOLUTION_BUDGET = 4_000_000
+
+
+def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
+    """(lower, upper) bounds on δ = E[max(0, 1 − e^{ε − Z})], Z = (‖μ‖²_k + 2W)/(2s),
+    by convolving the N_Z(0, s) pmfs of the k·d coordinates exactly; None when over budget.
+
+    Each pmf value is held as a pair of integers ⌊p·2^bits⌋ ≤ p·2^bits ≤ ⌈p·2^bits⌉ and
+    convolved exactly (numpy's convolve on Python ints), rescaling down and up after
+    each step, so the lower and upper vectors enclose the true distribution of the
+    truncated sum.  Each coordinate is truncated to |y| ≤ Y, and the mass cut off,
+    at most N·P[|Y| > Y] (bounded geometrically), is added to the upper bound, as
+    the weight 1 − e^{ε − Z} is at most 1.  Sign does not matter (Y is symmetric).
+    """
+    import numpy as np                                   # a dependency, but only needed here
+
+    ar = Arith(bits + 64)
+    weights = sorted(abs(x) for x in mu for _ in range(k) if x)
+    n = len(weights)
+    Y = isqrt(int(Fraction(14, 10) * s * (bits + 40))) + 2  # e^{−Y²/(2s)} < 2^{−bits−40}
+    groups = {}
+    for b in weights:
+        groups[b] = groups.get(b, 0) + 1
+    width = 2 * Y + 1
+    cost = sum(g * g * width * width // 2 for g in groups.values())
+    total_length = sum(2 * b * Y * g for b, g in groups.items()) + 1
+    cost += total_length * max(2 * b * Y * g + 1 for b, g in groups.items()) * (len(groups) - 1)
+    if cost > CONVOLUTION_BUDGET:
+        return None
+    one = 1 << bits
+    log_theta = log_normaliser(s, ar)
+    base_lo, base_hi = [], []
+    for y in range(-Y, Y + 1):
+        p = (ar.q(Fraction(-y * y, 2 * s)) - log_theta).exp()
+        base_lo.append(int(gmpy2.floor(ar.dn.mul_2exp(p.lo, bits))))
+        base_hi.append(int(gmpy2.ceil(ar.up.mul_2exp(p.hi, bits))))
+    base_lo = np.array(base_lo, dtype=object)
+    base_hi = np.array(base_hi, dtype=object)
+
+    def rescale(lo, hi):
+        return (np.array([x >> bits for x in lo], dtype=object),
+                np.array([-((-x) >> bits) for x in hi], dtype=object))
+
+    dist = None                         # (lo, hi, offset): value index i ↔ w = i − offset
+    for b, count in sorted(groups.items()):
+        lo, hi = base_lo, base_hi
+        for _ in range(count - 1):
+            lo, hi = rescale(np.convolve(lo, base_lo), np.convolve(hi, base_hi))
+        if b > 1:                       # spread b·S: put the values on every b-th place
+            spread_lo = np.zeros(b * (len(lo) - 1) + 1, dtype=object)
+            spread_hi = np.zeros(b * (len(hi) - 1) + 1, dtype=object)
+            spread_lo[::b], spread_hi[::b] = lo, hi
+            lo, hi = spread_lo, spread_hi
+        offset = (len(lo) - 1) // 2
+        if dist is None:
+            dist = (lo, hi, offset)
+        else:
+            new_lo, new_hi = rescale(np.convolve(dist[0], lo), np.convolve(dist[1], hi))
+            dist = (new_lo, new_hi, dist[2] + offset)
+    lo_vec, hi_vec, offset = dist
+    # δ = Σ_w P[W = w]·(1 − e^{ε − (‖μ‖² + 2w)/(2s)}) over w past the threshold
+    norm2 = sum(b * b for b in weights)
+    acc_lo = acc_hi = 0
+    for i in range(len(lo_vec)):
+        w = i - offset
+        x = eps - Fraction(norm2 + 2 * w, 2 * s)
+        if x >= 0:
+            continue
+        weight = -(ar.q(x).expm1())
+        acc_lo += lo_vec[i] * int(gmpy2.floor(ar.dn.mul_2exp(weight.lo, bits)))
+        acc_hi += hi_vec[i] * int(gmpy2.ceil(ar.up.mul_2exp(weight.hi, bits)))
+    # the truncated mass: P[|Y| > Y] ≤ 2e^{−(Y+1)²/(2s)}/(1 − e^{−(2Y+3)/(2s)})/Θ per coordinate
+    tail = (ar.q(Fraction(-(Y + 1) ** 2, 2 * s)).exp().scale2(1)
+            / (1 - ar.q(Fraction(-(2 * Y + 3), 2 * s)).exp()) / log_theta.exp()) * n
+    scale = 2 * bits
+    lower = ar.dn.div(gmpy2.mpz(acc_lo), gmpy2.mpz(one) ** 2)
+    upper = ar.up.add(ar.up.div(gmpy2.mpz(acc_hi), gmpy2.mpz(one) ** 2), tail.hi)
+    del scale
+    return lower, upper

@@ -54,6 +54,7 @@ from gmpy2 import mpfr
 
 from dgauss import _params
 from dgauss._gaussian_sums import (
+    convolution_delta,
     lattice_error_bound_vector,
     log_normaliser,
     log_tail,
@@ -212,13 +213,21 @@ def _enclose(compute: Callable[[Arith, bool], Interval]) -> Optional[Interval]:
 # ==========================================================================
 # zCDP → (ε, δ): Corollary 13
 # ==========================================================================
+def _log_ratio(u: Interval) -> Interval:
+    """log(u/(1+u)) = log(1 − 1/α), α = 1 + u; as −log1p(1/u) when u > 1, where the
+    difference log u − log(1+u) would cancel (u ~ 1e300 when ρ ~ δ²)."""
+    if u.lo > 1:
+        return -((1 / u).log1p())
+    return u.log() - u.log1p()
+
+
 def _g(u: Interval, rho: Interval, eps: Interval) -> Interval:
     """Eq. 18 at α = 1 + u: g = u(αρ − ε) + u·log(u/(1+u)) − log(1+u); δ ≤ e^g for every u > 0.
 
     Written in u = α − 1 so that α close to 1 (ρ ≫ ε) loses nothing.
     """
     log1p_u = u.log1p()
-    return u * ((u + 1) * rho - eps) + u * (u.log() - log1p_u) - log1p_u
+    return u * ((u + 1) * rho - eps) + u * _log_ratio(u) - log1p_u
 
 
 def _newton_root(f, df, lo: mpfr, hi: mpfr, x: mpfr) -> mpfr:
@@ -261,7 +270,8 @@ def _cdp_u(rho: Fraction, eps: Fraction) -> Optional[mpfr]:
 def _cdp_u_float(r: float, e: float) -> Optional[float]:
     """_cdp_u in machine floats (Newton on Eq. 19 in u, bracketed by Eqs. 21–22)."""
     def g1(u):
-        return (2 * u + 1) * r - e + math.log(u) - math.log1p(u)
+        ratio = -math.log1p(1 / u) if u > 1 else math.log(u) - math.log1p(u)
+        return (2 * u + 1) * r - e + ratio
 
     lo = (e - r) / (2 * r)
     hi = max((e + 1 - r) / (2 * r), 1.0)
@@ -293,8 +303,7 @@ def _cdp_u_mpfr(r: mpfr, e: mpfr) -> Optional[mpfr]:
     ctx = _NEAR
 
     def g1(u):
-        return ctx.add(ctx.sub(ctx.mul(ctx.add(ctx.mul(2, u), 1), r), e),
-                       ctx.sub(ctx.log(u), ctx.log1p(u)))
+        return ctx.add(ctx.sub(ctx.mul(ctx.add(ctx.mul(2, u), 1), r), e), _near_log_ratio(u))
 
     def g2(u):
         return ctx.add(ctx.mul(2, r), ctx.div(1, ctx.mul(u, ctx.add(u, 1))))
@@ -323,7 +332,10 @@ def _cdp_log_delta(rho: Fraction, eps: Fraction) -> mpfr:
     eps_lo = dn.div(gmpy2.mpz(eps.numerator), gmpy2.mpz(eps.denominator))
     log1p_lo = dn.log1p(u)
     first = up.mul(u, up.sub(up.mul(up.add(u, 1), rho_hi), eps_lo))      # u((u+1)ρ − ε)
-    second = up.mul(u, up.sub(up.log(u), log1p_lo))                      # u·log(u/(1+u))
+    if u > 1:                                                            # u·log(u/(1+u))
+        second = up.mul(u, up.minus(dn.log1p(dn.div(1, u))))
+    else:
+        second = up.mul(u, up.sub(up.log(u), log1p_lo))
     g = up.sub(up.add(first, second), log1p_lo)                          # − log(1+u)
     return min(g, mpfr(0))
 
@@ -360,7 +372,7 @@ def cdp_delta_standard(rho: Number, eps: Number, *, log: bool = False) -> float:
 def _cdp_eps_at(u: Interval, rho: Interval, log_inv_delta: Interval) -> Interval:
     """Eq. 13 with τ = αρ, α = 1 + u: ε = αρ + log(u/(1+u)) + (log(1/δ) − log(1+u))/u."""
     log1p_u = u.log1p()
-    return (u + 1) * rho + (u.log() - log1p_u) + (log_inv_delta - log1p_u) / u
+    return (u + 1) * rho + _log_ratio(u) + (log_inv_delta - log1p_u) / u
 
 
 def _cdp_eps_u(rho: mpfr, log_inv_delta: mpfr) -> mpfr:
@@ -410,7 +422,9 @@ def cdp_rho(eps: Number, delta: Number) -> float:
     Solves ε(ρ) = ε, ε(ρ) = min_α of Eq. 13, by Newton's method (ε(ρ) is concave
     and ∂ε/∂ρ = α*), then evaluates ρ(α) = (ε − log(1−1/α) − (log(1/δ) − log α)/(α−1))/α
     with directed rounding at the final α: any α gives a valid ρ, so the result
-    never exceeds the truth.  ``eps`` >= 0, 0 < ``delta`` < 1.
+    never exceeds the truth.  ``eps`` >= 0, 0 < ``delta`` < 1.  A ρ below the
+    smallest positive float (ε = 0 and δ < 1e−162, where ρ ≈ e·δ²/2) rounds down
+    to 0.0.
     """
     e = _nonnegative(eps, "eps")
     d = _probability(delta, "delta")
@@ -426,7 +440,7 @@ def _cdp_rho_bound(e: Fraction, d: Fraction) -> mpfr:
 
     def eps_of(rho):
         u = _cdp_eps_u(rho, Lm)
-        value = ctx.add(ctx.add(ctx.mul(ctx.add(u, 1), rho), ctx.sub(ctx.log(u), ctx.log1p(u))),
+        value = ctx.add(ctx.add(ctx.mul(ctx.add(u, 1), rho), _near_log_ratio(u)),
                         ctx.div(ctx.sub(Lm, ctx.log1p(u)), u))
         return value, u
 
@@ -447,12 +461,25 @@ def _cdp_rho_bound(e: Fraction, d: Fraction) -> mpfr:
         value, u = eps_of(rho)
         if ctx.sub(em, value) <= ctx.mul(max(em, rho), mpfr(2) ** -52):
             break
-    # ρ(α) = (ε − log(1 − 1/α) − (log(1/δ) − log α)/(α − 1))/α at α = 1 + u, rounded down.
-    ar = _AR
-    uu = ar.point(u)
-    log1p_u = uu.log1p()
-    bound = (ar.q(e) - (uu.log() - log1p_u) - (L - log1p_u) / uu) / (uu + 1)
-    return bound.lo
+    # ρ(α) = (ε − log(1 − 1/α) − (log(1/δ) − log α)/(α − 1))/α at α = 1 + u, rounded down;
+    # more bits while the enclosure is not tight (its terms are of one size and cancel).
+    bound = None
+    for bits in _PRECISIONS:
+        ar = Arith(bits)
+        uu = ar.point(u)
+        L_bits = -ar.q(d).log()
+        bound = (ar.q(e) - _log_ratio(uu) - (L_bits - uu.log1p()) / uu) / (uu + 1)
+        if bound.lo > 0 and bound.rel_width() <= mpfr(2) ** -50:
+            break
+    return max(bound.lo, mpfr(0))
+
+
+def _near_log_ratio(u: mpfr) -> mpfr:
+    """log(u/(1+u)) in the 64-bit search context (see _log_ratio)."""
+    ctx = _NEAR
+    if u > 1:
+        return ctx.minus(ctx.log1p(ctx.div(1, u)))
+    return ctx.sub(ctx.log(u), ctx.log1p(u))
 
 
 # ==========================================================================
@@ -473,13 +500,17 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: Tuple[int, ...], k: int,
                         with_lower: bool = False):
     """An upper bound on ln δ (and optionally a lower bound, or None) for k queries with vector μ.
 
-    W = Σ_j μ_j Y_j over the k·d coordinates is g·W', g = gcd(μ); by Poisson summation W'
-    is N_Z(0, s·S), S = ‖μ/g‖²·k, up to a relative factor 1 ± E (docs/accounting.md), so
-    δ is Theorem 7's at σ² = s·S, Δ = g·S, times (1 ± E)/(1 ∓ E).  Never above the zCDP
-    route (Theorem 14 + Corollary 13), which is also returned when E is not small.
+    Three routes, each rigorous; the smallest upper bound (and largest lower bound) wins:
+
+    * Poisson: W = Σ_j μ_j Y_j over the k·d coordinates is g·W', g = gcd(μ), and W' is
+      N_Z(0, s·S), S = ‖μ/g‖²·k, up to a relative factor 1 ± E (docs/accounting.md),
+      so δ is Theorem 7's at σ² = s·S, Δ = g·S, times (1 ± E)/(1 ∓ E);
+    * convolution: when E is not negligible (small σ², several coordinates) and the
+      pmfs are short enough, W's distribution exactly, by fixed-point convolution;
+    * zCDP: Theorem 14 + Corollary 13.
     """
     rho = Fraction(k * sum(x * x for x in mu)) / (2 * s)
-    zcdp = _cdp_log_delta(rho, eps)
+    upper, lower = _cdp_log_delta(rho, eps), None
     g = math.gcd(*mu)
     counts: dict = {}
     for x in mu:
@@ -487,17 +518,27 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: Tuple[int, ...], k: int,
             counts[abs(x) // g] = counts.get(abs(x) // g, 0) + k
     S = sum(b * b * n for b, n in counts.items())
     error = lattice_error_bound_vector(counts, s)
-    if error is None:
-        return (zcdp, None) if with_lower else zcdp
-    found = _enclose(lambda ar, slow: theorem7_log_delta(s * S, eps, g * S, ar, slow))
-    if found is None:
-        return (zcdp, None) if with_lower else zcdp
-    e = _AR.point(error)
-    correction = ((1 + e) / (1 - e)).log().hi
-    hi = min(_AR.up.add(found.hi, correction), zcdp)
-    if with_lower:
-        return hi, _AR.dn.sub(found.lo, correction)
-    return hi
+    if error is not None:
+        found = _enclose(lambda ar, slow: theorem7_log_delta(s * S, eps, g * S, ar, slow))
+        if found is not None:
+            e = _AR.point(error)
+            correction = ((1 + e) / (1 - e)).log().hi
+            upper = min(upper, _AR.up.add(found.hi, correction))
+            lower = _AR.dn.sub(found.lo, correction)
+    if (error is None or error > _LOG_WIDTH) and sum(counts.values()) > 1:
+        for bits in (256, 1200):
+            bounds = convolution_delta(s, eps, mu, k, bits)
+            if bounds is None:
+                break
+            low, high = bounds
+            if high > 0:
+                upper = min(upper, _AR.up.log(high))
+            if low > 0:
+                ln_low = _AR.dn.log(low)
+                lower = ln_low if lower is None else max(lower, ln_low)
+            if low > 0 and _AR.up.sub(_AR.up.log(high), _AR.dn.log(low)) <= _LOG_WIDTH:
+                break
+    return (upper, lower) if with_lower else upper
 
 
 def gaussian_delta(sigma2: Number, eps: Number, sensitivity: Sensitivity = 1, k: int = 1, *,
@@ -513,10 +554,12 @@ def gaussian_delta(sigma2: Number, eps: Number, sensitivity: Sensitivity = 1, k:
     * otherwise Theorem 15, δ = E[max(0, 1 − e^{ε − Z})] for the privacy loss Z
       of all k·d coordinates (Eq. 23).  Poisson summation reduces it to Theorem 7
       for one query with σ² scaled by ‖μ/g‖²·k (g = gcd μ), up to a relative
-      factor 1 ± E with E an explicit bound applied to the safe side: E < 1e−9
-      once σ² ≥ 1.6 at k·d = 100 with one magnitude (σ² ≳ 10 for vectors such as
-      (1, 2), whose lattice is finer); below that the result is still an upper
-      bound, looser by E, and never above the zCDP route.
+      factor 1 ± E with E an explicit bound applied to the safe side (E < 1e−9
+      once σ² ≥ 1.6 at k·d = 100 with one magnitude, σ² ≳ 20 for vectors such as
+      (4, 1)).  Where E is larger and the noise pmfs are short (small σ², few
+      coordinates) the distribution of the loss is convolved exactly instead;
+      where neither is possible (small σ² with many coordinates) the result is
+      an upper bound looser by E, and never above the zCDP route.
 
     The result is never below the true δ and, except as noted, within 1e−9 of it
     relatively; it is also never above :func:`cdp_delta` at ρ = k·‖Δ‖²/(2σ²).  Work
