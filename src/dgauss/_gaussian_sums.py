@@ -576,8 +576,6 @@ def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
     # the truncated mass: P[|Y| > Y] ≤ 2e^{−(Y+1)²/(2s)}/(1 − e^{−(2Y+3)/(2s)})/Θ per coordinate
     tail = (ar.q(Fraction(-(Y + 1) ** 2, 2 * s)).exp().scale2(1)
             / (1 - ar.q(Fraction(-(2 * Y + 3), 2 * s)).exp()) / log_theta.exp()) * n
-    scale = 2 * bits
-    lower = ar.dn.div(gmpy2.mpz(acc_lo), gmpy2.mpz(one) ** 2)
+    lower = ar.dn.div(gmpy2.mpz(acc_lo), gmpy2.mpz(one) ** 2)       # sums carry 2^{2·bits}
     upper = ar.up.add(ar.up.div(gmpy2.mpz(acc_hi), gmpy2.mpz(one) ** 2), tail.hi)
-    del scale
     return lower, upper
