@@ -502,7 +502,7 @@ def _lattice_error_bound_pieces(counts: Dict[int, int], s: Fraction, pieces: int
 # Exact convolution, for the few coordinates and small σ² where E is not small
 # --------------------------------------------------------------------------
 #: Most multiply-adds the convolution route may spend (np.convolve on Python ints).
-CONVOLUTION_BUDGET = 4_000_000
+CONVOLUTION_BUDGET = 10_000_000
 
 
 def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
@@ -525,10 +525,14 @@ def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
     groups = {}
     for b in weights:
         groups[b] = groups.get(b, 0) + 1
+    # multiply-adds: each group's sum of g pmfs, then the groups (spread by b) in turn
     width = 2 * Y + 1
-    cost = sum(g * g * width * width // 2 for g in groups.values())
-    total_length = sum(2 * b * Y * g for b, g in groups.items()) + 1
-    cost += total_length * max(2 * b * Y * g + 1 for b, g in groups.items()) * (len(groups) - 1)
+    cost, length = 0, 0
+    for b, g in sorted(groups.items()):
+        cost += g * g * width * width // 2
+        group_length = 2 * b * Y * g + 1
+        cost += length * group_length
+        length += group_length - 1
     if cost > CONVOLUTION_BUDGET:
         return None
     one = 1 << bits
