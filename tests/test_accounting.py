@@ -42,9 +42,11 @@ def _mp_precision():
 TINY = math.ulp(0.0)          # 5e-324, the smallest positive float
 REL = 1e-9                    # tightness promised by the spec
 
-SET = settings(max_examples=40, deadline=None, database=None,
+# derandomize: CI sees the same examples every run (a new random case that finds a looseness
+# belongs in a fixed test, as (35/4, 0, [3, 4], k=3) did), and the examples still span the range
+SET = settings(max_examples=40, deadline=None, database=None, derandomize=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-FEW = settings(max_examples=20, deadline=None, database=None,
+FEW = settings(max_examples=20, deadline=None, database=None, derandomize=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -407,6 +409,7 @@ def _tol(sigma2, mu, k):
 
 
 VECTOR_CASES = [
+    (Fraction(35, 4), [3, 4], 3, Fraction(0)),      # found by CI's hypothesis run: was 6.6e-8 loose
     (Fraction(30), [1, 2, 1], 2, Fraction(1)),
     (Fraction(1, 2), [3, -1], 3, Fraction(1, 2)),
     (Fraction(29, 2), [2, 2, 2], 2, Fraction(2)),
