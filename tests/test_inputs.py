@@ -1,7 +1,9 @@
 """Parameters: every accepted type means the same exact value; bad input gets a named error."""
 import decimal
+import numbers
 import subprocess
 import sys
+import time
 from fractions import Fraction
 
 import gmpy2
@@ -9,7 +11,7 @@ import numpy as np
 import pytest
 
 import dgauss
-from dgauss import reference
+from dgauss import _params, reference
 
 SAMPLERS = [
     (dgauss.sample_gaussian, "sigma2"),
@@ -125,15 +127,91 @@ def test_oversized_parameters_are_refused_quickly():
     """A parameter too large to handle safely raises instead of hanging or aborting (checked in a subprocess)."""
     code = (
         "import dgauss\n"
-        "for bad in ['1e99999999', '1/' + '1' * 10, 10 ** 1300000]:\n"
+        "for bad in ['1e99999999', 10 ** 1300000, '1/' + '7' * 1300000]:\n"
         "    try:\n"
-        "        dgauss.sample_gaussian(bad if isinstance(bad, int) else bad, 1)\n"
+        "        dgauss.sample_gaussian(bad, 1)\n"
         "    except ValueError as e:\n"
         "        assert 'sigma2' in str(e), e\n"
         "    else:\n"
-        "        if not isinstance(bad, str) or bad.startswith('1e'): raise SystemExit('accepted ' + repr(bad)[:20])\n"
+        "        raise SystemExit('accepted ' + repr(bad)[:20])\n"
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+# ---- hostile inputs found by the issue-16 review: each refused or taken exactly, by name --------
+def test_huge_decimal_exponents_are_refused_before_the_number_is_built():
+    """'0.000…001' with 3·10^7 zeros (37 s to refuse before) and a 1.26M-digit mantissa with
+    e-1000000 are refused at once: their effective exponent is checked before any big number."""
+    for text in ["0." + "0" * (3 * 10**7) + "1", "0." + "9" * 1_262_000 + "e-1000000"]:
+        start = time.process_time()
+        with pytest.raises(ValueError, match="sigma2"):
+            _params.to_fraction(text, "sigma2")
+        assert time.process_time() - start < 5       # a hang guard: it takes milliseconds
+
+
+def test_an_exponent_with_leading_zeros_is_read_by_value():
+    assert _params.to_fraction("1e+0000000001", "x") == 10
+    assert _params.to_fraction("25e-00000000000000001", "x") == Fraction(5, 2)
+
+
+def test_non_ascii_digits_are_refused_by_name():
+    for text in ["１２", "1٫5", "²"]:
+        with pytest.raises(ValueError, match="sigma2"):
+            _params.to_fraction(text, "sigma2")
+
+
+class _Hostile(Fraction):
+    """A Fraction whose comparisons lie."""
+
+    def __lt__(self, other):
+        return False
+
+    def __le__(self, other):
+        return False
+
+    def __gt__(self, other):
+        return True
+
+    def __ge__(self, other):
+        return True
+
+
+def test_a_fraction_subclass_is_taken_as_its_plain_value():
+    value = _params.to_fraction(_Hostile(-5, 1), "gamma")
+    assert type(value) is Fraction and value == -5
+    with pytest.raises(ValueError, match="gamma"):
+        dgauss.sample_bernoulli_exp(_Hostile(-5, 1))
+
+
+class _ZeroDenominator(numbers.Rational):
+    """A numbers.Rational that claims denominator 0."""
+    numerator = 1
+    denominator = 0
+    __abs__ = __add__ = __ceil__ = __eq__ = __floor__ = __floordiv__ = __le__ = __lt__ = \
+        __mod__ = __mul__ = __neg__ = __pos__ = __pow__ = __radd__ = __rfloordiv__ = \
+        __rmod__ = __rmul__ = __round__ = __rpow__ = __rtruediv__ = __truediv__ = \
+        __trunc__ = lambda *a: NotImplemented
+
+
+def test_a_rational_with_a_zero_denominator_is_refused_by_name():
+    with pytest.raises(ValueError, match="scale"):
+        _params.to_fraction(_ZeroDenominator(), "scale")
+
+
+def test_long_double_is_taken_at_its_exact_value():
+    third = np.longdouble(1) / np.longdouble(3)
+    n, d = third.as_integer_ratio()
+    assert _params.to_fraction(third, "sigma2") == Fraction(n, d) != Fraction(float(third))
+    huge = np.longdouble(10) ** 4000                 # finite, beyond float64
+    assert _params.to_fraction(huge, "sigma2") == Fraction(*huge.as_integer_ratio())
+    with pytest.raises(ValueError, match="sigma2"):
+        _params.to_fraction(np.longdouble("inf"), "sigma2")
+
+
+def test_absurd_worker_counts_are_refused_before_sampling():
+    with pytest.raises(ValueError, match="workers"):
+        dgauss.sample_gaussian(1, 10, workers=10**6)
+    assert dgauss.sample_gaussian(1, 10, workers=_params.MAX_WORKERS).shape == (10,)

@@ -33,13 +33,19 @@ except ImportError:  # pragma: no cover
 #: absurd parameter is refused with an error instead of aborting the process.
 MAX_PARAM_BITS = 1 << 22
 
+#: Most threads one call may start (refused beyond, before any sampling: each thread
+#: costs a stack, and more threads than cores cannot go faster).
+MAX_WORKERS = 1024
+
 #: Largest decimal exponent accepted in a str or Decimal parameter.
 MAX_DECIMAL_EXPONENT = 1_000_000
 
 ACCEPTED = "an int, fractions.Fraction, gmpy2 mpz/mpq, decimal.Decimal, str or finite float"
 
-_RATIO = re.compile(r"\s*([+-]?)(\d+)\s*/\s*(\d+)\s*$")
-_DECIMAL = re.compile(r"\s*([+-]?)(?=\.?\d)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
+# ASCII digits only: str.isdigit-style Unicode digits (full-width '１２') are refused by name.
+_RATIO = re.compile(r"\s*([+-]?)([0-9]+)\s*/\s*([0-9]+)\s*$", re.ASCII)
+_DECIMAL = re.compile(r"\s*([+-]?)(?=\.?[0-9])([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?\s*$",
+                      re.ASCII)
 
 #: Decimal digits that fit in MAX_PARAM_BITS bits (log10(2) < 0.30103).
 _MAX_DIGITS = int(MAX_PARAM_BITS * 0.30103) + 2
@@ -62,13 +68,16 @@ def to_fraction(value, name: str) -> Fraction:
     if isinstance(value, (int, np.integer) + _GMPY_INT):
         result = Fraction(int(value))
     elif isinstance(value, Fraction):
-        result = value
+        # a subclass may lie in its comparisons: keep only its numerator and denominator
+        result = _ratio(value.numerator, value.denominator, name, value)
     elif isinstance(value, _GMPY_RAT):
         result = Fraction(int(value.numerator), int(value.denominator))
     elif isinstance(value, (float, np.floating)):
-        if not math.isfinite(value):
+        # np.longdouble (and every NumPy float) at its own exact value, not via float64
+        if not np.isfinite(value):
             raise ValueError(f"{name} must be finite, got {show(value)}")
-        result = Fraction(float(value))
+        n, d = value.as_integer_ratio()
+        result = Fraction(int(n), int(d))
     elif isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise ValueError(f"{name} must be finite, got {show(value)}")
@@ -77,7 +86,7 @@ def to_fraction(value, name: str) -> Fraction:
     elif isinstance(value, str):
         result = _parse_str(value, name)
     elif isinstance(value, numbers.Rational):
-        result = Fraction(int(value.numerator), int(value.denominator))
+        result = _ratio(value.numerator, value.denominator, name, value)
     else:
         raise TypeError(f"{name} must be {ACCEPTED}, not {type(value).__name__}")
     if (result.numerator.bit_length() > MAX_PARAM_BITS
@@ -85,6 +94,14 @@ def to_fraction(value, name: str) -> Fraction:
         raise ValueError(f"{name} has a numerator or denominator over {MAX_PARAM_BITS} bits; "
                          "dgauss refuses it rather than risk exhausting memory")
     return result
+
+
+def _ratio(numerator, denominator, name: str, value) -> Fraction:
+    """A plain Fraction from a rational's parts, refusing a zero denominator by name."""
+    n, d = int(numerator), int(denominator)
+    if d == 0:
+        raise ValueError(f"{name} has a zero denominator: {show(value)}")
+    return Fraction(n, d)
 
 
 def _parse_str(text: str, name: str) -> Fraction:
@@ -104,16 +121,22 @@ def _parse_str(text: str, name: str) -> Fraction:
 
 def _decimal_value(name: str, sign: str, whole: str, frac: str, exponent: str) -> Fraction:
     """sign whole.frac x 10**exponent, refusing sizes beyond the limits before building them."""
-    if len(exponent) > 10 or abs(int(exponent)) > MAX_DECIMAL_EXPONENT:
+    magnitude = exponent.lstrip("+-").lstrip("0") or "0"       # '1e+0000000001' is 1e1
+    if len(magnitude) > 10 or int(magnitude) > MAX_DECIMAL_EXPONENT:
         raise ValueError(f"{name}: decimal exponent beyond ±{MAX_DECIMAL_EXPONENT} is not supported")
     digits = (whole + frac).lstrip("0") or "0"
     if len(digits) > _MAX_DIGITS:
         raise ValueError(f"{name} has more than {_MAX_DIGITS} digits; dgauss refuses it "
                          "rather than risk exhausting memory")
+    # The value is digits·10^(exponent − len(frac) + zeros stripped): refuse a power of ten
+    # past the digit limit before building it ('0.' + 3·10^7 zeros + '1' took 37 s).
+    shift = int(exponent) - len(frac)
+    if digits != "0" and abs(shift) > _MAX_DIGITS:
+        raise ValueError(f"{name} needs a power of ten beyond 10^±{_MAX_DIGITS}; dgauss refuses "
+                         "it rather than risk exhausting memory")
     mantissa = int(gmpy2.mpz(digits)) if _GMPY_INT else int(digits)  # gmpy2: no digit limit
     if sign == "-":
         mantissa = -mantissa
-    shift = int(exponent) - len(frac)
     return Fraction(mantissa * 10**shift) if shift >= 0 else Fraction(mantissa, 10**-shift)
 
 
@@ -185,8 +208,9 @@ def workers(value, rng) -> int:
         raise TypeError(f"workers must be None, -1 or a positive int, not {type(value).__name__}") from None
     if count == -1:
         count = os.cpu_count() or 1
-    if count < 1:
-        raise ValueError(f"workers must be None, -1 or a positive int, got {show(value)}")
+    if count < 1 or count > MAX_WORKERS:
+        raise ValueError(f"workers must be None, -1 or a positive int up to {MAX_WORKERS}, "
+                         f"got {show(value)}")
     if count > 1 and rng is not None:
         raise ValueError("workers > 1 needs rng=None (the OS CSPRNG): a seeded generator or tape is "
                          "one sequential stream, and splitting it across threads would make the "
