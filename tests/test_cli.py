@@ -195,3 +195,67 @@ def test_workers_fill_every_sample(tmp_path, workers):
     # variance of N_Z(0, 100) is within 1e-6 of 100; 300k samples put it within 1.5 with
     # probability far above 1 - 1e-6; an unfilled (zero) slice would pull it far below
     assert abs(loaded.var() - 100) < 1.5 and abs(loaded.mean()) < 0.2
+
+
+# ---- failures of the output: never a half-written file, never a traceback ----------------------
+def test_failed_run_leaves_an_existing_output_untouched_and_no_partial_file(tmp_path, capsys,
+                                                                            monkeypatch):
+    """-o writes to a temporary file beside the target and renames it only on success."""
+    path = tmp_path / "noise.txt"
+    path.write_text("keep me\n")
+    calls = []
+
+    def failing_draw(self, size, rng, workers=1):
+        calls.append(size)
+        if len(calls) == 3:
+            raise OSError(5, "simulated read failure")
+        return np.zeros(size, dtype=np.int64)
+
+    monkeypatch.setattr(cli.Distribution, "draw", failing_draw)
+    assert cli.main(["sample", "--sigma2", "1", "-n", "5000", "--chunk", "1000",
+                     "-o", str(path)]) == 1
+    assert path.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["noise.txt"]
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "simulated" in err
+
+
+def test_successful_run_replaces_the_output(tmp_path):
+    path = tmp_path / "noise.npy"
+    path.write_bytes(b"old")
+    assert cli.main(["sample", "--sigma2", "1", "-n", "10", "--seed", "1", "-o", str(path)]) == 0
+    assert np.load(path).shape == (10,)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["noise.npy"]
+    assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize("shell", ["dgauss sample --sigma2 1 -n 100000 | true",
+                                   "dgauss sample --sigma2 1 -n 1000 > /dev/full"])
+def test_a_closed_or_full_stdout_is_one_line_and_a_failure_status(shell):
+    command = shell.replace("dgauss", f"{sys.executable} -m dgauss", 1)
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_chunk_too_large_for_memory_is_one_line(capsys):
+    assert cli.main(["sample", "--sigma2", "1", "-n", str(10**12), "--chunk", str(10**12),
+                     "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--chunk" in err
+
+
+@pytest.mark.parametrize("workers", ["-2", "0", "1.5", "5000"])
+def test_workers_error_says_what_is_accepted(capsys, workers):
+    assert cli.main(["sample", "--sigma2", "1", "--workers", workers]) == 2
+    err = capsys.readouterr().err
+    assert "positive int up to 1024 or -1" in err and ">= 0" not in err
+    assert "Traceback" not in err

@@ -25,6 +25,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -197,7 +198,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version or a usage error, already reported
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    return args.command(args)
+    try:
+        status = args.command(args)
+        sys.stdout.flush()
+    except OSError as exc:      # stdout closed (``| head``) or full (``> /dev/full``)
+        with contextlib.suppress(OSError):   # and do not fail again at interpreter exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"dgauss: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -278,10 +287,15 @@ def run_sample(args: argparse.Namespace) -> int:
         progress.close()
         print(f"dgauss: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except MemoryError:
+        progress.close()
+        print(f"dgauss sample: error: --chunk {args.chunk} samples do not fit in memory; "
+              "give a smaller --chunk", file=sys.stderr)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         progress.close()
-        incomplete = f"; {args.output} is incomplete" if args.output else ""
-        print(f"dgauss: interrupted after {moments.count:,} samples{incomplete}", file=sys.stderr)
+        unwritten = f"; {args.output} was not written" if args.output else ""
+        print(f"dgauss: interrupted after {moments.count:,} samples{unwritten}", file=sys.stderr)
         return EXIT_INTERRUPTED
     progress.close()
     print("\n".join(_summary(dist, moments, time.perf_counter() - start, args.output)))
@@ -321,17 +335,34 @@ def _suffix(path: str) -> str:
 
 @contextlib.contextmanager
 def _open_output(path: Optional[str], count: int) -> Iterator[Write]:
-    """A function writing one chunk to ``path`` (checked already), or discarding it."""
+    """A function writing one chunk to ``path`` (checked already), or discarding it.
+
+    The chunks go to a temporary file beside ``path``, renamed over it only when the
+    run completes: a failed or interrupted run leaves an existing file untouched and
+    no partial one (a ``.npy`` header would otherwise claim the full count).
+    """
     if path is None:
         yield lambda chunk: None
-    elif _suffix(path) == ".npy":
-        with open(path, "wb") as f:
-            header = {"descr": "<i8", "fortran_order": False, "shape": (count,)}
-            np.lib.format.write_array_header_1_0(f, header)
-            yield lambda chunk: chunk.astype("<i8", copy=False).tofile(f)
-    else:
-        with open(path, "w", encoding="ascii") as f:
-            yield lambda chunk: f.writelines(line + "\n" for line in _decimal_lines(chunk))
+        return
+    fd, temporary = tempfile.mkstemp(prefix=".dgauss-", suffix=_suffix(path),
+                                     dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        if _suffix(path) == ".npy":
+            with os.fdopen(fd, "wb") as f:
+                header = {"descr": "<i8", "fortran_order": False, "shape": (count,)}
+                np.lib.format.write_array_header_1_0(f, header)
+                yield lambda chunk: chunk.astype("<i8", copy=False).tofile(f)
+        else:
+            with os.fdopen(fd, "w", encoding="ascii") as f:
+                yield lambda chunk: f.writelines(line + "\n" for line in _decimal_lines(chunk))
+        mask = os.umask(0)                       # mkstemp made it 0600; give it the usual mode
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _decimal_lines(chunk: np.ndarray) -> List[str]:
@@ -385,9 +416,13 @@ def _nonnegative_int(text: str) -> int:
 
 def _workers(text: str) -> int:
     """argparse type: a positive int or -1 (every core)."""
-    value = -1 if text.strip() == "-1" else _nonnegative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be a positive int or -1 (every core), got 0")
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if (value < 1 and value != -1) or value > _params.MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"must be a positive int up to {_params.MAX_WORKERS} "
+                                         f"or -1 (every core), got {text!r}")
     return value
 
 
