@@ -215,3 +215,10 @@ def test_absurd_worker_counts_are_refused_before_sampling():
     with pytest.raises(ValueError, match="workers"):
         dgauss.sample_gaussian(1, 10, workers=10**6)
     assert dgauss.sample_gaussian(1, 10, workers=_params.MAX_WORKERS).shape == (10,)
+
+
+@pytest.mark.parametrize("size", [2**63, (2**40, 2**40), 2**62])
+def test_sizes_beyond_any_memory_raise_memory_error(size):
+    """As documented, not NumPy's 'Maximum allowed dimension exceeded' ValueError."""
+    with pytest.raises(MemoryError, match="too large"):
+        dgauss.sample_gaussian(1, size)

@@ -18,10 +18,19 @@ def test_parallel_batch_has_the_right_distribution(workers):
 
 
 def test_slices_are_independent_streams():
-    """Slices must not repeat each other (a shared or copied buffer would)."""
-    x = dgauss.sample_laplace(10**6, 4 * _api.MIN_SLICE, workers=4)
-    slices = x.reshape(4, -1)
-    assert len({s[:32].tobytes() for s in slices}) == 4
+    """No stretch of the output repeats (threads sharing or copying a bit stream would repeat one
+    wherever their slices start, so every 16-sample window is compared, not fixed quarters)."""
+    x = dgauss.sample_laplace(10**6, 8 * _api.MIN_SLICE, workers=4)
+    windows = np.lib.stride_tricks.sliding_window_view(x, 16)
+    assert len({w.tobytes() for w in windows}) == len(windows)
+
+
+def test_the_stream_test_catches_a_repeated_stream():
+    """The check above fails when two slices start from the same bits."""
+    x = dgauss.sample_laplace(10**6, 8 * _api.MIN_SLICE, rng=np.random.default_rng(3))
+    y = np.concatenate([x[:5000], x[:5000], x[10000:]])     # a slice replayed
+    windows = np.lib.stride_tricks.sliding_window_view(y, 16)
+    assert len({w.tobytes() for w in windows}) < len(windows)
 
 
 def test_every_sampler_and_dtype_takes_workers():

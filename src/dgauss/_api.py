@@ -91,7 +91,10 @@ def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
     source = _params.bit_generator(rng)
     threads = _params.workers(workers, source)
     count = 1 if shape is None else math.prod(shape)
-    out = np.empty(count, dtype=dtype)
+    try:
+        out = np.empty(count, dtype=dtype)
+    except ValueError:     # NumPy's "array is too big" / "Maximum allowed dimension exceeded"
+        raise MemoryError(f"size {size!r} ({count} samples) is too large for memory") from None
     threads = max(1, min(threads, count // MIN_SLICE))
     if threads == 1:
         fill(kind, param.numerator, param.denominator, mu, source, out)
