@@ -1,0 +1,88 @@
+"""Regression vectors: hashes of seeded outputs, pinned in tests/data/regression_vectors.json.
+
+Core and oracle change together, so a change of the bit-consumption contract would
+pass every parity test; these hashes do not move unless the samples do.  Both the
+compiled core and the pure-Python oracle must reproduce every one.  A deliberate
+contract change updates them with ``python tests/test_regression_vectors.py --update``
+(and says so in its commit).
+
+The cases cover four NumPy bit generators, σ² from 1/4 to 10^100 (int64 and object
+outputs), a shift μ, the discrete Laplace from scale 1 to beyond 2^40, and
+Bernoulli(exp(−γ)) for γ below and above 1.
+"""
+import hashlib
+import json
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import dgauss
+from dgauss import reference
+
+DATA = pathlib.Path(__file__).resolve().parent / "data" / "regression_vectors.json"
+SIZE = 500
+
+#: (name, sampler, parameter, keyword arguments, bit generator, seed)
+CASES = [
+    ("gaussian 1/4", "gaussian", "1/4", {}, "PCG64", 1),
+    ("gaussian 1", "gaussian", "1", {}, "Philox", 2),
+    ("gaussian 1/3 mu=-5", "gaussian", "1/3", {"mu": -5}, "SFC64", 3),
+    ("gaussian 100", "gaussian", "100", {}, "MT19937", 4),
+    ("gaussian 10^6", "gaussian", "1000000", {}, "PCG64", 5),
+    ("gaussian 10^10", "gaussian", "10000000000", {}, "Philox", 6),
+    ("gaussian 10^100 (object)", "gaussian", "1e100", {}, "SFC64", 7),
+    ("gaussian 2^101 mu=2^70 (object)", "gaussian", str(2**101), {"mu": 2**70}, "MT19937", 8),
+    ("laplace 1", "laplace", "1", {}, "PCG64", 9),
+    ("laplace 7/3", "laplace", "7/3", {}, "Philox", 10),
+    ("laplace 1000", "laplace", "1000", {}, "SFC64", 11),
+    ("laplace 10^6 mu=7", "laplace", "1000000", {"mu": 7}, "MT19937", 12),
+    ("laplace 2^41+1 (object)", "laplace", str(2**41 + 1), {}, "PCG64", 13),
+    ("bernoulli_exp 1/2", "bernoulli_exp", "1/2", {}, "Philox", 14),
+    ("bernoulli_exp 7/3", "bernoulli_exp", "7/3", {}, "SFC64", 15),
+]
+
+
+def draw(module, case):
+    name, sampler, param, kwargs, generator, seed = case
+    rng = np.random.Generator(getattr(np.random, generator)(seed))
+    return getattr(module, f"sample_{sampler}")(param, SIZE, rng=rng, **kwargs)
+
+
+def digest(values) -> str:
+    """sha256 of the samples in decimal, one per line (the same for int64, object and bool)."""
+    text = "\n".join(str(int(v)) for v in np.asarray(values).ravel())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def pinned():
+    return json.loads(DATA.read_text())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("module", [dgauss, reference], ids=["core", "oracle"])
+def test_seeded_output_matches_its_pinned_hash(module, case):
+    assert digest(draw(module, case)) == pinned()[case[0]], (
+        f"{case[0]}: the samples changed; if the bit-consumption contract changed on purpose, "
+        "run python tests/test_regression_vectors.py --update")
+
+
+def test_every_case_is_pinned_and_nothing_else():
+    assert sorted(pinned()) == sorted(c[0] for c in CASES)
+
+
+def test_the_hash_sees_a_single_changed_sample():
+    values = draw(dgauss, CASES[3])
+    changed = values.copy()
+    changed[SIZE // 2] += 1
+    assert digest(changed) != digest(values)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        raise SystemExit("usage: python tests/test_regression_vectors.py --update")
+    DATA.parent.mkdir(exist_ok=True)
+    hashes = {case[0]: digest(draw(dgauss, case)) for case in CASES}
+    DATA.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {len(hashes)} hashes to {DATA}")
