@@ -6,15 +6,16 @@ import re
 import pytest
 
 import dgauss
-from dgauss import _api, _params, reference
+from dgauss import _api
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("module", [dgauss, _api, _params, reference], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [dgauss, _api], ids=lambda m: m.__name__)
 def test_doctests(module):
+    """The modules with examples run them (and have some: a module without would pass vacuously)."""
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
+    assert result.attempted > 0 and result.failed == 0
 
 
 def test_ci_runs_exactly_the_quick_start():

@@ -13,7 +13,7 @@ dtype('int64')
 :mod:`dgauss.accounting` turns a privacy target into σ² and back, exactly and
 never optimistically (the paper's Sections 2–4).
 :mod:`dgauss.reference` holds the same samplers in readable pure Python (the
-test oracle); the README documents the bit-consumption contract they share.
+test oracle); docs/contract.md documents the bit-consumption contract they share.
 """
 from dgauss import accounting
 from dgauss._api import sample_bernoulli_exp, sample_gaussian, sample_laplace
