@@ -6,12 +6,12 @@ import re
 import pytest
 
 import dgauss
-from dgauss import _api
+from dgauss import _api, textbook
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("module", [dgauss, _api], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [dgauss, _api, textbook], ids=lambda m: m.__name__)
 def test_doctests(module):
     """The modules with examples run them (and have some: a module without would pass vacuously)."""
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
