@@ -45,9 +45,8 @@ piecewise integral of a product of theta functions.
 from __future__ import annotations
 
 import math
-import operator
 from fractions import Fraction
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
 import gmpy2
 from gmpy2 import mpfr
@@ -496,11 +495,10 @@ def gaussian_rho(sigma2: Number, sensitivity: Sensitivity = 1) -> Fraction:
     return Fraction(sum(x * x for x in mu)) / (2 * s)
 
 
-def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: Tuple[int, ...], k: int,
-                        with_lower: bool = False):
-    """An upper bound on ln δ (and optionally a lower bound, or None) for k queries with vector μ.
+def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: Tuple[int, ...], k: int) -> mpfr:
+    """An upper bound on ln δ for k queries with vector μ.
 
-    Three routes, each rigorous; the smallest upper bound (and largest lower bound) wins:
+    Three routes, each rigorous; the smallest upper bound wins:
 
     * Poisson: W = Σ_j μ_j Y_j over the k·d coordinates is g·W', g = gcd(μ), and W' is
       N_Z(0, s·S), S = ‖μ/g‖²·k, up to a relative factor 1 ± E (docs/accounting.md),
@@ -510,7 +508,7 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: Tuple[int, ...], k: int,
     * zCDP: Theorem 14 + Corollary 13.
     """
     rho = Fraction(k * sum(x * x for x in mu)) / (2 * s)
-    upper, lower = _cdp_log_delta(rho, eps), None
+    upper = _cdp_log_delta(rho, eps)
     g = math.gcd(*mu)
     counts: dict = {}
     for x in mu:
@@ -524,7 +522,6 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: Tuple[int, ...], k: int,
             e = _AR.point(error)
             correction = ((1 + e) / (1 - e)).log().hi
             upper = min(upper, _AR.up.add(found.hi, correction))
-            lower = _AR.dn.sub(found.lo, correction)
     if (error is None or error > _LOG_WIDTH) and sum(counts.values()) > 1:
         for bits in (256, 1200):
             bounds = convolution_delta(s, eps, mu, k, bits)
@@ -533,12 +530,9 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: Tuple[int, ...], k: int,
             low, high = bounds
             if high > 0:
                 upper = min(upper, _AR.up.log(high))
-            if low > 0:
-                ln_low = _AR.dn.log(low)
-                lower = ln_low if lower is None else max(lower, ln_low)
             if low > 0 and _AR.up.sub(_AR.up.log(high), _AR.dn.log(low)) <= _LOG_WIDTH:
-                break
-    return (upper, lower) if with_lower else upper
+                break                                   # tight: no need for more bits
+    return upper
 
 
 def gaussian_delta(sigma2: Number, eps: Number, sensitivity: Sensitivity = 1, k: int = 1, *,
@@ -929,7 +923,10 @@ def calibrate_gaussian(eps: Number, delta: Number, sensitivity: Sensitivity = 1,
       Corollary 13, the paper's Figure 4 route.
 
     The result is an exact ``Fraction`` (e.g. ``Fraction(179, 10)`` for 17.90);
-    the noise it gives never falls short of the target.  ``eps`` > 0,
+    the noise it gives never falls short of the target.  It is found by bisection
+    on the grid; the exact δ is not quite monotone in σ² (Theorem 7's δ has a
+    small sawtooth as ⌊εσ²/Δ − Δ/2⌋ steps), so in rare cases a smaller grid point
+    may also meet the target — never a returned one that does not.  ``eps`` > 0,
     0 < ``delta`` < 1, ``k`` >= 1, sensitivity as in :func:`gaussian_delta`.
     """
     e = _positive(eps, "eps")
