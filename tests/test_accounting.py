@@ -708,6 +708,18 @@ def test_gaussian_interval_is_the_smallest_covering_width(sigma2, alpha):
 # discrete Laplace
 # ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("scale, D, k, delta", [(Fraction(707, 20), 1, 100, "1e-6"), (1, 1, 1, "0.1"),
+                                                (10, 2, 50, "1e-9"), (Fraction(7, 3), 1, 5, "1e-3")])
+def test_laplace_epsilon_at_delta_is_the_smallest_certified_eps(scale, D, k, delta):
+    """laplace_epsilon(…, delta>0): δ(ε) ≤ delta by the reference, and ε is within 1e-9 of the
+    reference's smallest such ε; delta = 0 gives the pure k·Δ/t."""
+    got = A.laplace_epsilon(scale, D, k, delta=delta)
+    assert R.laplace_delta(scale, R.Q(got), D, k) <= R.M(delta)
+    truth = R.epsilon_for_delta(lambda e: R.laplace_delta(scale, e, D, k), delta)
+    assert got <= truth * (1 + REL)
+    assert Fraction(A.laplace_epsilon(scale, D, k)) >= Fraction(k * D) / R.Q(scale)
+
+
 @pytest.mark.parametrize("scale, D", [(3, 1), (Fraction(1, 3), 1), (0.1, 1), (7, 2), ("2.5", 3),
                                       (Fraction(10, 3), 1), (Fraction(1, 7), 5)])
 def test_laplace_epsilon_is_delta_over_scale_rounded_up(scale, D):

@@ -599,7 +599,10 @@ def _smallest_eps(log_delta_hi: Callable[[Fraction], mpfr], target: mpfr, good: 
         if good - bad <= good * Fraction(1, 2 ** 36):
             break
         # interpolation point, kept away from the ends
-        t = ctx.div(ctx.minus(f_bad), ctx.sub(f_good, f_bad)) if f_good > f_bad else mpfr(0.5)
+        if f_good > f_bad and gmpy2.is_finite(f_good):
+            t = ctx.div(ctx.minus(f_bad), ctx.sub(f_good, f_bad))
+        else:                               # δ = 0 exactly at 'good' (the Laplace): bisect
+            t = mpfr(0.5)
         t = min(max(t, mpfr(2) ** -20), 1 - mpfr(2) ** -20)
         mid = Fraction(_exact(mpfr(bad + (good - bad) * _exact(t), 64)))
         if not bad < mid < good:
@@ -640,14 +643,27 @@ def gaussian_epsilon(sigma2: Number, delta: Number, sensitivity: Sensitivity = 1
 # ==========================================================================
 # The discrete Laplace
 # ==========================================================================
-def laplace_epsilon(scale: Number, sensitivity: int = 1) -> float:
-    """Pure ε = Δ/t of the discrete Laplace Lap_Z(t) (P[x] ∝ e^{−|x|/t}), rounded up.
+def laplace_epsilon(scale: Number, sensitivity: int = 1, k: int = 1, delta: Number = 0) -> float:
+    """ε of the discrete Laplace Lap_Z(t) (P[x] ∝ e^{−|x|/t}) over ``k`` queries, rounded up.
 
-    ``scale`` t > 0; ``sensitivity`` Δ a positive int (ℓ1 sensitivity).
+    With ``delta`` = 0 (the default) the pure ε = k·Δ/t; with 0 < ``delta`` < 1 the
+    smallest ε with :func:`laplace_delta` (t, ε, Δ, k) ≤ δ, found as for
+    :func:`gaussian_epsilon` (only a certified ε is returned).  ``scale`` t > 0;
+    ``sensitivity`` Δ a positive int (ℓ1 sensitivity); ``k`` >= 1.
     """
     t = _positive(scale, "scale")
-    (delta,) = _sensitivity(sensitivity, vector_ok=False)
-    return _float_up(_AR.q(Fraction(delta) / t).hi)
+    (sens,) = _sensitivity(sensitivity, vector_ok=False)
+    kk = _count(k, "k")
+    d = _probability(delta, "delta", allow_zero=True)
+    pure = Fraction(kk * sens) / t
+    if d == 0:
+        return _float_up(_AR.q(pure).hi)
+
+    def log_delta_hi(e: Fraction) -> mpfr:
+        bound = _laplace_log_delta(t, e, sens, kk)
+        return mpfr("-inf") if bound is None else bound
+
+    return _float_up(_smallest_eps(log_delta_hi, _AR.q(d).log().lo, pure))
 
 
 def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> Optional[mpfr]:

@@ -498,7 +498,7 @@ def _add_account(commands: argparse._SubParsersAction) -> None:
                     "delta at each eps and eps at each delta, for the discrete Gaussian by "
                     "exact accounting (Theorems 7 and 15) and by zCDP (Corollary 13, rho = "
                     "K*|sensitivity|^2/(2*SIGMA2)); for the discrete Laplace by its exact "
-                    "composition (Eq. 49; eps at delta by bisection on it), with its pure eps = "
+                    "composition (Eq. 49), with its pure eps = "
                     "K*sensitivity/SCALE. Every delta "
                     "and eps is rounded up. " + _QUERIES_HELP,
     )
@@ -763,35 +763,13 @@ def _account(args: argparse.Namespace) -> List[str]:
     delta_rows = [[e, _delta_text(lambda log: accounting.laplace_delta(scale, e, queries.l1, k,
                                                                         log=log))]
                   for e in epsilons]
-    eps_rows = [[d, _rounded_up(_laplace_eps_at(scale, d, queries.l1, k, pure))] for d in deltas]
+    eps_rows = [[d, _rounded_up(accounting.laplace_epsilon(scale, queries.l1, k, delta=d))]
+                for d in deltas]
     lines += [""] + _table(["eps", "delta, exact"], delta_rows, right=(1,))
     lines += [""] + _table(["delta", "eps, exact"], eps_rows, right=(1,))
     lines.append("  (exact composition, Eq. 49; rounded up to "
                  f"{PRIVACY_DIGITS} significant digits)")
     return lines
-
-
-def _laplace_eps_at(scale: str, delta: str, l1: int, k: int, pure: Fraction) -> Fraction:
-    """The smallest eps (to a relative 2**-30) with laplace_delta(scale, eps) <= delta, by
-    bisection: only an eps whose delta the accounting certifies is returned."""
-    target = _params.to_fraction(delta, "--delta")
-    if not 0 < target < 1:
-        raise ValueError(f"--delta must lie in (0, 1), got {_params.show(delta)}")
-
-    def works(eps: Fraction) -> bool:
-        return accounting.laplace_delta(scale, eps, l1, k) <= target
-
-    good, bad = pure, Fraction(0)     # delta = 0 at the pure eps
-    if works(bad):
-        return bad
-    while good - bad > good * Fraction(1, 2**30):
-        mid = (good + bad) / 2
-        mid = Fraction(float(mid)) if bad < Fraction(float(mid)) < good else mid  # short numbers
-        if works(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
 
 
 def _rho_text(rho: Fraction) -> str:
