@@ -708,6 +708,13 @@ def test_gaussian_interval_is_the_smallest_covering_width(sigma2, alpha):
 # discrete Laplace
 # ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("k", [0, 10**7 + 1, Fraction(3, 2)])
+def test_k_outside_1_to_10_million_is_refused_by_name(k):
+    for call in (lambda: A.gaussian_delta(100, 1, 1, k), lambda: A.laplace_delta(10, 1, 1, k)):
+        with pytest.raises(ValueError, match="k"):
+            call()
+
+
 @pytest.mark.parametrize("scale, D, k, delta", [(Fraction(707, 20), 1, 100, "1e-6"), (1, 1, 1, "0.1"),
                                                 (10, 2, 50, "1e-9"), (Fraction(7, 3), 1, 5, "1e-3")])
 def test_laplace_epsilon_at_delta_is_the_smallest_certified_eps(scale, D, k, delta):

@@ -64,13 +64,13 @@ ERFC_ASYMPTOTIC_Z2 = Fraction(1 << 22)
 # Normaliser (Poisson summation or direct)
 # --------------------------------------------------------------------------
 def _theta_moment(c: Interval, power: int) -> Interval:
-    """Σ_{u≥1} u^power·e^(−c·u²), for c ≥ 1, with the tail bounded geometrically."""
+    """Σ_{u≥1} u^power·e^(−c·u²), with the tail bounded geometrically."""
     ar = c.ar
     eps = mpfr(2) ** (-ar.bits - 8)
     total = ar.q(0)
     u = 1
+    term = (-c).exp()
     while True:
-        term = (c * (-u * u)).exp() * (u ** power)
         total = total + term
         # Terms after u + 1 fall by at most rho = ((u+2)/(u+1))^power·e^(−c(2u+3)) each.
         nxt = (c * (-(u + 1) ** 2)).exp() * ((u + 1) ** power)
@@ -78,7 +78,14 @@ def _theta_moment(c: Interval, power: int) -> Interval:
         if rho.hi < 0.5 and nxt.hi <= eps * max(total.lo, mpfr(1)):
             tail = nxt / (1 - rho)
             return Interval(total.lo, ar.up.add(total.hi, tail.hi), ar)
+        term = nxt
         u += 1
+
+
+def _excess(a: Interval) -> Interval:
+    """c = Σ_{j≥1} e^{−aj²} + Σ_{j≥2} e^{−a(j²−j)}: θ(r) ≤ e^{−ar²}(1 + e^{−a(1−2r)} + c) on
+    [0, ½], used by both lattice bounds (the second sum is ≤ e^{−2a}/(1 − e^{−4a}))."""
+    return _theta_moment(a, 0) + (a * -2).exp() / (1 - (a * -4).exp())
 
 
 def _poisson(s: Fraction) -> bool:
@@ -86,28 +93,30 @@ def _poisson(s: Fraction) -> bool:
     return s >= Fraction(1, 6)
 
 
+def _rate(s: Fraction, ar: Arith) -> Interval:
+    """c in Θ's faster form, 1 + 2Σ_{u≥1} e^{−cu²}: 2π²s (Poisson summation) or 1/(2s) (direct)."""
+    return ar.pi() * ar.pi() * (2 * s) if _poisson(s) else ar.q(1 / (2 * s))
+
+
 def log_normaliser(s: Fraction, ar: Arith) -> Interval:
-    """ln Θ(s), Θ(s) = Σ_{y∈ℤ} exp(−y²/(2s))."""
+    """ln Θ(s), Θ(s) = Σ_{y∈ℤ} exp(−y²/(2s)) = √(2πs)·Σ_u e^{−2π²su²} (Poisson summation)."""
+    theta = 1 + _theta_moment(_rate(s, ar), 0).scale2(1)
     if _poisson(s):
-        c = ar.pi() * ar.pi() * (2 * s)                # 2π²s
-        theta = 1 + _theta_moment(c, 0).scale2(1)
-        return ((ar.pi() * (2 * s)).sqrt() * theta).log()
-    c = ar.q(1 / (2 * s))
-    return (1 + _theta_moment(c, 0).scale2(1)).log()
+        theta = (ar.pi() * (2 * s)).sqrt() * theta
+    return theta.log()
 
 
 def variance(s: Fraction, ar: Arith) -> Interval:
-    """Σ_y y²·exp(−y²/(2s)) / Θ(s), the variance of N_Z(0, s) (Lemma 22's form when s ≥ 1/6)."""
+    """Σ_y y²·exp(−y²/(2s)) / Θ(s), the variance of N_Z(0, s).
+
+    Directly, the ratio of the two sums; by Poisson summation (Lemma 22) when s ≥ 1/6,
+    Var = s − 4π²s²·(2Σ u² e^{−cu²})/(1 + 2Σ e^{−cu²}), c = 2π²s.
+    """
+    c = _rate(s, ar)
+    ratio = _theta_moment(c, 2).scale2(1) / (1 + _theta_moment(c, 0).scale2(1))
     if _poisson(s):
-        # Var = s − 4π²s²·(2Σ u² e^{−cu²})/(1 + 2Σ e^{−cu²}), c = 2π²s (Poisson summation).
-        c = ar.pi() * ar.pi() * (2 * s)
-        num = _theta_moment(c, 2).scale2(1)
-        den = 1 + _theta_moment(c, 0).scale2(1)
-        return ar.q(s) - (ar.pi() * ar.pi() * (4 * s * s)) * num / den
-    c = ar.q(1 / (2 * s))
-    num = _theta_moment(c, 2).scale2(1)
-    den = 1 + _theta_moment(c, 0).scale2(1)
-    return num / den
+        return ar.q(s) - (ar.pi() * ar.pi() * (4 * s * s)) * ratio
+    return ratio
 
 
 # --------------------------------------------------------------------------
@@ -195,8 +204,8 @@ class _Tail:
         total = integral
         for a, with_eps, weight in parts:
             total = total + weight * Fraction(-1 if with_eps else 1, 2)
-        # Remainder: the lowest even order p = 2q whose bound is below 2^−56 (or 2^−bits/2) of the sum so
-        # far (the derivative terms are small beside it), else the best order.
+        # Remainder: the lowest even order p = 2q whose bound is below 2^−56 (or 2^−bits/2)
+        # of the sum so far (the derivative terms are small beside it), else the best order.
         goal = ar.dn.mul(total.lo, mpfr(2) ** -max(56, ar.bits // 2)) if total.lo > 0 else mpfr(0)
         p, bound = self._best_order(parts, sigma, goal)
         hermite = {}
@@ -204,9 +213,10 @@ class _Tail:
             hermite[a] = _hermite_values(ar.q(a) / sigma, p)
         bern = _bernoulli_over_factorial(p)
         inv_sigma = 1 / sigma
+        inv_sigma2 = inv_sigma * inv_sigma
+        scale = inv_sigma                                   # σ^{−j}, j = 2k − 1
         for k in range(1, p // 2 + 1):
             j = 2 * k - 1
-            scale = inv_sigma ** j if j > 0 else ar.q(1)
             deriv = ar.q(0)
             for a, with_eps, weight in parts:
                 term = weight * hermite[a][j]
@@ -214,6 +224,7 @@ class _Tail:
             # f^{(j)} = (−1)^j σ^{−j} He_j f; j odd → −σ^{−j} He_j f
             deriv = -(deriv * scale)
             total = total - deriv * bern[k]
+            scale = scale * inv_sigma2
         return Interval(ar.dn.sub(total.lo, bound), ar.up.add(total.hi, bound), ar), bound
 
     def _best_order(self, parts, sigma: Interval, goal):
@@ -223,12 +234,11 @@ class _Tail:
         two_pi = ar.pi().scale2(1)
         best = None
         # ∫_ℝ |f^{(p)}| ≤ σ^{1−p} √(2π p!)  (Cauchy–Schwarz with ∫He_p² e^{−t²/2} = p!√(2π)).
+        # The whole-line bound is on ∫|f^{(p)}|, not scaled by f(a): each part contributes its
+        # coefficient over F, 1/F or e^ε/F, i.e. e^{shift} or e^{shift + ε}.
         total_weight = ar.q(0)
         for a, with_eps, weight in parts:
-            # weight is f(a)/F·(e^ε or 1); the global bound needs C/F (= weight/f(a)·...) —
-            # use e^{shift}·(1 or e^ε) instead, i.e. the weight at f ≡ 1.
-            w = self.ar.q(self.shift + (self.eps if with_eps else 0)).exp()
-            total_weight = total_weight + w
+            total_weight = total_weight + ar.q(self.shift + (self.eps if with_eps else 0)).exp()
         sqrt_e = ar.q(1).exp().sqrt()
         for p in range(2, EM_MAX_ORDER + 1, 2):
             zeta = 1 + Fraction(1, 2 ** p) + Fraction(2, (p - 1) * 2 ** p)   # ≥ ζ(p)
@@ -263,13 +273,17 @@ class _Tail:
         """
         ar = self.ar
         tight = mpfr(2) ** -44          # the accounting wants ln δ to 2^−40
+
+        def unscaled(found: Interval) -> Interval:
+            return found.log() - ar.q(self.shift)
+
         if self.direct_terms_estimate(ar.bits) <= DIRECT_MAX_TERMS:
             found = self.direct(4 * DIRECT_MAX_TERMS)
             if found is not None:
-                return found.log() - ar.q(self.shift)
+                return unscaled(found)
         em, remainder = self.euler_maclaurin()
         if em.lo > 0 and em.rel_width() <= tight:
-            return em.log() - ar.q(self.shift)
+            return unscaled(em)
         rounding = ar.up.sub(em.abs_width(), ar.up.mul(remainder, 2))
         if rounding > remainder:
             # Cancellation, not the remainder: more bits will do (the caller retries).
@@ -278,9 +292,9 @@ class _Tail:
         if self.direct_terms_estimate(ar.bits) <= budget:
             found = self.direct(budget)
             if found is not None:
-                return found.log() - ar.q(self.shift)
+                return unscaled(found)
         if em.lo > 0:
-            return em.log() - ar.q(self.shift)             # rigorous, if loose
+            return unscaled(em)                            # rigorous, if loose
         raise ArithmeticError("tail sum not enclosed at this precision")
 
 
@@ -372,8 +386,7 @@ def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
         return mpfr(0)
     ar = Arith(64)
     a = ar.pi() * ar.pi() * (2 * s)
-    # c = Σ_{j≥1} e^{−aj²} + Σ_{j≥2} e^{−a(j²−j)}, the second ≤ e^{−2a}/(1 − e^{−4a})
-    c = _theta_moment(a, 0) + (a * -2).exp() / (1 - (a * -4).exp())
+    c = _excess(a)
     if c.hi >= 0.25:
         return None
     far = ((a * n) / ar.pi()).sqrt() * (a * Fraction(-n, 4)).exp()
@@ -383,12 +396,14 @@ def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
     # after i (up to n/2) sum to at most 2x^{i+1}/(i+1)!·e^x.
     x = ar.point(max((a * Fraction(-1, 2)).exp().hi, c.hi)) * (2 * n)
     total = ar.q(0)
+    binom = ar.q(1)                 # C(n, i)·2^{i−1}, updated as an interval (no huge integers)
     for i in range(1, min(n, LATTICE_MAX_TERMS) + 1):
+        binom = binom * Fraction(n - i + 1, i) * (2 if i > 1 else 1)
         # ∫_0^{1/2} e^{−a(nr² − 2ir + i)} dr ≤ ∫_ℝ (any i) = √(π/(an))·e^{−a·i(n−i)/n}; for
         # i > n/2 the integrand's peak r = i/n lies beyond 1/2, so also ≤ e^{−an/4}/2.
         near = (a * Fraction(-i * (n - i), n)).exp().scale2(1)
         term = (far if 2 * i > n and far.hi < near.hi else near) + c ** i
-        total = total + term * comb(n, i) * (2 ** (i - 1))
+        total = total + term * binom
         if total.hi >= 0.5:
             return None
         if 2 * i < n:
@@ -445,7 +460,7 @@ def _lattice_error_bound_pieces(counts: Dict[int, int], s: Fraction, pieces: int
     """
     ar = Arith(64)
     a = ar.pi() * ar.pi() * (2 * s)
-    c = _theta_moment(a, 0) + (a * -2).exp() / (1 - (a * -4).exp())
+    c = _excess(a)
     if c.hi >= 0.25:
         return None
     S = sum(b * b * n for b, n in counts.items())
@@ -489,8 +504,9 @@ def _lattice_error_bound_pieces(counts: Dict[int, int], s: Fraction, pieces: int
             else:
                 d = min(x0 - x0.__floor__(), x0.__ceil__() - x0,
                         x1 - x1.__floor__(), x1.__ceil__() - x1)
-            theta = (ar.q(-d * d) * a).exp() * (1 + (a * (2 * d - 1)).exp() + c)
-            log_value = log_value + theta.log() * n
+            # ln θ(d) ≤ −a·d² + ln(1 + e^{−a(1−2d)} + c), in logs: e^{−a·d²} may underflow
+            log_theta = ar.q(-d * d) * a + (1 + (a * (2 * d - 1)).exp() + c).log()
+            log_value = log_value + log_theta * n
         outer = outer + log_value.exp() * width
     total = (inner + outer) * root.scale2(1) / ar.pi().sqrt()    # × 2√(aS/π)
     if total.hi >= 0.5:

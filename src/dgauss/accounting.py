@@ -79,6 +79,9 @@ Sensitivity = Union[int, Sequence[int]]
 #: Significant decimal digits of a calibrated σ² or scale (rounded up).
 GRID_DIGITS = 4
 
+#: Most composed queries accepted (beyond, the sums over compositions take seconds and more).
+MAX_K = 10**7
+
 #: Largest numerator/denominator accepted for an accounting parameter, in bits.
 MAX_BITS = 1 << 14
 
@@ -123,12 +126,10 @@ def _probability(value, name: str, allow_zero: bool = False) -> Fraction:
 
 
 def _count(value, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a positive int, not bool")
-    q = _rational(value, name)
-    if q.denominator != 1 or q < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {_params.show(value)}")
-    return q.numerator
+    k = _params.integer(value, name)
+    if not 1 <= k <= MAX_K:
+        raise ValueError(f"{name} must be an integer from 1 to {MAX_K}, got {_params.show(value)}")
+    return k
 
 
 def _sensitivity(value, vector_ok: bool = True) -> Tuple[int, ...]:
