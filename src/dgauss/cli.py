@@ -226,11 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "Parameters are exact rationals: '100', '1/3', '2.5', '1e100'.",
     )
     sample.set_defaults(command=run_sample)
-    which = sample.add_mutually_exclusive_group(required=True)
-    which.add_argument("--sigma2", metavar="SIGMA2",
-                       help="sample the discrete Gaussian N_Z(mu, SIGMA2), SIGMA2 > 0")
-    which.add_argument("--laplace", metavar="SCALE",
-                       help="sample the discrete Laplace Lap_Z(mu, SCALE), SCALE > 0")
+    _add_noise_choice(sample, "sample", "mu, ")
     sample.add_argument("-n", dest="count", metavar="N", required=True, type=_nonnegative_int,
                         help="number of samples (any size; use -o to keep them)")
     sample.add_argument("-o", dest="output", metavar="PATH",
@@ -251,6 +247,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(commands)
     _add_account(commands)
     return parser
+
+
+def _add_noise_choice(parser: argparse.ArgumentParser, verb: str, centre: str) -> None:
+    """The required choice of --sigma2 SIGMA2 or --laplace SCALE."""
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--sigma2", metavar="SIGMA2",
+                       help=f"{verb} the discrete Gaussian N_Z({centre or '0, '}SIGMA2), SIGMA2 > 0")
+    which.add_argument("--laplace", metavar="SCALE",
+                       help=f"{verb} the discrete Laplace Lap_Z({centre}SCALE), SCALE > 0")
 
 
 def run_sample(args: argparse.Namespace) -> int:
@@ -503,11 +508,7 @@ def _add_account(commands: argparse._SubParsersAction) -> None:
                     "and eps is rounded up. " + _QUERIES_HELP,
     )
     account.set_defaults(command=run_account)
-    which = account.add_mutually_exclusive_group(required=True)
-    which.add_argument("--sigma2", metavar="SIGMA2",
-                       help="account for the discrete Gaussian N_Z(0, SIGMA2), SIGMA2 > 0")
-    which.add_argument("--laplace", metavar="SCALE",
-                       help="account for the discrete Laplace Lap_Z(SCALE), SCALE > 0")
+    _add_noise_choice(account, "account for", "")
     account.add_argument("--eps", default=DEFAULT_EPS, metavar="LIST",
                          help=f"comma-separated eps >= 0 at which to print delta "
                               f"(default {DEFAULT_EPS})")
