@@ -4,6 +4,7 @@ The core links the system GMP (Debian/Ubuntu: ``apt-get install libgmp-dev``;
 Fedora: ``dnf install gmp-devel``; macOS: ``brew install gmp``).  It never
 links the private copy of libgmp bundled in gmpy2's wheels.
 """
+
 import os
 import shutil
 import subprocess
@@ -50,8 +51,13 @@ def gmp_flags():
             pass
     # no pkg-config file: look for the header where compilers look by default
     candidates = [d for d in os.environ.get("CPATH", "").split(os.pathsep) if d]
-    candidates += ["/usr/include", "/usr/local/include", "/opt/homebrew/include",
-                   "/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu"]
+    candidates += [
+        "/usr/include",
+        "/usr/local/include",
+        "/opt/homebrew/include",
+        "/usr/include/x86_64-linux-gnu",
+        "/usr/include/aarch64-linux-gnu",
+    ]
     cflags = os.environ.get("CFLAGS", "")
     candidates += [f[2:] for f in cflags.split() if f.startswith("-I")]
     if not any(os.path.exists(os.path.join(d, "gmp.h")) for d in candidates):
@@ -66,8 +72,7 @@ def extensions():
     gmp_include, gmp_lib = gmp_flags()
     core = Extension(
         "dgauss._core",
-        sources=["src/dgauss/_core.pyx", "csrc/dg_rng.c", "csrc/dg_prim.c",
-                 "csrc/dg_exp.c"],
+        sources=["src/dgauss/_core.pyx", "csrc/dg_rng.c", "csrc/dg_prim.c", "csrc/dg_exp.c"],
         include_dirs=["csrc", numpy_include, *gmp_include],
         library_dirs=gmp_lib,
         libraries=["gmp"],

@@ -24,6 +24,7 @@ figure); ratios are against NumPy and against the best exact peer (OpenDP).  The
 memory run measures the peak resident memory of a 10**8-sample int64 batch and of
 the CLI streaming 4 * 10**7 samples, each in a fresh process.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,10 +40,10 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -58,8 +59,10 @@ BERNOULLI_EXP = [Fraction(1, 2), Fraction(7, 3)]
 
 # ---- timing ------------------------------------------------------------------
 
-def rates(draws: Dict[str, Callable[[int], object]], n: int, repeats: int,
-          budget: float = 30.0) -> Dict[str, float]:
+
+def rates(
+    draws: dict[str, Callable[[int], object]], n: int, repeats: int, budget: float = 30.0
+) -> dict[str, float]:
     """Samples/s of each sampler: the best of ``repeats`` calls of ``draw(n)``, stopping early
     after ``budget`` s.  The calls take turns (one of each per round), so that a stretch of
     load on this shared machine slows every contender alike and the ratios hold."""
@@ -96,7 +99,8 @@ def adaptive_rate(draw: Callable[[int], object], budget: float = 3.0, cap: int =
 
 # ---- peers -------------------------------------------------------------------
 
-def opendp_samplers() -> Dict[str, Callable]:
+
+def opendp_samplers() -> dict[str, Callable]:
     try:
         import opendp.prelude as dp
     except ImportError as exc:
@@ -120,7 +124,7 @@ def opendp_samplers() -> Dict[str, Callable]:
 DIFFPRIVLIB_MAX_SIGMA2 = 10**10
 
 
-def diffprivlib_samplers() -> Dict[str, Callable]:
+def diffprivlib_samplers() -> dict[str, Callable]:
     try:
         from diffprivlib.mechanisms import GaussianDiscrete
     except ImportError as exc:
@@ -138,6 +142,7 @@ def diffprivlib_samplers() -> Dict[str, Callable]:
 
 # ---- entropy -----------------------------------------------------------------
 
+
 def entropy_bits(kind: str, param: Fraction) -> float:
     """Shannon entropy of one sample, in bits (a lower bound on the bits any exact sampler uses)."""
     if kind == "bernoulli_exp":
@@ -151,26 +156,37 @@ def entropy_bits(kind: str, param: Fraction) -> float:
         return -math.log2(c) + mean_abs * math.log2(math.e) / t
     sigma2 = float(param) if param < 10**300 else math.inf
     if sigma2 > 10**6:
-        return 0.5 * math.log2(2 * math.pi * math.e) + 0.5 * math.log2(param.numerator) - 0.5 * math.log2(param.denominator)
+        return (
+            0.5 * math.log2(2 * math.pi * math.e)
+            + 0.5 * math.log2(param.numerator)
+            - 0.5 * math.log2(param.denominator)
+        )
     with localcontext() as ctx:
         ctx.prec = 30
         s2 = Decimal(param.numerator) / Decimal(param.denominator)
         reach = int(40 * math.sqrt(sigma2)) + 10
         weights = [(-(Decimal(x) ** 2) / (2 * s2)).exp() for x in range(-reach, reach + 1)]
         total = sum(weights)
-        return float(-sum((w / total) * (w / total).ln() for w in weights if w > 0) / Decimal(2).ln())
+        return float(
+            -sum((w / total) * (w / total).ln() for w in weights if w > 0) / Decimal(2).ln()
+        )
 
 
 def bits_per_sample(kind: str, param: Fraction, n: int) -> float:
     """Random bits the compiled core consumed per sample, from the OS source."""
-    codes = {"gaussian": _core.GAUSSIAN, "laplace": _core.LAPLACE, "bernoulli_exp": _core.BERNOULLI_EXP}
+    codes = {
+        "gaussian": _core.GAUSSIAN,
+        "laplace": _core.LAPLACE,
+        "bernoulli_exp": _core.BERNOULLI_EXP,
+    }
     out = np.empty(n, dtype=np.bool_ if kind == "bernoulli_exp" else object)
     return _core.fill(codes[kind], param.numerator, param.denominator, 0, None, out) / n
 
 
 # ---- one case --------------------------------------------------------------------
 
-def case(kind: str, param, quick: bool, peers: Dict[str, Dict[str, Callable]]) -> dict:
+
+def case(kind: str, param, quick: bool, peers: dict[str, dict[str, Callable]]) -> dict:
     param = Fraction(param)
     big = kind == "gaussian" and param > 10**20
     n = (100_000 if big else 400_000) if quick else (1_000_000 if big else 4_000_000)
@@ -191,13 +207,18 @@ def case(kind: str, param, quick: bool, peers: Dict[str, Dict[str, Callable]]) -
         threshold = math.exp(-float(param))
         yardstick = lambda k: gen.random(k) < threshold
     row = {"case": f"{kind} {_label(param)}"}
-    row.update(rates({"dgauss_1": ours, "dgauss_all": lambda k: ours(k, -1), "numpy": yardstick},
-                     n, repeats))
-    row.update({
-        "bits": bits_per_sample(kind, param, min(n, 200_000)),
-        "entropy": entropy_bits(kind, param),
-        "reference": adaptive_rate(oracle, budget=2.0 if quick else 5.0),
-    })
+    row.update(
+        rates(
+            {"dgauss_1": ours, "dgauss_all": lambda k: ours(k, -1), "numpy": yardstick}, n, repeats
+        )
+    )
+    row.update(
+        {
+            "bits": bits_per_sample(kind, param, min(n, 200_000)),
+            "entropy": entropy_bits(kind, param),
+            "reference": adaptive_rate(oracle, budget=2.0 if quick else 5.0),
+        }
+    )
     for name, samplers in peers.items():
         make = samplers.get(kind)
         sampler = make(param) if make else None
@@ -236,60 +257,109 @@ print(status("VmHWM") - base, x.nbytes)
 
 def memory() -> dict:
     """Peak extra memory of a 10**8 int64 batch beyond the output; CLI peak for two run lengths."""
-    extra, output = map(int, subprocess.check_output([sys.executable, "-c", MEMORY_PROBE], text=True).split())
+    extra, output = map(
+        int, subprocess.check_output([sys.executable, "-c", MEMORY_PROBE], text=True).split()
+    )
     cli = {}
     for n in (10**6, 4 * 10**7):
-        probe = ("import resource, sys; from dgauss.cli import main; "
-                 f"main(['sample', '--sigma2', '100', '-n', '{n}', '--no-progress']); "
-                 "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, file=sys.stderr)")
-        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        probe = (
+            "import resource, sys; from dgauss.cli import main; "
+            f"main(['sample', '--sigma2', '100', '-n', '{n}', '--no-progress']); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, file=sys.stderr)"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        )
         cli[n] = int(done.stderr.strip().splitlines()[-1])
-    return {"batch_output_bytes": output, "batch_peak_over_output_bytes": extra - output,
-            "cli_peak_rss_bytes": cli}
+    return {
+        "batch_output_bytes": output,
+        "batch_peak_over_output_bytes": extra - output,
+        "cli_peak_rss_bytes": cli,
+    }
 
 
 # ---- report --------------------------------------------------------------------------
 
-COLUMNS = [("case", "case", "{}"), ("dgauss_1", "dgauss M/s", "{:.2f}"), ("ns", "ns/sample", "{:.0f}"),
-           ("dgauss_all", "all cores M/s", "{:.2f}"), ("bits", "bits/sample", "{:.1f}"),
-           ("entropy", "entropy bits", "{:.1f}"), ("vs_numpy", "÷ NumPy", "{:.3f}"),
-           ("vs_best_exact_peer", "× OpenDP", "{:.0f}"), ("vs_reference", "× oracle", "{:.0f}"),
-           ("cores_speedup", "cores ×", "{:.2f}")]
+COLUMNS = [
+    ("case", "case", "{}"),
+    ("dgauss_1", "dgauss M/s", "{:.2f}"),
+    ("ns", "ns/sample", "{:.0f}"),
+    ("dgauss_all", "all cores M/s", "{:.2f}"),
+    ("bits", "bits/sample", "{:.1f}"),
+    ("entropy", "entropy bits", "{:.1f}"),
+    ("vs_numpy", "÷ NumPy", "{:.3f}"),
+    ("vs_best_exact_peer", "× OpenDP", "{:.0f}"),
+    ("vs_reference", "× oracle", "{:.0f}"),
+    ("cores_speedup", "cores ×", "{:.2f}"),
+]
 
 
-def markdown(rows: List[dict], machine: str, mem: Optional[dict]) -> str:
-    lines = [f"dgauss {dgauss.__version__}, {machine}", "",
-             "| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
-             "|" + "---|" * len(COLUMNS)]
+def markdown(rows: list[dict], machine: str, mem: dict | None) -> str:
+    lines = [
+        f"dgauss {dgauss.__version__}, {machine}",
+        "",
+        "| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
+    ]
     for row in rows:
-        row = dict(row, ns=1e9 / row["dgauss_1"], dgauss_1=row["dgauss_1"] / 1e6,
-                   dgauss_all=row["dgauss_all"] / 1e6)
-        cells = [fmt.format(row[key]) if row.get(key) is not None else "n/a" for key, _, fmt in COLUMNS]
+        row = dict(
+            row,
+            ns=1e9 / row["dgauss_1"],
+            dgauss_1=row["dgauss_1"] / 1e6,
+            dgauss_all=row["dgauss_all"] / 1e6,
+        )
+        cells = [
+            fmt.format(row[key]) if row.get(key) is not None else "n/a" for key, _, fmt in COLUMNS
+        ]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Peers' samples/s (same run): " + "; ".join(
-        f"{row['case']}: " + ", ".join(f"{name} {row[name]:,.0f}" for name in ("opendp", "diffprivlib", "reference")
-                                        if row.get(name)) for row in rows)]
+    lines += [
+        "",
+        "Peers' samples/s (same run): "
+        + "; ".join(
+            f"{row['case']}: "
+            + ", ".join(
+                f"{name} {row[name]:,.0f}"
+                for name in ("opendp", "diffprivlib", "reference")
+                if row.get(name)
+            )
+            for row in rows
+        ),
+    ]
     if mem:
-        lines += ["", f"Memory: a 10^8-sample int64 batch ({mem['batch_output_bytes'] / 2**20:.0f} MiB of output) "
-                      f"peaks {mem['batch_peak_over_output_bytes'] / 2**20:.1f} MiB above its output; "
-                      "the CLI's peak RSS is " + ", ".join(f"{v / 2**20:.0f} MiB for -n {k:,}"
-                                                          for k, v in mem["cli_peak_rss_bytes"].items()) + "."]
+        lines += [
+            "",
+            f"Memory: a 10^8-sample int64 batch ({mem['batch_output_bytes'] / 2**20:.0f} MiB of output) "
+            f"peaks {mem['batch_peak_over_output_bytes'] / 2**20:.1f} MiB above its output; "
+            "the CLI's peak RSS is "
+            + ", ".join(
+                f"{v / 2**20:.0f} MiB for -n {k:,}" for k, v in mem["cli_peak_rss_bytes"].items()
+            )
+            + ".",
+        ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller samples, no memory run")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write bench.json and bench.md")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="where to write bench.json and bench.md"
+    )
     args = parser.parse_args(argv)
     peers = {"opendp": opendp_samplers(), "diffprivlib": diffprivlib_samplers()}
     for name, samplers in peers.items():
         if "error" in samplers:
             print(f"# {name}: {samplers.pop('error')}", file=sys.stderr)
-    machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-               f"NumPy {np.__version__}")
+    machine = (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"NumPy {np.__version__}"
+    )
     rows = []
-    for kind, params in (("gaussian", GAUSSIAN), ("laplace", LAPLACE), ("bernoulli_exp", BERNOULLI_EXP)):
+    for kind, params in (
+        ("gaussian", GAUSSIAN),
+        ("laplace", LAPLACE),
+        ("bernoulli_exp", BERNOULLI_EXP),
+    ):
         for param in params:
             rows.append(case(kind, param, args.quick, peers))
             print(markdown(rows[-1:], machine, None).splitlines()[-3], flush=True)
@@ -297,8 +367,9 @@ def main(argv=None) -> int:
     report = markdown(rows, machine, mem)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.md").write_text(report)
-    (args.out / "bench.json").write_text(json.dumps({"machine": machine, "rows": rows, "memory": mem},
-                                                    indent=2, default=str))
+    (args.out / "bench.json").write_text(
+        json.dumps({"machine": machine, "rows": rows, "memory": mem}, indent=2, default=str)
+    )
     print(report)
     return 0
 

@@ -27,6 +27,7 @@ timed call being the plain one.  Every call is first tried once in a child
 process with a time limit, so that one that hangs or fails is reported as n/a
 with its reason instead of stopping the run; a missing peer is n/a too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,9 +38,9 @@ import statistics
 import sys
 import time
 import timeit
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
 
 import dgauss
 from dgauss import accounting
@@ -56,6 +57,7 @@ TINY = 1e-300
 
 # ---- timing and guarding ------------------------------------------------------
 
+
 def median_seconds(fn: Callable[[], object], repeat: int) -> float:
     """Median seconds per call of ``fn``: ``repeat`` timeit rounds of autorange's size."""
     timer = timeit.Timer(fn)
@@ -71,7 +73,7 @@ def _child(fn, queue) -> None:
         queue.put(("error", f"{type(exc).__name__}: {exc}"[:120]))
 
 
-def probe(fn: Callable[[], object], limit: float = PROBE_LIMIT) -> Tuple[bool, object]:
+def probe(fn: Callable[[], object], limit: float = PROBE_LIMIT) -> tuple[bool, object]:
     """Call ``fn`` once in a forked child: (True, its result) or (False, why it gave none)."""
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
@@ -95,12 +97,13 @@ def probe(fn: Callable[[], object], limit: float = PROBE_LIMIT) -> Tuple[bool, o
 class Measure:
     """One side of a case: a time per call and the value shown, or why there is none."""
 
-    seconds: Optional[float]
+    seconds: float | None
     value: str
 
 
-def measure(fn: Callable[[], object], show: Callable[[object], str], repeat: int,
-            limit: float = PROBE_LIMIT) -> Measure:
+def measure(
+    fn: Callable[[], object], show: Callable[[object], str], repeat: int, limit: float = PROBE_LIMIT
+) -> Measure:
     ok, result = probe(fn, limit)
     if not ok:
         return Measure(None, f"n/a ({result})")
@@ -116,16 +119,19 @@ def unavailable(reason: str) -> Measure:
 
 # ---- values ----------------------------------------------------------------------
 
+
 def g(x: float) -> str:
     return f"{x:.10g}"
 
 
 def our_delta(log_delta: Callable[[], float]) -> Callable[[float], str]:
     """Show a float delta, or (below TINY) the one from log=True."""
+
     def show(value: float) -> str:
         if value >= TINY or value == 0:
             return g(value)
         return _rounded_up_from_log(log_delta(), digits=6) + " (from log)"
+
     return show
 
 
@@ -135,14 +141,16 @@ def fraction_text(q) -> str:
 
 # ---- peers -------------------------------------------------------------------------
 
+
 def opendp_profile():
     """OpenDP's (eps, delta) profile of a zCDP measurement with rho = 0.5 (or None), and its
     version (or why it is unavailable)."""
     try:
         import opendp.prelude as dp
+
         dp.enable_features("contrib")
         gauss = dp.m.make_gaussian(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale=1.0)
-        assert gauss.map(1) == 0.5, gauss.map(1)          # rho = d_in**2/(2 scale**2)
+        assert gauss.map(1) == 0.5, gauss.map(1)  # rho = d_in**2/(2 scale**2)
         # the profile of rho = 0.5, built once: the timed call is the conversion alone
         return dp.c.make_zCDP_to_approxDP(gauss).map(1), f"opendp {dp.__version__}"
     except Exception as exc:
@@ -153,9 +161,11 @@ def dp_accounting_pld():
     try:
         import dp_accounting
         from dp_accounting.pld import privacy_loss_distribution as pld
+
         version = getattr(dp_accounting, "__version__", None)
         if version is None:
             from importlib.metadata import version as dist_version
+
             version = dist_version("dp-accounting")
         return pld, f"dp_accounting {version}"
     except Exception as exc:
@@ -186,6 +196,7 @@ def pld_calibrate(pld, eps: float, delta: float, k: int, rel: float = 1e-4) -> f
 
 # ---- the cases ---------------------------------------------------------------------
 
+
 @dataclass
 class Row:
     case: str
@@ -194,10 +205,10 @@ class Row:
     peer: Measure
 
 
-def run_cases(repeat: int) -> Tuple[List[Row], List[str]]:
+def run_cases(repeat: int) -> tuple[list[Row], list[str]]:
     profile, opendp_name = opendp_profile()
     pld, pld_name = dp_accounting_pld()
-    rows: List[Row] = []
+    rows: list[Row] = []
 
     def opendp_side(fn: Callable, show: Callable) -> Measure:
         if profile is None:
@@ -210,45 +221,66 @@ def run_cases(repeat: int) -> Tuple[List[Row], List[str]]:
         return measure(fn, show, repeat, limit)
 
     # (a) zCDP -> (eps, delta)
-    rows.append(Row(
-        "(a) zCDP->DP delta, rho=0.5, eps=1",
-        measure(lambda: accounting.cdp_delta(0.5, 1), g, repeat),
-        "OpenDP make_zCDP_to_approxDP profile .delta(1.0)",
-        opendp_side(lambda: profile.delta(1.0), g)))
+    rows.append(
+        Row(
+            "(a) zCDP->DP delta, rho=0.5, eps=1",
+            measure(lambda: accounting.cdp_delta(0.5, 1), g, repeat),
+            "OpenDP make_zCDP_to_approxDP profile .delta(1.0)",
+            opendp_side(lambda: profile.delta(1.0), g),
+        )
+    )
 
     # (b) one query, exact delta
     for sigma2 in ("1e2", "1e8", "1e100"):
         for eps in ("1", "1e-3"):
-            rows.append(Row(
-                f"(b) gaussian_delta, sigma2={sigma2}, eps={eps}, k=1",
-                measure(lambda: accounting.gaussian_delta(sigma2, eps),
+            rows.append(
+                Row(
+                    f"(b) gaussian_delta, sigma2={sigma2}, eps={eps}, k=1",
+                    measure(
+                        lambda: accounting.gaussian_delta(sigma2, eps),
                         our_delta(lambda: accounting.gaussian_delta(sigma2, eps, log=True)),
-                        repeat),
-                "dp_accounting PLD from_discrete_gaussian_mechanism + get_delta_for_epsilon",
-                pld_side(lambda: pld_delta(pld, float(sigma2), float(eps)))))
+                        repeat,
+                    ),
+                    "dp_accounting PLD from_discrete_gaussian_mechanism + get_delta_for_epsilon",
+                    pld_side(lambda: pld_delta(pld, float(sigma2), float(eps))),
+                )
+            )
 
     # (c) 100 queries
-    rows.append(Row(
-        "(c) gaussian_delta, sigma2=2500, eps=1, k=100",
-        measure(lambda: accounting.gaussian_delta(2500, 1, k=100), g, repeat),
-        "dp_accounting PLD self_compose(100)",
-        pld_side(lambda: pld_delta(pld, 2500.0, 1.0, k=100))))
+    rows.append(
+        Row(
+            "(c) gaussian_delta, sigma2=2500, eps=1, k=100",
+            measure(lambda: accounting.gaussian_delta(2500, 1, k=100), g, repeat),
+            "dp_accounting PLD self_compose(100)",
+            pld_side(lambda: pld_delta(pld, 2500.0, 1.0, k=100)),
+        )
+    )
 
     # (d) calibration
-    rows.append(Row(
-        "(d) calibrate_gaussian(1, 1e-6, k=100), sigma2 found",
-        measure(lambda: accounting.calibrate_gaussian(1, "1e-6", k=100, method="exact"),
-                fraction_text, repeat),
-        "bisection on sigma with the dp_accounting PLD (rel. 1e-4)",
-        pld_side(lambda: pld_calibrate(pld, 1.0, 1e-6, 100), lambda s2: f"{s2:.6g}",
-                 limit=120.0)))
+    rows.append(
+        Row(
+            "(d) calibrate_gaussian(1, 1e-6, k=100), sigma2 found",
+            measure(
+                lambda: accounting.calibrate_gaussian(1, "1e-6", k=100, method="exact"),
+                fraction_text,
+                repeat,
+            ),
+            "bisection on sigma with the dp_accounting PLD (rel. 1e-4)",
+            pld_side(
+                lambda: pld_calibrate(pld, 1.0, 1e-6, 100), lambda s2: f"{s2:.6g}", limit=120.0
+            ),
+        )
+    )
 
     # (e) zCDP eps at delta
-    rows.append(Row(
-        "(e) cdp_eps(0.5, 1e-6)",
-        measure(lambda: accounting.cdp_eps(0.5, "1e-6"), g, repeat),
-        "OpenDP make_zCDP_to_approxDP profile .epsilon(1e-6)",
-        opendp_side(lambda: profile.epsilon(1e-6), g)))
+    rows.append(
+        Row(
+            "(e) cdp_eps(0.5, 1e-6)",
+            measure(lambda: accounting.cdp_eps(0.5, "1e-6"), g, repeat),
+            "OpenDP make_zCDP_to_approxDP profile .epsilon(1e-6)",
+            opendp_side(lambda: profile.epsilon(1e-6), g),
+        )
+    )
 
     return rows, [opendp_name, pld_name]
 
@@ -268,7 +300,8 @@ larger by its pessimism, not by a different grid."""
 
 # ---- report ------------------------------------------------------------------------
 
-def time_text(seconds: Optional[float]) -> str:
+
+def time_text(seconds: float | None) -> str:
     if seconds is None:
         return "n/a"
     if seconds < 1e-3:
@@ -278,28 +311,46 @@ def time_text(seconds: Optional[float]) -> str:
     return f"{seconds:.2f} s"
 
 
-def ratio_text(ours: Optional[float], peer: Optional[float]) -> str:
+def ratio_text(ours: float | None, peer: float | None) -> str:
     if ours is None or peer is None:
         return "n/a"
     return f"{peer / ours:.3g}x"
 
 
-def markdown(rows: List[Row], peers: List[str], repeat: int, elapsed: float) -> str:
-    head = ["case", "dgauss value", "dgauss time", "peer", "peer value", "peer time",
-            "peer time / dgauss time"]
+def markdown(rows: list[Row], peers: list[str], repeat: int, elapsed: float) -> str:
+    head = [
+        "case",
+        "dgauss value",
+        "dgauss time",
+        "peer",
+        "peer value",
+        "peer time",
+        "peer time / dgauss time",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r.case, r.ours.value, time_text(r.ours.seconds), r.peer_name, r.peer.value,
-                 time_text(r.peer.seconds), ratio_text(r.ours.seconds, r.peer.seconds)]
+        cells = [
+            r.case,
+            r.ours.value,
+            time_text(r.ours.seconds),
+            r.peer_name,
+            r.peer.value,
+            time_text(r.peer.seconds),
+            ratio_text(r.ours.seconds, r.peer.seconds),
+        ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    info = (f"dgauss {dgauss.__version__}; {'; '.join(peers)}; Python {platform.python_version()} "
-            f"on {platform.machine()} ({platform.processor() or platform.system()}); median of "
-            f"{repeat} timeit rounds per call; run took {elapsed:.0f} s.")
-    return "\n".join(["# dgauss.accounting against its peers", "", info, ""] + lines
-                     + ["", NOTES]) + "\n"
+    info = (
+        f"dgauss {dgauss.__version__}; {'; '.join(peers)}; Python {platform.python_version()} "
+        f"on {platform.machine()} ({platform.processor() or platform.system()}); median of "
+        f"{repeat} timeit rounds per call; run took {elapsed:.0f} s."
+    )
+    return (
+        "\n".join(["# dgauss.accounting against its peers", "", info, ""] + lines + ["", NOTES])
+        + "\n"
+    )
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7, help="timeit rounds per case (default 7)")
     args = parser.parse_args(argv)

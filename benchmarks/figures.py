@@ -58,15 +58,16 @@ Figures ("Figure n" is the paper's numbering; sensitivity Δ = 1 throughout):
 The script ends with a table of the accounting calls it made: count, total time and the
 slowest call with its arguments and result.
 """
+
 from __future__ import annotations
 
 import argparse
 import math
 import sys
 import time
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
 
 try:
     import matplotlib
@@ -75,7 +76,9 @@ try:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 except ImportError:  # pragma: no cover - depends on the environment
-    sys.exit("figures.py needs matplotlib: pip install '.[plots]' (or python3 -m pip install matplotlib)")
+    sys.exit(
+        "figures.py needs matplotlib: pip install '.[plots]' (or python3 -m pip install matplotlib)"
+    )
 
 import mpmath
 import numpy as np
@@ -110,7 +113,7 @@ class Timer:
     """Times calls into dgauss.accounting by name: count, total and slowest call (with its inputs)."""
 
     def __init__(self) -> None:
-        self.stats: Dict[str, List] = {}
+        self.stats: dict[str, list] = {}
 
     def __call__(self, name: str, fn: Callable, *args, **kwargs):
         t = time.perf_counter()
@@ -126,7 +129,9 @@ class Timer:
 
     def report(self) -> None:
         print("accounting calls (count, total s, slowest s: call -> result):")
-        for name, (n, tot, worst, (args, kwargs, out)) in sorted(self.stats.items(), key=lambda kv: -kv[1][1]):
+        for name, (n, tot, worst, (args, kwargs, out)) in sorted(
+            self.stats.items(), key=lambda kv: -kv[1][1]
+        ):
             call = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
             print(f"  {name:<20} {n:5d} {tot:8.2f} {worst:8.3f}: {name}({call}) -> {out!r}")
 
@@ -167,6 +172,7 @@ def save(fig, out: Path, name: str) -> Path:
 
 # --------------------------------------------------------------------------- Figure 1
 
+
 def continuous_delta(sigma: float, eps: float, sens: int = 1) -> mpmath.mpf:
     """Exact δ(ε) of the continuous Gaussian mechanism (Balle & Wang 2018, Thm 8)."""
     s, e, d = mpmath.mpf(sigma), mpmath.mpf(eps), mpmath.mpf(sens)
@@ -196,17 +202,24 @@ def bound5_delta(sigma2: float, eps: float, sens: int = 1, *, ceil_second: bool 
 
 def fig1(out: Path) -> Path:
     sigmas = [1, 10]
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex="col", gridspec_kw={"height_ratios": [2.2, 1]})
+    fig, axes = plt.subplots(
+        2, 2, figsize=(12, 8), sharex="col", gridspec_kw={"height_ratios": [2.2, 1]}
+    )
     for col, sigma in enumerate(sigmas):
         sigma2 = sigma * sigma
         rho = Fraction(1, 2 * sigma2)
         # δ(ε) has a kink each time εσ² − ½ crosses an integer (period 1/σ² in ε); for σ = 10 a grid
         # coarser than that would alias it, so ε runs over the grid εσ² ∈ ℤ (midway between kinks).
         eps = np.linspace(0.0, 5.0, 201) if sigma2 < 40 else np.arange(0, 5 * sigma2 + 1) / sigma2
-        curves: Dict[str, np.ndarray] = {}
+        curves: dict[str, np.ndarray] = {}
         # exact discrete Gaussian (Theorem 7); eps is passed as a str so it is the decimal value
         curves["exact"] = clean_log10(
-            [ACC("gaussian_delta", accounting.gaussian_delta, sigma2, f"{e:.4f}", log=True) / LN10 for e in eps])
+            [
+                ACC("gaussian_delta", accounting.gaussian_delta, sigma2, f"{e:.4f}", log=True)
+                / LN10
+                for e in eps
+            ]
+        )
         with mpmath.workdps(60):
             curves["cont"] = np.array([mp_log10(continuous_delta(sigma, e)) for e in eps])
             b5 = [bound5_delta(sigma2, e) for e in eps]
@@ -214,29 +227,55 @@ def fig1(out: Path) -> Path:
             b5c = [bound5_delta(sigma2, e, ceil_second=True) for e in eps]
             curves["bound5c"] = np.array([np.nan if b is None else mp_log10(b) for b in b5c])
         curves["std"] = clean_log10(
-            [ACC("cdp_delta_standard", accounting.cdp_delta_standard, rho, f"{e:.4f}", log=True) / LN10 for e in eps])
+            [
+                ACC("cdp_delta_standard", accounting.cdp_delta_standard, rho, f"{e:.4f}", log=True)
+                / LN10
+                for e in eps
+            ]
+        )
         curves["cdp"] = clean_log10(
-            [ACC("cdp_delta", accounting.cdp_delta, rho, f"{e:.4f}", log=True) / LN10 for e in eps])
+            [ACC("cdp_delta", accounting.cdp_delta, rho, f"{e:.4f}", log=True) / LN10 for e in eps]
+        )
         progress(f"fig1: sigma = {sigma}: {len(eps)} values of eps from 0 to 5")
         # (5) as printed is not an upper bound: count where it falls below the exact δ (or below 0).
         valid = np.array([b is not None for b in b5])
         below = valid & np.isfinite(curves["exact"]) & ~(curves["bound5"] >= curves["exact"] - 1e-9)
         if below.any():
             i = int(np.argmax(below))
-            progress(f"fig1: sigma = {sigma}: bound (5) as printed is below the exact delta at {int(below.sum())} "
-                     f"of {int(valid.sum())} eps where it applies (first: eps = {eps[i]:.4f}, (5) = "
-                     f"{mpmath.nstr(b5[i], 4)}, exact = {mpmath.nstr(mpmath.mpf(10) ** curves['exact'][i], 4)})")
-        cbelow = np.isfinite(curves["exact"]) & np.isfinite(curves["bound5c"]) & ~(curves["bound5c"] >= curves["exact"] - 1e-9)
+            progress(
+                f"fig1: sigma = {sigma}: bound (5) as printed is below the exact delta at {int(below.sum())} "
+                f"of {int(valid.sum())} eps where it applies (first: eps = {eps[i]:.4f}, (5) = "
+                f"{mpmath.nstr(b5[i], 4)}, exact = {mpmath.nstr(mpmath.mpf(10) ** curves['exact'][i], 4)})"
+            )
+        cbelow = (
+            np.isfinite(curves["exact"])
+            & np.isfinite(curves["bound5c"])
+            & ~(curves["bound5c"] >= curves["exact"] - 1e-9)
+        )
         if cbelow.any():
-            progress(f"fig1: sigma = {sigma}: WARNING: the corrected (5) is below the exact delta at {int(cbelow.sum())} eps")
+            progress(
+                f"fig1: sigma = {sigma}: WARNING: the corrected (5) is below the exact delta at {int(cbelow.sum())} eps"
+            )
 
         styles = [
             ("std", "zCDP, standard bound exp(−(ε−ρ)²/4ρ)", dict(color=C_CDP_STD, ls="--")),
             ("cdp", "zCDP, Corollary 13", dict(color=C_CDP, ls="-.")),
-            ("bound5", "analytic bound (5) as printed (not a bound: dips below exact)", dict(color=C_BOUND5, ls=":", lw=2)),
-            ("bound5c", "(5) with its 2nd tail at ⌈εσ²+½⌉ (a valid bound)", dict(color=C_BOUND5, ls="-", lw=0.9, alpha=0.6)),
+            (
+                "bound5",
+                "analytic bound (5) as printed (not a bound: dips below exact)",
+                dict(color=C_BOUND5, ls=":", lw=2),
+            ),
+            (
+                "bound5c",
+                "(5) with its 2nd tail at ⌈εσ²+½⌉ (a valid bound)",
+                dict(color=C_BOUND5, ls="-", lw=0.9, alpha=0.6),
+            ),
             ("cont", "continuous Gaussian, exact (Balle–Wang)", dict(color=C_CONT, ls="-", lw=1.5)),
-            ("exact", "discrete Gaussian, exact (Theorem 7)", dict(color=C_DISCRETE, ls="-", lw=2.5, alpha=0.8)),
+            (
+                "exact",
+                "discrete Gaussian, exact (Theorem 7)",
+                dict(color=C_DISCRETE, ls="-", lw=2.5, alpha=0.8),
+            ),
         ]
         top, bottom = axes[0, col], axes[1, col]
         for key, label, st in styles:
@@ -247,26 +286,39 @@ def fig1(out: Path) -> Path:
         top.grid(True, alpha=0.3)
         top.legend(fontsize=8.5, loc="lower left")
         bottom.axhline(0, color="k", lw=0.6)
-        bottom.set_xlabel("ε" if sigma2 < 40 else "ε (sampled where εσ² ∈ ℤ, midway between the kinks of the exact δ)")
+        bottom.set_xlabel(
+            "ε"
+            if sigma2 < 40
+            else "ε (sampled where εσ² ∈ ℤ, midway between the kinks of the exact δ)"
+        )
         bottom.set_ylabel("log10(δ / exact discrete δ)")
         bottom.grid(True, alpha=0.3)
         lo = np.nanmin(np.concatenate([curves[k] - curves["exact"] for k in ("cont",)]))
-        hi = np.nanmax(np.concatenate([curves[k] - curves["exact"] for k in ("std", "cdp", "bound5")]))
-        lo = min(lo, -0.6)  # show where (5) as printed falls below the exact δ (the curve leaves the panel)
+        hi = np.nanmax(
+            np.concatenate([curves[k] - curves["exact"] for k in ("std", "cdp", "bound5")])
+        )
+        lo = min(
+            lo, -0.6
+        )  # show where (5) as printed falls below the exact δ (the curve leaves the panel)
         bottom.set_ylim(min(-0.1, lo * 1.1), hi * 1.05 + 0.1)
         top.set_xlim(0, 5)
-    fig.suptitle("Figure 1 (Canonne–Kamath–Steinke): approximate (ε, δ)-DP of one query with discrete Gaussian noise")
+    fig.suptitle(
+        "Figure 1 (Canonne–Kamath–Steinke): approximate (ε, δ)-DP of one query with discrete Gaussian noise"
+    )
     fig.tight_layout()
     return save(fig, out, "fig1_delta_vs_eps.png")
 
 
 # --------------------------------------------------------------------------- Figure 2
 
+
 def rounded_variance(sigma: float) -> float:
     """Var[round(G)] for G ~ N(0, σ²) (floats, summed to 40σ)."""
     r2 = sigma * math.sqrt(2)
-    return sum(n * n * (math.erfc((n - 0.5) / r2) - math.erfc((n + 0.5) / r2))
-               for n in range(1, int(40 * sigma) + 12))
+    return sum(
+        n * n * (math.erfc((n - 0.5) / r2) - math.erfc((n + 0.5) / r2))
+        for n in range(1, int(40 * sigma) + 12)
+    )
 
 
 def fig2(out: Path) -> Path:
@@ -285,7 +337,9 @@ def fig2(out: Path) -> Path:
 
     sig = np.linspace(0.1, 4.0, 79)
     var_r = np.array([rounded_variance(s) for s in sig])
-    var_d = np.array([ACC("gaussian_variance", accounting.gaussian_variance, f"{s * s:.6f}") for s in sig])
+    var_d = np.array(
+        [ACC("gaussian_variance", accounting.gaussian_variance, f"{s * s:.6f}") for s in sig]
+    )
     var_d_sig2 = var_d / np.array([float(Fraction(f"{s * s:.6f}")) for s in sig])
     progress(f"fig2: tails at {len(ints)} integers, variance at {len(sig)} values of sigma")
 
@@ -301,7 +355,7 @@ def fig2(out: Path) -> Path:
     a.grid(True, which="both", alpha=0.3)
     a.legend(fontsize=9, loc="lower left")
 
-    b.plot(sig, var_r / sig ** 2, color=C_ROUNDED, lw=2, label="rounded Gaussian")
+    b.plot(sig, var_r / sig**2, color=C_ROUNDED, lw=2, label="rounded Gaussian")
     b.axhline(1.0, color=C_CONT, lw=1.5, label="continuous Gaussian (= σ²)")
     b.plot(sig, var_d_sig2, color=C_DISCRETE, lw=2, label="discrete Gaussian")
     b.set_xlabel("σ")
@@ -311,12 +365,15 @@ def fig2(out: Path) -> Path:
     b.set_ylim(0, 1.42)
     b.grid(True, alpha=0.3)
     b.legend(fontsize=9, loc="lower right")
-    fig.suptitle("Figure 2 (Canonne–Kamath–Steinke): tails and variance of continuous, discrete and rounded Gaussians")
+    fig.suptitle(
+        "Figure 2 (Canonne–Kamath–Steinke): tails and variance of continuous, discrete and rounded Gaussians"
+    )
     fig.tight_layout()
     return save(fig, out, "fig2_tails.png")
 
 
 # --------------------------------------------------------------------------- Figure 3
+
 
 def normaliser(sigma) -> mpmath.mpf:
     """Σ_n exp(−n²/2σ²), summed directly to below the working precision."""
@@ -340,14 +397,22 @@ def fig3(out: Path) -> Path:
             S = mpmath.mpf(s)
             exact = normaliser(S)
             root = mpmath.sqrt(2 * mpmath.pi) * S
-            a = mpmath.exp(-2 * mpmath.pi ** 2 * S ** 2)
-            b = mpmath.exp(-1 / (2 * S ** 2))
+            a = mpmath.exp(-2 * mpmath.pi**2 * S**2)
+            b = mpmath.exp(-1 / (2 * S**2))
             lo38, hi38 = root * (1 + 2 * a), root * (1 + 2 * a) + a
             lo39, hi39 = 1 + 2 * b, 1 + 2 * b + root * b
             lo, hi = (lo38, hi38) if s >= cut else (lo39, hi39)
-            rows.append([float(exact), float(root), float(lo), float(hi),
-                         mp_log10((exact - lo) / exact), mp_log10((hi - exact) / exact),
-                         mp_log10(abs(root - exact) / exact)])
+            rows.append(
+                [
+                    float(exact),
+                    float(root),
+                    float(lo),
+                    float(hi),
+                    mp_log10((exact - lo) / exact),
+                    mp_log10((hi - exact) / exact),
+                    mp_log10(abs(root - exact) / exact),
+                ]
+            )
     r = np.array(rows)
     progress(f"fig3: exact sum at {len(sig)} values of sigma")
 
@@ -382,7 +447,9 @@ def fig3(out: Path) -> Path:
 
     b.plot(sig, r[:, 5], color=C_CONT, lw=1.8, label="upper bound: (bound − exact) / exact")
     b.plot(sig, r[:, 4], color=C_ROUNDED, lw=1.8, label="lower bound: (exact − bound) / exact")
-    b.plot(sig, r[:, 6], color=C_CDP_STD, lw=1.2, ls="--", label="√(2πσ²): |√(2πσ²) − exact| / exact")
+    b.plot(
+        sig, r[:, 6], color=C_CDP_STD, lw=1.2, ls="--", label="√(2πσ²): |√(2πσ²) − exact| / exact"
+    )
     b.axvline(cut, color="0.5", lw=0.8, ls=":")
     b.set_xlabel("σ")
     log10_delta_axis(b, "relative gap (log scale)")
@@ -391,7 +458,9 @@ def fig3(out: Path) -> Path:
     b.set_title("Relative gap to the exact sum")
     b.grid(True, alpha=0.3)
     b.legend(fontsize=9, loc="lower right")
-    fig.suptitle("Figure 3 (Canonne–Kamath–Steinke): the normalising constant Σₙ exp(−n²/2σ²) against σ")
+    fig.suptitle(
+        "Figure 3 (Canonne–Kamath–Steinke): the normalising constant Σₙ exp(−n²/2σ²) against σ"
+    )
     fig.tight_layout()
     return save(fig, out, "fig3_normaliser.png")
 
@@ -402,14 +471,17 @@ K = 100
 SIGMA2 = 2500
 KS = [1, 2, 3, 5, 7, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100]
 EPS4 = np.round(np.linspace(0.0, 3.5, 141), 6)
-_DATA: Dict[str, object] = {}
+_DATA: dict[str, object] = {}
 
 
 def laplace_scale_for_variance(target: float) -> float:
     """The Laplace scale t with laplace_variance(t) = target, by bisection (variance ≈ 2t²)."""
     lo, hi = 1e-3, 2.0 * math.sqrt(target) + 10.0
-    assert ACC("laplace_variance", accounting.laplace_variance, lo) < target < \
-        ACC("laplace_variance", accounting.laplace_variance, hi)
+    assert (
+        ACC("laplace_variance", accounting.laplace_variance, lo)
+        < target
+        < ACC("laplace_variance", accounting.laplace_variance, hi)
+    )
     for _ in range(100):
         mid = 0.5 * (lo + hi)
         if ACC("laplace_variance", accounting.laplace_variance, mid) < target:
@@ -421,7 +493,7 @@ def laplace_scale_for_variance(target: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def left_data(with_exact: bool) -> Dict[str, object]:
+def left_data(with_exact: bool) -> dict[str, object]:
     """Figure 4 left: δ(ε) for k = 100 queries of variance 2500 (the exact curve only for fig5)."""
     d = _DATA.setdefault("left", {})
     eps_s = [f"{e:.6f}" for e in EPS4]  # decimal strings: the accounting takes them exactly
@@ -431,24 +503,46 @@ def left_data(with_exact: bool) -> Dict[str, object]:
         d["t"] = t
         d["lap_var"] = ACC("laplace_variance", accounting.laplace_variance, t)
         d["lap_pure_eps"] = K * ACC("laplace_epsilon", accounting.laplace_epsilon, t)
-        d["zcdp"] = clean_log10([ACC("cdp_delta", accounting.cdp_delta, rho, e, log=True) / LN10 for e in eps_s])
-        d["lap"] = clean_log10([ACC("laplace_delta", accounting.laplace_delta, t, e, k=K, log=True) / LN10
-                                for e in eps_s])
-        progress(f"fig4: left panel, zCDP and Laplace at {len(EPS4)} values of eps (Laplace scale t = {t:.6f})")
+        d["zcdp"] = clean_log10(
+            [ACC("cdp_delta", accounting.cdp_delta, rho, e, log=True) / LN10 for e in eps_s]
+        )
+        d["lap"] = clean_log10(
+            [
+                ACC("laplace_delta", accounting.laplace_delta, t, e, k=K, log=True) / LN10
+                for e in eps_s
+            ]
+        )
+        progress(
+            f"fig4: left panel, zCDP and Laplace at {len(EPS4)} values of eps (Laplace scale t = {t:.6f})"
+        )
     if with_exact and "exact" not in d:
-        d["exact"] = clean_log10([ACC("gaussian_delta[k=100]", accounting.gaussian_delta, SIGMA2, e, k=K, log=True)
-                                  / LN10 for e in eps_s])
-        progress(f"fig5: left panel, exact delta of the 100-fold composition at {len(EPS4)} values of eps")
+        d["exact"] = clean_log10(
+            [
+                ACC("gaussian_delta[k=100]", accounting.gaussian_delta, SIGMA2, e, k=K, log=True)
+                / LN10
+                for e in eps_s
+            ]
+        )
+        progress(
+            f"fig5: left panel, exact delta of the 100-fold composition at {len(EPS4)} values of eps"
+        )
     return d  # type: ignore[return-value]
 
 
-def right_data(with_exact: bool) -> Dict[str, object]:
+def right_data(with_exact: bool) -> dict[str, object]:
     """Figure 4 right: variance per query at (1, 1e-6) for the k in KS (exact calibration only for fig5)."""
     d = _DATA.setdefault("right", {})
     if "zcdp" not in d:
         zc, lp = [], []
         for k in KS:
-            s2 = ACC("calibrate_gaussian[zcdp]", accounting.calibrate_gaussian, 1, "1e-6", k=k, method="zcdp")
+            s2 = ACC(
+                "calibrate_gaussian[zcdp]",
+                accounting.calibrate_gaussian,
+                1,
+                "1e-6",
+                k=k,
+                method="zcdp",
+            )
             zc.append(ACC("gaussian_variance", accounting.gaussian_variance, s2))
             t = ACC("calibrate_laplace", accounting.calibrate_laplace, 1, "1e-6", k=k)
             lp.append(ACC("laplace_variance", accounting.laplace_variance, t))
@@ -457,7 +551,14 @@ def right_data(with_exact: bool) -> Dict[str, object]:
     if with_exact and "exact" not in d:
         ex = []
         for k in KS:
-            s2 = ACC("calibrate_gaussian[exact]", accounting.calibrate_gaussian, 1, "1e-6", k=k, method="exact")
+            s2 = ACC(
+                "calibrate_gaussian[exact]",
+                accounting.calibrate_gaussian,
+                1,
+                "1e-6",
+                k=k,
+                method="exact",
+            )
             ex.append(ACC("gaussian_variance", accounting.gaussian_variance, s2))
         d["exact"] = np.array(ex)
         progress(f"fig5: right panel, exact calibration at {len(KS)} values of k")
@@ -476,16 +577,37 @@ def _left_panel(ax, L, with_exact: bool) -> None:
     eps = EPS4
     i1 = int(np.argmin(np.abs(eps - 1.0)))
     ax.axvline(1.0, color="0.6", lw=0.6)
-    series = [("lap", C_LAPLACE, "-", f"discrete Laplace, scale t = {L['t']:.3f}, variance 2500 (exact composition)"),
-              ("zcdp", C_DISCRETE, "-", "discrete Gaussian, σ² = 2500 (zCDP, Corollary 13)")]
+    series = [
+        (
+            "lap",
+            C_LAPLACE,
+            "-",
+            f"discrete Laplace, scale t = {L['t']:.3f}, variance 2500 (exact composition)",
+        ),
+        ("zcdp", C_DISCRETE, "-", "discrete Gaussian, σ² = 2500 (zCDP, Corollary 13)"),
+    ]
     if with_exact:
         series.append(("exact", C_EXACT, "--", "discrete Gaussian, σ² = 2500 (exact, Theorem 15)"))
     for key, col, ls, label in series:
-        ax.plot(eps, L[key], color=col, lw=2, ls=ls, label=f"{label}\n    δ at ε = 1: {_sci(L[key][i1])}")
+        ax.plot(
+            eps,
+            L[key],
+            color=col,
+            lw=2,
+            ls=ls,
+            label=f"{label}\n    δ at ε = 1: {_sci(L[key][i1])}",
+        )
         ax.plot([eps[i1]], [L[key][i1]], "o", color=col, ms=5)
     ax.axvline(L["lap_pure_eps"], color=C_LAPLACE, lw=0.8, ls=":")
-    ax.text(L["lap_pure_eps"] + 0.04, -2, f"Laplace:\npure DP\nat ε = {L['lap_pure_eps']:.2f}",
-            fontsize=8, color=C_LAPLACE, ha="left", va="top")
+    ax.text(
+        L["lap_pure_eps"] + 0.04,
+        -2,
+        f"Laplace:\npure DP\nat ε = {L['lap_pure_eps']:.2f}",
+        fontsize=8,
+        color=C_LAPLACE,
+        ha="left",
+        va="top",
+    )
     ax.set_xlabel("ε")
     log10_delta_axis(ax)
     ax.set_xlim(0, eps[-1])
@@ -516,13 +638,26 @@ def fig4(out: Path) -> Path:
     _right_axes(b)
     ratio = R["lap"][-1] / R["zcdp"][-1]
     less = [k for k, l, g in zip(KS, R["lap"], R["zcdp"]) if l < g]
-    b.text(0.97, 0.05, f"k = 100: Laplace {R['lap'][-1]:.1f}, Gaussian {R['zcdp'][-1]:.1f}\n"
-           f"(Laplace needs {100 * (ratio - 1):.0f}% more variance)\n"
-           + (f"Laplace needs less at k ∈ {{{', '.join(map(str, less))}}}" if less else "Gaussian needs less at every k"),
-           transform=b.transAxes, ha="right", va="bottom", fontsize=8.5,
-           bbox=dict(boxstyle="round", fc="white", ec="0.7"))
+    b.text(
+        0.97,
+        0.05,
+        f"k = 100: Laplace {R['lap'][-1]:.1f}, Gaussian {R['zcdp'][-1]:.1f}\n"
+        f"(Laplace needs {100 * (ratio - 1):.0f}% more variance)\n"
+        + (
+            f"Laplace needs less at k ∈ {{{', '.join(map(str, less))}}}"
+            if less
+            else "Gaussian needs less at every k"
+        ),
+        transform=b.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=8.5,
+        bbox=dict(boxstyle="round", fc="white", ec="0.7"),
+    )
     b.legend(fontsize=9, loc="upper left")
-    fig.suptitle("Figure 4 (Canonne–Kamath–Steinke): discrete Gaussian against discrete Laplace noise")
+    fig.suptitle(
+        "Figure 4 (Canonne–Kamath–Steinke): discrete Gaussian against discrete Laplace noise"
+    )
     fig.tight_layout()
     return save(fig, out, "fig4_gauss_vs_laplace.png")
 
@@ -538,25 +673,44 @@ def fig5(out: Path) -> Path:
     c = fig.add_subplot(gs[1, 1], sharex=b)
     _left_panel(a, L, with_exact=True)
     b.plot(KS, R["lap"], "o-", color=C_LAPLACE, ms=4, label="discrete Laplace (exact composition)")
-    b.plot(KS, R["zcdp"], "o-", color=C_DISCRETE, ms=4, label="discrete Gaussian (zCDP calibration)")
-    b.plot(KS, R["exact"], "s--", color=C_EXACT, ms=4, label="discrete Gaussian (exact calibration)")
+    b.plot(
+        KS, R["zcdp"], "o-", color=C_DISCRETE, ms=4, label="discrete Gaussian (zCDP calibration)"
+    )
+    b.plot(
+        KS, R["exact"], "s--", color=C_EXACT, ms=4, label="discrete Gaussian (exact calibration)"
+    )
     _right_axes(b, xlabel=False)
     plt.setp(b.get_xticklabels(), visible=False)
     b.legend(fontsize=8.5, loc="upper left")
     less_z = [k for k, l, g in zip(KS, R["lap"], R["zcdp"]) if l < g]
     less_x = [k for k, l, g in zip(KS, R["lap"], R["exact"]) if l < g]
-    b.text(0.97, 0.05, "Laplace needs less variance than the Gaussian at\n"
-           f"k ∈ {{{', '.join(map(str, less_z))}}} (zCDP), k ∈ {{{', '.join(map(str, less_x))}}} (exact)",
-           transform=b.transAxes, ha="right", va="bottom", fontsize=8.5,
-           bbox=dict(boxstyle="round", fc="white", ec="0.7"))
+    b.text(
+        0.97,
+        0.05,
+        "Laplace needs less variance than the Gaussian at\n"
+        f"k ∈ {{{', '.join(map(str, less_z))}}} (zCDP), k ∈ {{{', '.join(map(str, less_x))}}} (exact)",
+        transform=b.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=8.5,
+        bbox=dict(boxstyle="round", fc="white", ec="0.7"),
+    )
     c.plot(KS, saving, "s-", color=C_EXACT, ms=4)
     c.set_xlabel("number of counting queries k")
     c.set_ylabel("variance saved\nvs zCDP (%)")
     c.set_ylim(0, max(20.0, float(np.max(saving)) * 1.25))
     c.grid(True, alpha=0.3)
-    c.annotate(f"{saving[-1]:.2f}% at k = 100\n(variance {R['exact'][-1]:.1f} vs {R['zcdp'][-1]:.1f})", (KS[-1], saving[-1]),
-               textcoords="offset points", xytext=(-8, -30), ha="right", fontsize=8.5)
-    fig.suptitle("Figure 4 redrawn with exact accounting (Theorem 15) beside the paper's zCDP curves (not in the paper)")
+    c.annotate(
+        f"{saving[-1]:.2f}% at k = 100\n(variance {R['exact'][-1]:.1f} vs {R['zcdp'][-1]:.1f})",
+        (KS[-1], saving[-1]),
+        textcoords="offset points",
+        xytext=(-8, -30),
+        ha="right",
+        fontsize=8.5,
+    )
+    fig.suptitle(
+        "Figure 4 redrawn with exact accounting (Theorem 15) beside the paper's zCDP curves (not in the paper)"
+    )
     fig.tight_layout()
     return save(fig, out, "fig5_exact_vs_zcdp.png")
 
@@ -568,9 +722,15 @@ FIGURES = {"fig1": fig1, "fig2": fig2, "fig3": fig3, "fig4": fig4, "fig5": fig5}
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "docs" / "figures"), help="output directory (default: docs/figures)")
+    ap.add_argument(
+        "--out",
+        default=str(ROOT / "docs" / "figures"),
+        help="output directory (default: docs/figures)",
+    )
     ap.add_argument("--only", nargs="+", choices=sorted(FIGURES), help="draw only these figures")
-    ap.add_argument("--quiet-calls", action="store_true", help="do not print the per-call timing summary")
+    ap.add_argument(
+        "--quiet-calls", action="store_true", help="do not print the per-call timing summary"
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ Privacy" (Sections 2-4):
 Functions return mpmath ``mpf`` values (not floats) so that tests can compare
 in log space where a float would underflow.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,7 +35,7 @@ import gmpy2
 import mpmath
 from mpmath import mp, mpf
 
-DPS = 80          # the tests run with mp.dps = DPS (set by a fixture in test_accounting.py)
+DPS = 80  # the tests run with mp.dps = DPS (set by a fixture in test_accounting.py)
 
 #: fixed-point resolution of the convolution reference
 FIX_BITS = 256
@@ -61,7 +62,8 @@ def M(x) -> mpf:
 # discrete Gaussian
 # ---------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def _normaliser_direct(s: Fraction) -> mpf:
     """Σ_{n∈Z} exp(-n²/(2s)) summed term by term until terms < 1e-100 of the sum."""
     with mp.workdps(DPS + 10):
@@ -78,7 +80,7 @@ def _normaliser_direct(s: Fraction) -> mpf:
         return +total
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _normaliser_theta(s: Fraction) -> mpf:
     """The same sum by Poisson summation: sqrt(2πs)(1 + 2Σ_{k≥1} exp(-2π²sk²))."""
     with mp.workdps(DPS + 10):
@@ -86,7 +88,7 @@ def _normaliser_theta(s: Fraction) -> mpf:
         corr = mpf(0)
         k = 1
         while True:
-            term = mpmath.exp(-2 * mpmath.pi ** 2 * sm * k * k)
+            term = mpmath.exp(-2 * mpmath.pi**2 * sm * k * k)
             corr += term
             if term < mpf(10) ** -(DPS + 20):
                 break
@@ -108,13 +110,15 @@ def gaussian_sf(x: int, s) -> mpf:
     """P[Y > x] for an integer x, by direct summation (symmetry for x < 0)."""
     s = Q(s)
     if x < 0:
-        return 1 - gaussian_sf(-x - 1, s)   # P[Y > x] = 1 - P[Y <= x] = 1 - P[Y >= -x] = 1 - P[Y > -x-1]
+        return 1 - gaussian_sf(
+            -x - 1, s
+        )  # P[Y > x] = 1 - P[Y <= x] = 1 - P[Y >= -x] = 1 - P[Y > -x-1]
     with mp.workdps(DPS + 10):
         two_s = 2 * M(s)
         total = mpf(0)
         y = x + 1
         while True:
-            term = mpmath.exp(-mpf(y) ** 2 / two_s)
+            term = mpmath.exp(-(mpf(y) ** 2) / two_s)
             total += term
             if y * y > 2 * float(s) and term < mpf(10) ** -100 * total:
                 break
@@ -135,7 +139,7 @@ def gaussian_variance(s) -> mpf:
         total = mpf(0)
         y = 1
         while True:
-            term = mpf(y) ** 2 * mpmath.exp(-mpf(y) ** 2 / two_s)
+            term = mpf(y) ** 2 * mpmath.exp(-(mpf(y) ** 2) / two_s)
             total += 2 * term
             if y * y > 4 * float(s) + 4 and term < mpf(10) ** -100 * total:
                 break
@@ -159,14 +163,14 @@ def theorem7_delta(s, eps, delta_sens: int = 1) -> mpf:
     s, eps, D = Q(s), Q(eps), int(delta_sens)
     thr = eps * s / D - Fraction(D, 2)
     m = math.floor(thr) + 1
-    digits = DPS + 10 + len(str(abs(m)))    # y²/2s must be exact to ~DPS digits
+    digits = DPS + 10 + len(str(abs(m)))  # y²/2s must be exact to ~DPS digits
     with mp.workdps(digits):
         sm, em = M(s), M(eps)
         two_s = 2 * sm
         total = mpf(0)
         y = m
         while True:
-            w = mpmath.exp(-mpf(y) ** 2 / two_s)
+            w = mpmath.exp(-(mpf(y) ** 2) / two_s)
             factor = -mpmath.expm1(em - M(Fraction(D * (2 * y + D)) / (2 * s)))
             term = w * factor
             total += term
@@ -183,7 +187,8 @@ def theorem7_delta(s, eps, delta_sens: int = 1) -> mpf:
 
 # ---- k-fold / vector sensitivity via fixed-point convolution ---------------
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def _pmf_fixed(s: Fraction):
     """(offset, [floor(p(y)·2^B)]) for y = offset..-offset, dropping terms < 2^-B·1e-3."""
     B = FIX_BITS
@@ -194,16 +199,15 @@ def _pmf_fixed(s: Fraction):
         vals = []
         y = 0
         while True:
-            p = mpmath.exp(-mpf(y) ** 2 / two_s) / N
-            v = int(mpmath.floor(p * scale)) - 1       # -1: stay below the truth despite mpf rounding
+            p = mpmath.exp(-(mpf(y) ** 2) / two_s) / N
+            v = int(mpmath.floor(p * scale)) - 1  # -1: stay below the truth despite mpf rounding
             if v <= 0:
                 break
             vals.append(v)
             y += 1
     Y = len(vals) - 1
-    table = vals[:0:-1] + vals                    # y = -Y..Y
+    table = vals[:0:-1] + vals  # y = -Y..Y
     return -Y, table
-
 
 
 def _spread(table, mu):
@@ -229,7 +233,10 @@ def _kron_convolve(a, b):
     prod = int(pa * pb)
     length = len(a) + len(b) - 1
     raw = prod.to_bytes(length * slot_bytes, "little")
-    out = [int.from_bytes(raw[i * slot_bytes:(i + 1) * slot_bytes], "little") >> B for i in range(length)]
+    out = [
+        int.from_bytes(raw[i * slot_bytes : (i + 1) * slot_bytes], "little") >> B
+        for i in range(length)
+    ]
     return out
 
 
@@ -264,7 +271,7 @@ class LossDistribution:
         self.offset = offset
         self.dist = dist
         total = sum(dist)
-        self.missing = mpf(((1 << FIX_BITS) - total)) / mpf(2) ** FIX_BITS   # ≥ 0, exact
+        self.missing = mpf((1 << FIX_BITS) - total) / mpf(2) ** FIX_BITS  # ≥ 0, exact
         assert self.missing >= 0
 
     def delta_interval(self, eps):
@@ -314,6 +321,7 @@ def gaussian_delta(s, eps, mu=1, k=1):
 
 # ---- continuous Gaussian (Balle & Wang) ------------------------------------
 
+
 def continuous_gaussian_log_delta(s, eps, D=1, dps=250) -> mpf:
     """ln of Φ(Δ/2σ − εσ/Δ) − e^ε Φ(−Δ/2σ − εσ/Δ) at `dps` digits."""
     with mp.workdps(dps):
@@ -328,6 +336,7 @@ def continuous_gaussian_log_delta(s, eps, D=1, dps=250) -> mpf:
 # ---------------------------------------------------------------------------
 # zCDP -> approximate DP (Corollary 13)
 # ---------------------------------------------------------------------------
+
 
 def _dps_for(*xs) -> int:
     mag = max((abs(mpmath.log10(abs(M(x)))) if Q(x) != 0 else 0) for x in xs)
@@ -403,7 +412,7 @@ def cdp_delta_standard_log(rho, eps) -> mpf:
     r, e = M(rho), M(eps)
     if e < r:
         return mpf(0)
-    return -(e - r) ** 2 / (4 * r)
+    return -((e - r) ** 2) / (4 * r)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -535,6 +544,7 @@ def cdp_rho(eps, delta) -> mpf:
 # discrete Laplace
 # ---------------------------------------------------------------------------
 
+
 def laplace_delta(scale, eps, D=1, k=1, dps=DPS) -> mpf:
     """δ of the k-fold composition of ±ε0 privacy loss, ε0 = Δ/t: E[max(0, 1 − e^{ε − L})].
 
@@ -550,7 +560,7 @@ def laplace_delta(scale, eps, D=1, k=1, dps=DPS) -> mpf:
             loss = (2 * l - k) * e0
             if loss <= e:
                 continue
-            prob = mpmath.binomial(k, l) * p ** l * (1 - p) ** (k - l)
+            prob = mpmath.binomial(k, l) * p**l * (1 - p) ** (k - l)
             total += prob * -mpmath.expm1(e - loss)
         return +total
 
@@ -565,14 +575,14 @@ def laplace_delta_exact_pld(scale, eps, D, k=1) -> mpf:
     with mp.workdps(DPS):
         t = M(scale)
         q = mpmath.exp(-1 / t)
-        c = (1 - q) / (1 + q)                     # P[Y = y] = c q^|y|
+        c = (1 - q) / (1 + q)  # P[Y = y] = c q^|y|
         pmf = {}
-        p_le0 = c / (1 - q)                        # P[Y ≤ 0] = c Σ_{j≥0} q^j
+        p_le0 = c / (1 - q)  # P[Y ≤ 0] = c Σ_{j≥0} q^j
         pmf[D] = p_le0
-        p_geD = c * q ** D / (1 - q)
+        p_geD = c * q**D / (1 - q)
         pmf[-D] = pmf.get(-D, 0) + p_geD
         for y in range(1, D):
-            pmf[D - 2 * y] = pmf.get(D - 2 * y, 0) + c * q ** y
+            pmf[D - 2 * y] = pmf.get(D - 2 * y, 0) + c * q**y
         dist = {0: mpf(1)}
         for _ in range(k):
             new = {}
@@ -603,7 +613,7 @@ def laplace_variance_direct(scale) -> mpf:
         c = (1 - q) / (1 + q)
         total, x = mpf(0), 1
         while True:
-            term = mpf(x) ** 2 * q ** x
+            term = mpf(x) ** 2 * q**x
             total += term
             if x > 10 and term < mpf(10) ** -90 * total:
                 return 2 * c * total
@@ -622,15 +632,17 @@ def laplace_abs_le_direct(w: int, scale) -> mpf:
     with mp.workdps(DPS):
         q = mpmath.exp(-1 / M(scale))
         c = (1 - q) / (1 + q)
-        return c * (1 + 2 * mpmath.fsum(q ** x for x in range(1, w + 1)))
+        return c * (1 + 2 * mpmath.fsum(q**x for x in range(1, w + 1)))
 
 
 def laplace_scale_for_variance(v) -> mpf:
     """t with 2q/(1−q)² = v, q = e^{−1/t} (solved numerically)."""
     with mp.workdps(DPS):
         target = M(v)
-        return mpmath.findroot(lambda t: 2 * mpmath.exp(-1 / t) / (1 - mpmath.exp(-1 / t)) ** 2 - target,
-                               mpmath.sqrt(target / 2))
+        return mpmath.findroot(
+            lambda t: 2 * mpmath.exp(-1 / t) / (1 - mpmath.exp(-1 / t)) ** 2 - target,
+            mpmath.sqrt(target / 2),
+        )
 
 
 def two_coord_delta_direct(s, mu1: int, mu2: int, eps) -> mpf:
@@ -641,7 +653,7 @@ def two_coord_delta_direct(s, mu1: int, mu2: int, eps) -> mpf:
     m1, m2 = abs(int(mu1)), abs(int(mu2))
     assert m1 > 0 and m2 > 0
     n2 = m1 * m1 + m2 * m2
-    thr = (2 * s * eps - n2) / 2                  # need m1 y1 + m2 y2 > thr
+    thr = (2 * s * eps - n2) / 2  # need m1 y1 + m2 y2 > thr
     with mp.workdps(DPS + 10):
         two_s = 2 * M(s)
         em = M(eps)
@@ -650,12 +662,12 @@ def two_coord_delta_direct(s, mu1: int, mu2: int, eps) -> mpf:
         total = mpf(0)
         edge = mpf(0)
         for y1 in range(-B, B + 1):
-            w1 = mpmath.exp(-mpf(y1) ** 2 / two_s)
+            w1 = mpmath.exp(-(mpf(y1) ** 2) / two_s)
             start = math.floor((thr - m1 * y1) / m2) + 1
             inner = mpf(0)
             y2 = start
             while True:
-                w2 = mpmath.exp(-mpf(y2) ** 2 / two_s)
+                w2 = mpmath.exp(-(mpf(y2) ** 2) / two_s)
                 z = M(Fraction(n2 + 2 * m1 * y1 + 2 * m2 * y2) / (2 * s))
                 term = w2 * -mpmath.expm1(em - z)
                 inner += term

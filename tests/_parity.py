@@ -1,5 +1,6 @@
 """Core against oracle on seeded NumPy generators: the same samples, the same bits used, and
 the generators left in the same state (both took exactly the same 64-bit words)."""
+
 from fractions import Fraction
 
 import numpy as np

@@ -4,12 +4,12 @@ PMFs are computed in ``decimal`` at 50 significant digits, far beyond what a
 goodness-of-fit test on 10**5..10**7 samples can resolve.  Floats appear only
 here, in the test's bookkeeping, never on the sampling path.
 """
+
 from __future__ import annotations
 
 import math
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from typing import Dict
 
 import numpy as np
 
@@ -24,7 +24,7 @@ def _dec(q: Fraction) -> Decimal:
     return Decimal(q.numerator) / Decimal(q.denominator)
 
 
-def gaussian_pmf(sigma2: Fraction, tail_sd: int = 40) -> Dict[int, float]:
+def gaussian_pmf(sigma2: Fraction, tail_sd: int = 40) -> dict[int, float]:
     """P[X = x] of N_Z(0, sigma2) for |x| <= tail_sd * sigma + 10 (the rest is < 1e-300)."""
     with localcontext() as ctx:
         ctx.prec = _PREC
@@ -35,7 +35,7 @@ def gaussian_pmf(sigma2: Fraction, tail_sd: int = 40) -> Dict[int, float]:
         return {x: float(w / total) for x, w in weights.items()}
 
 
-def laplace_pmf(scale: Fraction, tail: int = 60) -> Dict[int, float]:
+def laplace_pmf(scale: Fraction, tail: int = 60) -> dict[int, float]:
     """P[X = x] = (e^{1/t} - 1)/(e^{1/t} + 1) e^{-|x|/t} for |x| <= tail * t + 10."""
     with localcontext() as ctx:
         ctx.prec = _PREC
@@ -88,7 +88,7 @@ def chi2_sf(x: float, dof: int) -> float:
     return math.exp(log_prefactor) * h
 
 
-def chi2_gof(samples: np.ndarray, pmf: Dict[int, float], min_expected: float = 20.0):
+def chi2_gof(samples: np.ndarray, pmf: dict[int, float], min_expected: float = 20.0):
     """Chi-square goodness of fit of integer samples against ``pmf``.
 
     Values are binned one by one where the expected count is at least
@@ -98,7 +98,9 @@ def chi2_gof(samples: np.ndarray, pmf: Dict[int, float], min_expected: float = 2
     Returns (statistic, dof, p-value).
     """
     n = samples.size
-    values, counts = np.unique(np.asarray(samples).astype(object).astype(np.int64), return_counts=True)
+    values, counts = np.unique(
+        np.asarray(samples).astype(object).astype(np.int64), return_counts=True
+    )
     observed = dict(zip(values.tolist(), counts.tolist()))
     if any(x not in pmf for x in observed):
         return math.inf, 0, 0.0

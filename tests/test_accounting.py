@@ -11,6 +11,7 @@ The truth comes from the definitions in Canonne, Kamath & Steinke (Sections 2-4)
 summed directly in mpmath at 80+ digits (see _dp_reference.py); nothing here
 calls dgauss to compute an expected value.
 """
+
 from __future__ import annotations
 
 import decimal
@@ -29,7 +30,6 @@ import _dp_reference as R
 from dgauss import accounting as _accounting
 
 
-
 @pytest.fixture(autouse=True, scope="module")
 def _mp_precision():
     """The reference works at R.DPS digits; restore mpmath's global precision afterwards so that
@@ -39,15 +39,26 @@ def _mp_precision():
     yield
     mp.prec = saved
 
-TINY = math.ulp(0.0)          # 5e-324, the smallest positive float
-REL = 1e-9                    # tightness promised by the spec
+
+TINY = math.ulp(0.0)  # 5e-324, the smallest positive float
+REL = 1e-9  # tightness promised by the spec
 
 # derandomize: CI sees the same examples every run (a new random case that finds a looseness
 # belongs in a fixed test, as (35/4, 0, [3, 4], k=3) did), and the examples still span the range
-SET = settings(max_examples=40, deadline=None, database=None, derandomize=True,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-FEW = settings(max_examples=20, deadline=None, database=None, derandomize=True,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SET = settings(
+    max_examples=40,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+FEW = settings(
+    max_examples=20,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 # ---------------------------------------------------------------------------
@@ -75,7 +86,10 @@ class _Guarded:
 
         def call(*args, **kwargs):
             def alarm(signum, frame):
-                raise _Hang(f"accounting.{name}{args}{kwargs or ''} still running after {CALL_LIMIT} s")
+                raise _Hang(
+                    f"accounting.{name}{args}{kwargs or ''} still running after {CALL_LIMIT} s"
+                )
+
             old = signal.signal(signal.SIGALRM, alarm)
             signal.setitimer(signal.ITIMER_REAL, CALL_LIMIT)
             try:
@@ -83,6 +97,7 @@ class _Guarded:
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, old)
+
         call.__name__ = name
         return call
 
@@ -104,7 +119,9 @@ def assert_upper(got, lo, hi=None, rel=REL, what=""):
     assert math.isfinite(got), f"{what}: returned {got!r}"
     g = mpf(got)
     assert g >= lo, f"{what}: optimistic: returned {got!r} < truth {_s(lo)}"
-    assert g <= hi * (1 + rel) + TINY, f"{what}: loose: returned {got!r} > truth {_s(hi)} * (1 + {rel})"
+    assert g <= hi * (1 + rel) + TINY, (
+        f"{what}: loose: returned {got!r} > truth {_s(hi)} * (1 + {rel})"
+    )
 
 
 def assert_log_upper(got, ln_lo, ln_hi=None, rel=REL, what=""):
@@ -116,7 +133,9 @@ def assert_log_upper(got, ln_lo, ln_hi=None, rel=REL, what=""):
     assert got <= 0, f"{what}: log=True returned {got!r} > 0"
     g = mpf(got)
     assert g >= ln_lo, f"{what}: optimistic: ln δ returned {got!r} < truth {_s(ln_lo)}"
-    assert g <= ln_hi + rel * max(1, abs(ln_hi)), f"{what}: loose: ln δ returned {got!r}, truth {_s(ln_hi)}"
+    assert g <= ln_hi + rel * max(1, abs(ln_hi)), (
+        f"{what}: loose: ln δ returned {got!r}, truth {_s(ln_hi)}"
+    )
 
 
 def grid_parts(r: Fraction):
@@ -155,27 +174,39 @@ def ln(x) -> mpf:
     return mpmath.log(R.M(x))
 
 
-rho_st = st.floats(min_value=-6, max_value=3).map(lambda x: 10.0 ** x)
-eps_st = st.one_of(st.floats(min_value=0, max_value=10),
-                   st.fractions(min_value=0, max_value=10, max_denominator=16))
+rho_st = st.floats(min_value=-6, max_value=3).map(lambda x: 10.0**x)
+eps_st = st.one_of(
+    st.floats(min_value=0, max_value=10),
+    st.fractions(min_value=0, max_value=10, max_denominator=16),
+)
 sigma2_st = st.fractions(min_value=Fraction(1, 4), max_value=1000, max_denominator=64)
 small_sigma2_st = st.fractions(min_value=Fraction(1, 4), max_value=30, max_denominator=8)
 log10_delta_st = st.floats(min_value=-300, max_value=-0.31)
 scale_st = st.fractions(min_value=Fraction(1, 3), max_value=100, max_denominator=32)
-alpha_st = st.floats(min_value=-15, max_value=-0.05).map(lambda x: 10.0 ** x)
+alpha_st = st.floats(min_value=-15, max_value=-0.05).map(lambda x: 10.0**x)
 
 
 # ---------------------------------------------------------------------------
 # the reference checks itself (a wrong truth would make every comparison moot)
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("s", [Fraction(1, 4), Fraction(1), Fraction(7, 3), Fraction(1000), Fraction(3999)])
+
+@pytest.mark.parametrize(
+    "s", [Fraction(1, 4), Fraction(1), Fraction(7, 3), Fraction(1000), Fraction(3999)]
+)
 def test_reference_normaliser_direct_sum_equals_theta_identity(s):
     assert abs(R._normaliser_direct(s) / R._normaliser_theta(s) - 1) < mpf(10) ** -70
 
 
-@pytest.mark.parametrize("s, eps, D", [(Fraction(3), Fraction(1, 2), 1), (Fraction(17, 2), Fraction(1), 2),
-                                       (Fraction(1, 4), Fraction(0), 1), (Fraction(25), Fraction(3, 10), 3)])
+@pytest.mark.parametrize(
+    "s, eps, D",
+    [
+        (Fraction(3), Fraction(1, 2), 1),
+        (Fraction(17, 2), Fraction(1), 2),
+        (Fraction(1, 4), Fraction(0), 1),
+        (Fraction(25), Fraction(3, 10), 3),
+    ],
+)
 def test_reference_theorem7_sum_equals_convolution_route(s, eps, D):
     t7 = R.theorem7_delta(s, eps, D)
     lo, hi = R.LossDistribution(s, [D], 1).delta_interval(eps)
@@ -190,13 +221,24 @@ def test_reference_direct_double_sum_equals_convolution():
 
 def test_reference_paper_numbers():
     # Theorem 7 at sigma2 = 17.89 / 17.90 brackets 1e-6 (calibration example), Cor. 13 at rho = 0.02
-    assert R.theorem7_delta(Fraction("17.89"), 1) > mpf("1e-6") > R.theorem7_delta(Fraction("17.90"), 1)
+    assert (
+        R.theorem7_delta(Fraction("17.89"), 1)
+        > mpf("1e-6")
+        > R.theorem7_delta(Fraction("17.90"), 1)
+    )
     assert abs(R.cdp_delta(Fraction(2, 100), 1) / mpf("0.8825e-7") - 1) < 1e-3
     assert abs(1 / (2 * R.cdp_rho(1, Fraction(1, 10**6))) - mpf("20.5288")) < 1e-3
 
 
-@pytest.mark.parametrize("rho, delta", [(Fraction(1, 10), Fraction(1, 10**6)), (Fraction(1), 5e-324),
-                                        (Fraction(10**300), Fraction(1, 10**6)), (Fraction(1, 10**20), Fraction(1, 10**30))])
+@pytest.mark.parametrize(
+    "rho, delta",
+    [
+        (Fraction(1, 10), Fraction(1, 10**6)),
+        (Fraction(1), 5e-324),
+        (Fraction(10**300), Fraction(1, 10**6)),
+        (Fraction(1, 10**20), Fraction(1, 10**30)),
+    ],
+)
 def test_reference_cdp_eps_agrees_with_cdp_delta(rho, delta):
     e = R.cdp_eps(rho, delta)
     assert e > 0
@@ -219,6 +261,7 @@ def test_reference_laplace_forms_agree():
 # zCDP -> (ε, δ): Corollary 13
 # ---------------------------------------------------------------------------
 
+
 @SET
 @given(rho=rho_st, eps=eps_st)
 def test_cdp_delta_is_a_tight_upper_bound_on_corollary13(rho, eps):
@@ -232,7 +275,7 @@ def test_cdp_delta_is_a_tight_upper_bound_on_corollary13(rho, eps):
 @given(rho=rho_st, eps=eps_st)
 def test_cdp_delta_standard_is_exp_minus_eps_minus_rho_squared_over_4rho(rho, eps):
     r, e = R.M(rho), R.M(eps)
-    ln_true = -(e - r) ** 2 / (4 * r) if e >= r else mpf(0)
+    ln_true = -((e - r) ** 2) / (4 * r) if e >= r else mpf(0)
     what = f"cdp_delta_standard({rho!r}, {eps!r})"
     assert_upper(A.cdp_delta_standard(rho, eps), mpmath.exp(ln_true), what=what)
     assert_log_upper(A.cdp_delta_standard(rho, eps, log=True), ln_true, what=what)
@@ -247,7 +290,9 @@ def test_cdp_delta_extremes_never_nan_inf_or_silent_zero(rho, eps):
     what = f"cdp_delta({rho!r}, {eps!r})"
     got = A.cdp_delta(rho, eps)
     assert 0 < got <= 1, f"{what} = {got!r}"
-    assert_upper(got, mpmath.exp(ln_true), what=what)     # truth below 5e-324 -> must be exactly 5e-324
+    assert_upper(
+        got, mpmath.exp(ln_true), what=what
+    )  # truth below 5e-324 -> must be exactly 5e-324
     assert_log_upper(A.cdp_delta(rho, eps, log=True), ln_true, what=what)
 
 
@@ -262,7 +307,7 @@ def test_cdp_delta_underflow_gives_smallest_float_and_exact_log():
 @SET
 @given(rho=rho_st, log10_delta=log10_delta_st)
 def test_cdp_eps_is_the_smallest_certified_eps(rho, log10_delta):
-    delta = 10.0 ** log10_delta
+    delta = 10.0**log10_delta
     got = A.cdp_eps(rho, delta)
     true = R.cdp_eps(rho, delta)
     what = f"cdp_eps({rho!r}, {delta!r})"
@@ -273,8 +318,18 @@ def test_cdp_eps_is_the_smallest_certified_eps(rho, log10_delta):
     assert mpf(got) <= true * (1 + REL), f"{what} = {got!r} > truth {_s(true)}"
 
 
-@pytest.mark.parametrize("rho, delta", [(1.0, 5e-324), (1e300, 1e-6), (1e-20, 1e-30), (1e-20, 1e-6),
-                                        (1e3, 1e-300), (1e-6, 0.5), (0.5, 1 - 2 ** -53)])
+@pytest.mark.parametrize(
+    "rho, delta",
+    [
+        (1.0, 5e-324),
+        (1e300, 1e-6),
+        (1e-20, 1e-30),
+        (1e-20, 1e-6),
+        (1e3, 1e-300),
+        (1e-6, 0.5),
+        (0.5, 1 - 2**-53),
+    ],
+)
 def test_cdp_eps_extremes(rho, delta):
     got = A.cdp_eps(rho, delta)
     true = R.cdp_eps(rho, delta)
@@ -302,9 +357,9 @@ def test_cdp_eps_inverts_cdp_delta(rho, eps):
 @SET
 @given(eps=st.floats(min_value=0, max_value=10), log10_delta=log10_delta_st)
 def test_cdp_rho_is_the_largest_certified_rho(eps, log10_delta):
-    delta = 10.0 ** log10_delta
+    delta = 10.0**log10_delta
     true = R.cdp_rho(eps, delta)
-    assume(true > 1e-300)          # below the float range see test_cdp_rho_below_the_float_range...
+    assume(true > 1e-300)  # below the float range see test_cdp_rho_below_the_float_range...
     got = A.cdp_rho(eps, delta)
     what = f"cdp_rho({eps!r}, {delta!r})"
     assert isinstance(got, float) and math.isfinite(got) and got > 0, f"{what} = {got!r}"
@@ -322,7 +377,7 @@ def test_cdp_rho_at_eps_zero_or_tiny(eps, delta):
     got = A.cdp_rho(eps, delta)
     true = R.cdp_rho(eps, delta)
     if delta < 1e-10:
-        assert abs(true / (math.e * mpf(delta) ** 2 / 2) - 1) < 1e-6      # the reference agrees
+        assert abs(true / (math.e * mpf(delta) ** 2 / 2) - 1) < 1e-6  # the reference agrees
     assert isinstance(got, float) and math.isfinite(got) and got > 0, f"{what} = {got!r}"
     assert R.cdp_log_delta(got, eps) <= ln(delta), f"{what} = {got!r} is too large"
     assert mpf(got) >= true * (1 - REL), f"{what} = {got!r}, truth {_s(true)}"
@@ -339,7 +394,9 @@ def test_cdp_rho_below_the_float_range_is_not_positive_garbage():
     assert got == 0.0, got
 
 
-@pytest.mark.parametrize("eps, delta", [(1000.0, 5e-324), (0.0, 1e-6), (1e-12, 0.5), (50.0, 1e-300)])
+@pytest.mark.parametrize(
+    "eps, delta", [(1000.0, 5e-324), (0.0, 1e-6), (1e-12, 0.5), (50.0, 1e-300)]
+)
 def test_cdp_rho_extremes(eps, delta):
     got = A.cdp_rho(eps, delta)
     assert math.isfinite(got) and got > 0
@@ -374,12 +431,20 @@ def test_figure4_left_zcdp_delta_at_eps_1():
 # discrete Gaussian: ρ, δ (Theorem 7 / 15), ε
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sigma2, sens, expected", [
-    (1, 1, Fraction(1, 2)), (Fraction(1, 3), 2, Fraction(6)), ("0.5", 1, Fraction(1)),
-    (3, [1, -2, 2], Fraction(3, 2)), (10, [0, 3, 0], Fraction(9, 20)),
-    (0.1, 1, 1 / (2 * Fraction(0.1))),            # the float's exact binary value, not 1/10
-    (decimal.Decimal("2.5"), 1, Fraction(1, 5)), (gmpy2.mpq(5, 2), 3, Fraction(9, 5)),
-])
+
+@pytest.mark.parametrize(
+    "sigma2, sens, expected",
+    [
+        (1, 1, Fraction(1, 2)),
+        (Fraction(1, 3), 2, Fraction(6)),
+        ("0.5", 1, Fraction(1)),
+        (3, [1, -2, 2], Fraction(3, 2)),
+        (10, [0, 3, 0], Fraction(9, 20)),
+        (0.1, 1, 1 / (2 * Fraction(0.1))),  # the float's exact binary value, not 1/10
+        (decimal.Decimal("2.5"), 1, Fraction(1, 5)),
+        (gmpy2.mpq(5, 2), 3, Fraction(9, 5)),
+    ],
+)
 def test_gaussian_rho_is_exact_fraction(sigma2, sens, expected):
     got = A.gaussian_rho(sigma2, sens)
     assert isinstance(got, Fraction)
@@ -396,7 +461,9 @@ def test_gaussian_delta_matches_theorem7(sigma2, eps, D):
     lo, hi = R.gaussian_delta(sigma2, eps, D)
     what = f"gaussian_delta({sigma2}, {eps!r}, {D})"
     assert_upper(A.gaussian_delta(sigma2, eps, D), lo, hi, what=what)
-    assert_log_upper(A.gaussian_delta(sigma2, eps, D, log=True), mpmath.log(lo), mpmath.log(hi), what=what)
+    assert_log_upper(
+        A.gaussian_delta(sigma2, eps, D, log=True), mpmath.log(lo), mpmath.log(hi), what=what
+    )
 
 
 # k > 1 or vector μ at sigma2 < 2: the loss Z has few atoms, so δ(ε) is a sum of a handful of
@@ -409,7 +476,7 @@ def _tol(sigma2, mu, k):
 
 
 VECTOR_CASES = [
-    (Fraction(35, 4), [3, 4], 3, Fraction(0)),      # found by CI's hypothesis run: was 6.6e-8 loose
+    (Fraction(35, 4), [3, 4], 3, Fraction(0)),  # found by CI's hypothesis run: was 6.6e-8 loose
     (Fraction(30), [1, 2, 1], 2, Fraction(1)),
     (Fraction(1, 2), [3, -1], 3, Fraction(1, 2)),
     (Fraction(29, 2), [2, 2, 2], 2, Fraction(2)),
@@ -420,10 +487,10 @@ VECTOR_CASES = [
     (Fraction(1, 4), [1], 6, Fraction(1, 10)),
     (Fraction(20), 1, 6, Fraction(5, 2)),
     (Fraction(10), [1, -1, 1, -1, 1, 1], 1, Fraction(1, 3)),
-    (Fraction(1, 4), 1, 2, Fraction(0)),            # by hand: δ ≈ 0.809 (P[W=0](1−e^-4) + P[W≥1])
-    (Fraction(10**5), 1, 2, Fraction(1, 30)),       # large sigma2: δ ≈ 2.7e-17
-    (Fraction(10**6), 1, 2, Fraction(1, 100)),      # δ ≈ 1.5e-16
-    (Fraction(9), [4, 1], 1, Fraction(3, 10)),      # unequal entries at moderate sigma2
+    (Fraction(1, 4), 1, 2, Fraction(0)),  # by hand: δ ≈ 0.809 (P[W=0](1−e^-4) + P[W≥1])
+    (Fraction(10**5), 1, 2, Fraction(1, 30)),  # large sigma2: δ ≈ 2.7e-17
+    (Fraction(10**6), 1, 2, Fraction(1, 100)),  # δ ≈ 1.5e-16
+    (Fraction(9), [4, 1], 1, Fraction(3, 10)),  # unequal entries at moderate sigma2
     (Fraction(6), [3, -1], 1, Fraction(3, 10)),
     (Fraction(2), [2], 2, Fraction(3, 10)),
 ]
@@ -435,22 +502,34 @@ def test_gaussian_delta_composition_matches_convolution(sigma2, mu, k, eps):
     tol = _tol(sigma2, mu, k)
     what = f"gaussian_delta({sigma2}, {eps}, {mu}, k={k})"
     assert_upper(A.gaussian_delta(sigma2, eps, mu, k), lo, hi, rel=tol, what=what)
-    assert_log_upper(A.gaussian_delta(sigma2, eps, mu, k, log=True), mpmath.log(lo), mpmath.log(hi),
-                     rel=tol, what=what)
+    assert_log_upper(
+        A.gaussian_delta(sigma2, eps, mu, k, log=True),
+        mpmath.log(lo),
+        mpmath.log(hi),
+        rel=tol,
+        what=what,
+    )
 
 
 mu_st = st.lists(st.integers(-4, 4), min_size=1, max_size=3).filter(lambda v: any(v))
 
 
 @FEW
-@given(sigma2=small_sigma2_st, mu=mu_st, k=st.integers(1, 3), eps=st.fractions(0, 5, max_denominator=8))
+@given(
+    sigma2=small_sigma2_st, mu=mu_st, k=st.integers(1, 3), eps=st.fractions(0, 5, max_denominator=8)
+)
 def test_gaussian_delta_vector_and_k_match_convolution(sigma2, mu, k, eps):
     assume(k * sum(1 for m in mu if m) <= 6)
     lo, hi = R.gaussian_delta(sigma2, eps, tuple(mu), k)
-    assume(lo > mpf(10) ** -60)          # keep the truncation of the reference irrelevant
+    assume(lo > mpf(10) ** -60)  # keep the truncation of the reference irrelevant
     tol = _tol(sigma2, mu, k)
-    assert_upper(A.gaussian_delta(sigma2, eps, mu, k), lo, hi, rel=tol,
-                 what=f"gaussian_delta({sigma2}, {eps}, {mu}, k={k})")
+    assert_upper(
+        A.gaussian_delta(sigma2, eps, mu, k),
+        lo,
+        hi,
+        rel=tol,
+        what=f"gaussian_delta({sigma2}, {eps}, {mu}, k={k})",
+    )
 
 
 @pytest.mark.parametrize("mu, k", [(1, 2), ([1, 1], 1), ([1, -1], 1)])
@@ -465,8 +544,8 @@ def test_gaussian_delta_composed_underflow_is_smallest_float_and_log_is_exact(mu
 
 def test_gaussian_delta_2500_underflows_to_smallest_float_and_log_is_exact():
     d = R.theorem7_delta(2500, 1)
-    assert abs(d / mpf("7.3925310485e-549") - 1) < 1e-9        # the reference agrees with the brief
-    assert A.gaussian_delta(2500, 1) == TINY                  # > 0, an upper bound, the tightest one
+    assert abs(d / mpf("7.3925310485e-549") - 1) < 1e-9  # the reference agrees with the brief
+    assert A.gaussian_delta(2500, 1) == TINY  # > 0, an upper bound, the tightest one
     assert_log_upper(A.gaussian_delta(2500, 1, log=True), mpmath.log(d))
 
 
@@ -484,8 +563,11 @@ def test_gaussian_delta_sigma2_1e100_small_eps_matches_continuous_gaussian():
     assert mpf("8e-52") < cont < mpf("9e-52")
     got = A.gaussian_delta(10**100, eps)
     assert_upper(got, cont * (1 - mpf(10) ** -30), cont * (1 + mpf(10) ** -30))
-    assert_log_upper(A.gaussian_delta(10**100, eps, log=True), mpmath.log(cont) - mpf(10) ** -30,
-                     mpmath.log(cont) + mpf(10) ** -30)
+    assert_log_upper(
+        A.gaussian_delta(10**100, eps, log=True),
+        mpmath.log(cont) - mpf(10) ** -30,
+        mpmath.log(cont) + mpf(10) ** -30,
+    )
 
 
 def test_gaussian_delta_sigma2_1e100_eps_1_answers_in_log_space():
@@ -494,12 +576,14 @@ def test_gaussian_delta_sigma2_1e100_eps_1_answers_in_log_space():
     with mp.workdps(300):
         ln_true = mpmath.log(d)
         cont = R.continuous_gaussian_log_delta(10**100, 1, dps=400)
-        assert abs(ln_true / cont - 1) < mpf(10) ** -90       # continuous Gaussian agrees in log space
+        assert abs(ln_true / cont - 1) < mpf(10) ** -90  # continuous Gaussian agrees in log space
     assert A.gaussian_delta(10**100, 1) == TINY
     assert_log_upper(A.gaussian_delta(10**100, 1, log=True), ln_true)
 
 
-@pytest.mark.parametrize("sigma2, eps, D", [(10**5, Fraction(3, 100), 1), (54321, Fraction(1, 50), 3)])
+@pytest.mark.parametrize(
+    "sigma2, eps, D", [(10**5, Fraction(3, 100), 1), (54321, Fraction(1, 50), 3)]
+)
 def test_gaussian_delta_large_sigma2_direct_sum(sigma2, eps, D):
     d = R.theorem7_delta(sigma2, eps, D)
     assert_upper(A.gaussian_delta(sigma2, eps, D), d)
@@ -525,8 +609,12 @@ def test_gaussian_delta_sensitivity_2_is_theorem7_with_delta_2():
 
 
 @FEW
-@given(sigma2=st.fractions(Fraction(1, 4), 100, max_denominator=16), eps=eps_st, D=st.integers(1, 3),
-       k=st.integers(1, 3))
+@given(
+    sigma2=st.fractions(Fraction(1, 4), 100, max_denominator=16),
+    eps=eps_st,
+    D=st.integers(1, 3),
+    k=st.integers(1, 3),
+)
 def test_exact_delta_never_worse_than_zcdp_route(sigma2, eps, D, k):
     rho = A.gaussian_rho(sigma2, D) * k
     assert A.gaussian_delta(sigma2, eps, D, k) <= A.cdp_delta(rho, eps)
@@ -566,11 +654,14 @@ def test_gaussian_delta_rises_when_a_coordinate_is_added(sigma2, eps, extra):
     assert A.gaussian_delta(sigma2, eps, [1, 1]) <= A.gaussian_delta(sigma2, eps, [1, 1, extra])
 
 
-@pytest.mark.parametrize("eps, D, grid", [
-    (Fraction(1), 1, [Fraction(i, 10) for i in range(20, 60)]),      # δ falls with sigma2 here
-    (Fraction(3), 1, [Fraction(i, 40) for i in range(30, 90)]),      # Theorem 7's sawtooth: δ rises
-    (Fraction(7), 3, [Fraction(i, 40) for i in range(100, 140)]),    # between the jumps of m
-])
+@pytest.mark.parametrize(
+    "eps, D, grid",
+    [
+        (Fraction(1), 1, [Fraction(i, 10) for i in range(20, 60)]),  # δ falls with sigma2 here
+        (Fraction(3), 1, [Fraction(i, 40) for i in range(30, 90)]),  # Theorem 7's sawtooth: δ rises
+        (Fraction(7), 3, [Fraction(i, 40) for i in range(100, 140)]),  # between the jumps of m
+    ],
+)
 def test_gaussian_delta_in_sigma2_follows_theorem7_including_its_sawtooth(eps, D, grid):
     """The exact δ is NOT monotone in sigma2: m = floor(eps·s/Δ − Δ/2) + 1 jumps, and between jumps
     δ grows with s (e.g. Δ=1, ε=3: δ(1.2) < δ(1.3)).  The implementation must follow the truth's
@@ -584,9 +675,9 @@ def test_gaussian_delta_in_sigma2_follows_theorem7_including_its_sawtooth(eps, D
             assert (got[i + 1] > got[i]) == (t1 > t0), (grid[i], grid[i + 1], got[i], got[i + 1])
         rises += t1 > t0
     if eps == 1:
-        assert rises == 0     # here the truth is monotone, so this is the "δ falls with σ²" check
+        assert rises == 0  # here the truth is monotone, so this is the "δ falls with σ²" check
     if eps == 3:
-        assert rises > 0      # the sawtooth really is there
+        assert rises > 0  # the sawtooth really is there
 
 
 def _delta_bounds(sigma2, mu, k):
@@ -597,26 +688,39 @@ def _delta_bounds(sigma2, mu, k):
     return lambda e: L.delta_interval(R.Q(e))
 
 
-@pytest.mark.parametrize("sigma2, delta, mu, k", [
-    (Fraction("17.9"), 1e-6, 1, 1), (2500, 1e-10, 1, 1), (3, 0.1, 2, 1), (Fraction(1, 4), 0.5, 1, 1),
-    (1000, 1e-300, 4, 1), (Fraction(30), 1e-6, [1, 2, 1], 2), (Fraction(1, 2), 1e-6, [3, -1], 3),
-    (Fraction(20), 1e-4, 1, 6),
-])
+@pytest.mark.parametrize(
+    "sigma2, delta, mu, k",
+    [
+        (Fraction("17.9"), 1e-6, 1, 1),
+        (2500, 1e-10, 1, 1),
+        (3, 0.1, 2, 1),
+        (Fraction(1, 4), 0.5, 1, 1),
+        (1000, 1e-300, 4, 1),
+        (Fraction(30), 1e-6, [1, 2, 1], 2),
+        (Fraction(1, 2), 1e-6, [3, -1], 3),
+        (Fraction(20), 1e-4, 1, 6),
+    ],
+)
 def test_gaussian_epsilon_is_the_smallest_certified_eps(sigma2, delta, mu, k):
     got = A.gaussian_epsilon(sigma2, delta, mu, k)
     what = f"gaussian_epsilon({sigma2}, {delta}, {mu}, k={k}) = {got!r}"
     assert isinstance(got, float) and math.isfinite(got) and got >= 0, what
     bounds = _delta_bounds(sigma2, mu, k)
-    assert bounds(got)[1] <= R.M(delta), what + f" does not certify delta: true δ {_s(bounds(got)[1])}"
-    if got > 0:   # tight: an ε smaller by a relative 1e-9 must fail
+    assert bounds(got)[1] <= R.M(delta), (
+        what + f" does not certify delta: true δ {_s(bounds(got)[1])}"
+    )
+    if got > 0:  # tight: an ε smaller by a relative 1e-9 must fail
         assert bounds(got * (1 - REL))[0] > R.M(delta), what + " is loose"
 
 
 @FEW
-@given(sigma2=st.fractions(Fraction(1, 4), 200, max_denominator=16), log10_delta=st.floats(-30, -0.31),
-       D=st.integers(1, 4))
+@given(
+    sigma2=st.fractions(Fraction(1, 4), 200, max_denominator=16),
+    log10_delta=st.floats(-30, -0.31),
+    D=st.integers(1, 4),
+)
 def test_gaussian_epsilon_scalar_is_smallest(sigma2, log10_delta, D):
-    delta = 10.0 ** log10_delta
+    delta = 10.0**log10_delta
     got = A.gaussian_epsilon(sigma2, delta, D)
     assert math.isfinite(got) and got >= 0
     assert R.theorem7_delta(sigma2, R.Q(got), D) <= R.M(delta)
@@ -625,7 +729,9 @@ def test_gaussian_epsilon_scalar_is_smallest(sigma2, log10_delta, D):
 
 
 @FEW
-@given(sigma2=st.fractions(Fraction(1, 4), 300, max_denominator=16), eps=eps_st, D=st.integers(1, 3))
+@given(
+    sigma2=st.fractions(Fraction(1, 4), 300, max_denominator=16), eps=eps_st, D=st.integers(1, 3)
+)
 def test_gaussian_epsilon_inverts_gaussian_delta(sigma2, eps, D):
     d = A.gaussian_delta(sigma2, eps, D)
     assume(1e-300 < d < 1)
@@ -638,8 +744,9 @@ def test_gaussian_epsilon_inverts_gaussian_delta(sigma2, eps, D):
     assert R.theorem7_delta(sigma2, R.Q(back), D) <= R.M(d)
 
 
-@pytest.mark.parametrize("value", [Fraction(5, 2), "5/2", "2.5", 2.5, decimal.Decimal("2.5"), gmpy2.mpq(5, 2)],
-                         ids=repr)
+@pytest.mark.parametrize(
+    "value", [Fraction(5, 2), "5/2", "2.5", 2.5, decimal.Decimal("2.5"), gmpy2.mpq(5, 2)], ids=repr
+)
 def test_gaussian_delta_accepts_every_exact_type(value):
     expected = A.gaussian_delta(Fraction(5, 2), Fraction(1, 2))
     assert A.gaussian_delta(value, Fraction(1, 2)) == expected
@@ -658,17 +765,20 @@ def test_float_parameters_are_taken_at_their_binary_value():
 # discrete Gaussian: variance, pmf, cdf, sf, interval
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sigma2", [Fraction(1, 100), Fraction(1, 4), Fraction(1, 3), 1, 2, Fraction(21, 2),
-                                    100, 1000, 3999])
+
+@pytest.mark.parametrize(
+    "sigma2",
+    [Fraction(1, 100), Fraction(1, 4), Fraction(1, 3), 1, 2, Fraction(21, 2), 100, 1000, 3999],
+)
 def test_gaussian_variance_by_direct_summation_and_proposition21(sigma2):
     true = R.gaussian_variance(sigma2)
     got = A.gaussian_variance(sigma2)
     assert_upper(got, true, rel=1e-12, what=f"gaussian_variance({sigma2})")
     s = R.M(sigma2)
     lower = 1 / mpmath.expm1(1 / s)
-    upper = s * (1 - 4 * mpmath.pi ** 2 * s / mpmath.expm1(4 * mpmath.pi ** 2 * s))
+    upper = s * (1 - 4 * mpmath.pi**2 * s / mpmath.expm1(4 * mpmath.pi**2 * s))
     assert mpf(got) >= lower
-    assert got <= math.nextafter(float(upper), math.inf)     # rounded up, so allow the float above
+    assert got <= math.nextafter(float(upper), math.inf)  # rounded up, so allow the float above
     if Fraction(sigma2) <= 1:
         assert got < sigma2
 
@@ -680,12 +790,27 @@ def test_gaussian_variance_huge_sigma2():
     assert Fraction(math.nextafter(got, 0)) < 10**100
 
 
-@pytest.mark.parametrize("x, sigma2", [(0, Fraction(1, 4)), (3, Fraction(1, 4)), (-2, 1), (10, 1), (0, 1000),
-                                       (150, 1000), (-80, Fraction(7, 3)), (-7, Fraction(7, 3)), (25, 10)])
+@pytest.mark.parametrize(
+    "x, sigma2",
+    [
+        (0, Fraction(1, 4)),
+        (3, Fraction(1, 4)),
+        (-2, 1),
+        (10, 1),
+        (0, 1000),
+        (150, 1000),
+        (-80, Fraction(7, 3)),
+        (-7, Fraction(7, 3)),
+        (25, 10),
+    ],
+)
 def test_gaussian_pmf_cdf_sf_by_direct_summation(x, sigma2):
     pmf, cdf, sf = A.gaussian_pmf(x, sigma2), A.gaussian_cdf(x, sigma2), A.gaussian_sf(x, sigma2)
-    for name, got, true in [("pmf", pmf, R.gaussian_pmf(x, sigma2)), ("cdf", cdf, R.gaussian_cdf(x, sigma2)),
-                            ("sf", sf, R.gaussian_sf(x, sigma2))]:
+    for name, got, true in [
+        ("pmf", pmf, R.gaussian_pmf(x, sigma2)),
+        ("cdf", cdf, R.gaussian_cdf(x, sigma2)),
+        ("sf", sf, R.gaussian_sf(x, sigma2)),
+    ]:
         assert isinstance(got, float) and math.isfinite(got) and 0 <= got <= 1
         if true > mpf(10) ** -300:
             assert abs(mpf(got) / true - 1) <= 1e-12, (name, x, sigma2, got, true)
@@ -708,6 +833,7 @@ def test_gaussian_interval_is_the_smallest_covering_width(sigma2, alpha):
 # discrete Laplace
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("k", [0, 10**7 + 1, Fraction(3, 2)])
 def test_k_outside_1_to_10_million_is_refused_by_name(k):
     for call in (lambda: A.gaussian_delta(100, 1, 1, k), lambda: A.laplace_delta(10, 1, 1, k)):
@@ -715,8 +841,15 @@ def test_k_outside_1_to_10_million_is_refused_by_name(k):
             call()
 
 
-@pytest.mark.parametrize("scale, D, k, delta", [(Fraction(707, 20), 1, 100, "1e-6"), (1, 1, 1, "0.1"),
-                                                (10, 2, 50, "1e-9"), (Fraction(7, 3), 1, 5, "1e-3")])
+@pytest.mark.parametrize(
+    "scale, D, k, delta",
+    [
+        (Fraction(707, 20), 1, 100, "1e-6"),
+        (1, 1, 1, "0.1"),
+        (10, 2, 50, "1e-9"),
+        (Fraction(7, 3), 1, 5, "1e-3"),
+    ],
+)
 def test_laplace_epsilon_at_delta_is_the_smallest_certified_eps(scale, D, k, delta):
     """laplace_epsilon(…, delta>0): δ(ε) ≤ delta by the reference, and ε is within 1e-9 of the
     reference's smallest such ε; delta = 0 gives the pure k·Δ/t."""
@@ -727,14 +860,24 @@ def test_laplace_epsilon_at_delta_is_the_smallest_certified_eps(scale, D, k, del
     assert Fraction(A.laplace_epsilon(scale, D, k)) >= Fraction(k * D) / R.Q(scale)
 
 
-@pytest.mark.parametrize("scale, D", [(3, 1), (Fraction(1, 3), 1), (0.1, 1), (7, 2), ("2.5", 3),
-                                      (Fraction(10, 3), 1), (Fraction(1, 7), 5)])
+@pytest.mark.parametrize(
+    "scale, D",
+    [
+        (3, 1),
+        (Fraction(1, 3), 1),
+        (0.1, 1),
+        (7, 2),
+        ("2.5", 3),
+        (Fraction(10, 3), 1),
+        (Fraction(1, 7), 5),
+    ],
+)
 def test_laplace_epsilon_is_delta_over_scale_rounded_up(scale, D):
     got = A.laplace_epsilon(scale, D)
     exact = Fraction(D) / R.Q(scale)
     assert isinstance(got, float)
     assert Fraction(got) >= exact
-    assert Fraction(math.nextafter(got, 0)) < exact      # rounded up by at most one ulp
+    assert Fraction(math.nextafter(got, 0)) < exact  # rounded up by at most one ulp
 
 
 @SET
@@ -749,7 +892,12 @@ def test_laplace_delta_matches_binomial_sum(scale, eps, k, D):
 
 
 @FEW
-@given(scale=scale_st, eps=st.fractions(0, 4, max_denominator=8), k=st.integers(1, 6), D=st.integers(2, 3))
+@given(
+    scale=scale_st,
+    eps=st.fractions(0, 4, max_denominator=8),
+    k=st.integers(1, 6),
+    D=st.integers(2, 3),
+)
 def test_laplace_delta_bounds_the_true_privacy_loss_for_sensitivity_above_1(scale, eps, k, D):
     # for Δ > 1 the ±Δ/t randomized-response form is an upper bound on the exact δ
     assert mpf(A.laplace_delta(scale, eps, D, k)) >= R.laplace_delta_exact_pld(scale, eps, D, k)
@@ -796,7 +944,9 @@ def test_laplace_delta_falls_with_scale_and_rises_with_sensitivity(t1, t2, eps, 
     assert A.laplace_delta(lo, eps, D, k) <= A.laplace_delta(lo, eps, D + 1, k)
 
 
-@pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(1, 2), 1, Fraction(7, 3), 10, 100, 10**6])
+@pytest.mark.parametrize(
+    "scale", [Fraction(1, 3), Fraction(1, 2), 1, Fraction(7, 3), 10, 100, 10**6]
+)
 def test_laplace_variance_is_2q_over_1_minus_q_squared(scale):
     got = A.laplace_variance(scale)
     true = R.laplace_variance(scale)
@@ -815,19 +965,20 @@ def test_laplace_interval_is_the_smallest_covering_width(scale, alpha):
 
 
 def test_figure4_left_discrete_laplace_with_variance_2500():
-    t = float(R.laplace_scale_for_variance(2500))            # scale whose variance is 50²
+    t = float(R.laplace_scale_for_variance(2500))  # scale whose variance is 50²
     assert abs(A.laplace_variance(t) - 2500) < 1e-6
     got = A.laplace_delta(t, 1, 1, 100)
-    assert abs(got / 206e-7 - 1) < 0.02                       # paper: (1, 206e-7)
+    assert abs(got / 206e-7 - 1) < 0.02  # paper: (1, 206e-7)
     assert_upper(got, R.laplace_delta(t, 1, 1, 100))
-    pure = 100 * Fraction(A.laplace_epsilon(t))               # exact product: >= 100/t
-    assert abs(pure - Fraction("2.83")) < Fraction(5, 1000)   # paper: (2.83, 0)
+    pure = 100 * Fraction(A.laplace_epsilon(t))  # exact product: >= 100/t
+    assert abs(pure - Fraction("2.83")) < Fraction(5, 1000)  # paper: (2.83, 0)
     assert A.laplace_delta(t, pure, 1, 100) <= TINY
 
 
 # ---------------------------------------------------------------------------
 # calibration
 # ---------------------------------------------------------------------------
+
 
 def test_calibrate_gaussian_paper_numbers_k1():
     exact = A.calibrate_gaussian(1, 1e-6)
@@ -858,8 +1009,13 @@ def test_calibrate_gaussian_k100_exact_by_convolution():
 
 
 CAL_TARGETS = [
-    (1, 1e-6, 1, 1), (Fraction(1, 2), 1e-5, 2, 1), (2, 1e-10, [1, 1], 1), (1, 1e-3, 1, 3),
-    (Fraction(3, 10), 1e-2, 1, 1), (5, 1e-12, 3, 1), (1, 1e-6, [2, -1], 2),
+    (1, 1e-6, 1, 1),
+    (Fraction(1, 2), 1e-5, 2, 1),
+    (2, 1e-10, [1, 1], 1),
+    (1, 1e-3, 1, 3),
+    (Fraction(3, 10), 1e-2, 1, 1),
+    (5, 1e-12, 3, 1),
+    (1, 1e-6, [2, -1], 2),
 ]
 
 
@@ -867,12 +1023,14 @@ CAL_TARGETS = [
 def test_calibrate_gaussian_exact_meets_target_and_is_minimal(eps, delta, mu, k):
     r = A.calibrate_gaussian(eps, delta, mu, k, method="exact")
     assert isinstance(r, Fraction) and grid_parts(r) is not None, r
-    assert A.gaussian_delta(r, eps, mu, k) <= delta                          # the module's own certificate
+    assert A.gaussian_delta(r, eps, mu, k) <= delta  # the module's own certificate
     lo, hi = R.gaussian_delta(r, eps, mu, k)
     assert hi <= R.M(delta), f"calibrate_gaussian({eps}, {delta}, {mu}, {k}) = {r}: true δ {_s(hi)}"
     below = grid_below(r)
     lo_b, hi_b = R.gaussian_delta(below, eps, mu, k)
-    assert lo_b > R.M(delta), f"grid point {below} below {r} already meets the target: δ = {_s(lo_b)}"
+    assert lo_b > R.M(delta), (
+        f"grid point {below} below {r} already meets the target: δ = {_s(lo_b)}"
+    )
 
 
 @pytest.mark.parametrize("eps, delta, mu, k", CAL_TARGETS)
@@ -893,11 +1051,19 @@ def test_calibrate_laplace_paper_number_k100():
     var = A.laplace_variance(t)
     assert abs(var / 3468.85 - 1) < 0.005, var
     gauss = A.gaussian_variance(A.calibrate_gaussian(1, 1e-6, k=100, method="zcdp"))
-    assert 1.6 < var / gauss < 1.8, var / gauss                 # paper: 69% more
+    assert 1.6 < var / gauss < 1.8, var / gauss  # paper: 69% more
 
 
-@pytest.mark.parametrize("eps, delta, D, k", [(1, 1e-6, 1, 100), (1, 1e-6, 1, 10), (Fraction(1, 2), 1e-3, 2, 5),
-                                              (3, 1e-9, 1, 30), (1, 0.2, 1, 2)])
+@pytest.mark.parametrize(
+    "eps, delta, D, k",
+    [
+        (1, 1e-6, 1, 100),
+        (1, 1e-6, 1, 10),
+        (Fraction(1, 2), 1e-3, 2, 5),
+        (3, 1e-9, 1, 30),
+        (1, 0.2, 1, 2),
+    ],
+)
 def test_calibrate_laplace_meets_target_and_is_minimal(eps, delta, D, k):
     t = A.calibrate_laplace(eps, delta, D, k)
     assert isinstance(t, Fraction) and grid_parts(t) is not None, t
@@ -906,7 +1072,9 @@ def test_calibrate_laplace_meets_target_and_is_minimal(eps, delta, D, k):
     assert R.laplace_delta(grid_below(t), eps, D, k) > R.M(delta), t
 
 
-@pytest.mark.parametrize("eps, D, k", [(1, 1, 1), (1, 1, 3), (0.3, 1, 1), (Fraction(1, 3), 2, 7), (2, 5, 1000)])
+@pytest.mark.parametrize(
+    "eps, D, k", [(1, 1, 1), (1, 1, 3), (0.3, 1, 1), (Fraction(1, 3), 2, 7), (2, 5, 1000)]
+)
 def test_calibrate_laplace_pure_dp_is_k_delta_over_eps_rounded_up_to_grid(eps, D, k):
     t = A.calibrate_laplace(eps, 0, D, k)
     assert t == grid_up(Fraction(k * D) / R.Q(eps)), t
@@ -979,8 +1147,11 @@ BAD_VALUES = [
 ]
 
 
-@pytest.mark.parametrize("fn, args, kwargs, name", BAD_VALUES,
-                         ids=[f"{f}-{name}-{i}" for i, (f, a, kw, name) in enumerate(BAD_VALUES)])
+@pytest.mark.parametrize(
+    "fn, args, kwargs, name",
+    BAD_VALUES,
+    ids=[f"{f}-{name}-{i}" for i, (f, a, kw, name) in enumerate(BAD_VALUES)],
+)
 def test_bad_value_raises_value_error_naming_the_parameter(fn, args, kwargs, name):
     with pytest.raises(ValueError, match=name):
         getattr(A, fn)(*args, **kwargs)
@@ -1000,8 +1171,11 @@ BAD_TYPES = [
 ]
 
 
-@pytest.mark.parametrize("fn, args, kwargs, name", BAD_TYPES,
-                         ids=[f"{f}-{name}-{i}" for i, (f, a, kw, name) in enumerate(BAD_TYPES)])
+@pytest.mark.parametrize(
+    "fn, args, kwargs, name",
+    BAD_TYPES,
+    ids=[f"{f}-{name}-{i}" for i, (f, a, kw, name) in enumerate(BAD_TYPES)],
+)
 def test_bad_type_raises_type_error_naming_the_parameter(fn, args, kwargs, name):
     with pytest.raises(TypeError, match=name):
         getattr(A, fn)(*args, **kwargs)

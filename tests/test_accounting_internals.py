@@ -6,14 +6,15 @@ the two ways of summing a tail (which must agree), the erfc asymptotic branch,
 the lattice error bound of the k-fold reduction (against brute-force
 convolution), and that Corollary 13's α search cannot make a bound optimistic.
 """
+
 from fractions import Fraction as F
 
 import mpmath
 import pytest
 from gmpy2 import mpfr
 
-from dgauss import accounting as A
 from dgauss import _gaussian_sums as gs
+from dgauss import accounting as A
 from dgauss._interval import Arith
 
 mpmath.mp.dps = 60
@@ -30,13 +31,13 @@ def contains(interval, value, rel=0):
 
 
 # ---------------------------------------------------------------- intervals
-@pytest.mark.parametrize("a, b", [(F(1, 3), F(-2, 7)), (F(10**30 + 1, 3), F(5, 10**20)),
-                                  (F(-7, 2), F(-1, 9))])
+@pytest.mark.parametrize(
+    "a, b", [(F(1, 3), F(-2, 7)), (F(10**30 + 1, 3), F(5, 10**20)), (F(-7, 2), F(-1, 9))]
+)
 def test_interval_operations_enclose_the_exact_result(a, b):
-    ar = Arith(64)          # low precision, so rounding matters
+    ar = Arith(64)  # low precision, so rounding matters
     x, y = ar.q(a), ar.q(b)
-    for got, exact in [(x + y, a + b), (x - y, a - b), (x * y, a * b), (x ** 3, a ** 3),
-                       (y ** 2, b ** 2)]:
+    for got, exact in [(x + y, a + b), (x - y, a - b), (x * y, a * b), (x**3, a**3), (y**2, b**2)]:
         assert contains(got, mp(exact)), (got, exact)
         assert got.lo < got.hi or got.lo == got.hi == mpfr(exact)
     if b > 0:
@@ -53,7 +54,7 @@ def direct_reference(s, m, eps=None, delta=1):
     s_ = mp(s)
     total, y = mpmath.mpf(0), m
     while True:
-        term = mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * s_))
+        term = mpmath.exp(-(mpmath.mpf(y) ** 2) / (2 * s_))
         if eps is not None:
             term *= -mpmath.expm1(mp(eps) - delta * (2 * mpmath.mpf(y) + delta) / (2 * s_))
         total += term
@@ -62,10 +63,17 @@ def direct_reference(s, m, eps=None, delta=1):
         y += 1
 
 
-@pytest.mark.parametrize("s, m, eps, delta", [
-    (F(2500), 10, None, 1), (F(2500), 60, F(1, 50), 1), (F(10**4), 3, F(1, 10**4), 1),
-    (F(40000), 300, F(1, 100), 2), (F(20000), -30, F(1, 10**6), 1), (F(90000), 900, None, 1),
-])
+@pytest.mark.parametrize(
+    "s, m, eps, delta",
+    [
+        (F(2500), 10, None, 1),
+        (F(2500), 60, F(1, 50), 1),
+        (F(10**4), 3, F(1, 10**4), 1),
+        (F(40000), 300, F(1, 100), 2),
+        (F(20000), -30, F(1, 10**6), 1),
+        (F(90000), 900, None, 1),
+    ],
+)
 def test_euler_maclaurin_and_direct_summation_agree_with_the_definition(s, m, eps, delta):
     """Both methods enclose the true sum (the mpmath reference is good to ~1e−48), and their
     enclosures are narrow (2^−90), so an error in a derivative term or in rounding shows.
@@ -95,15 +103,20 @@ def test_gauss_tail_integral_asymptotic_branch_matches_erfc():
     """At the switch-over, the asymptotic series and MPFR's erfc give overlapping enclosures."""
     ar = Arith(160)
     s = F(1)
-    a = 2897                                    # a²/(2s) just above 2^22
+    a = 2897  # a²/(2s) just above 2^22
     assert F(a * a, 2) >= gs.ERFC_ASYMPTOTIC_Z2
     asymptotic = gs.log_gauss_tail_integral(a, s, ar)
     saved = gs.ERFC_ASYMPTOTIC_Z2
     try:
         gs.ERFC_ASYMPTOTIC_Z2 = F(10**12)
         direct = gs.log_gauss_tail_integral(a, s, ar)
-        assert contains(direct, mpmath.log(mpmath.quad(lambda x: mpmath.exp(-x * x / 2 + a * a / 2),
-                                                        [a, a + 1, mpmath.inf])), rel=1e-40)
+        assert contains(
+            direct,
+            mpmath.log(
+                mpmath.quad(lambda x: mpmath.exp(-x * x / 2 + a * a / 2), [a, a + 1, mpmath.inf])
+            ),
+            rel=1e-40,
+        )
     finally:
         gs.ERFC_ASYMPTOTIC_Z2 = saved
     assert asymptotic.lo <= direct.hi and direct.lo <= asymptotic.hi
@@ -116,7 +129,7 @@ def ratio_spread(weights, s):
     S = Σ weights_j² (brute-force convolution in mpmath, |w| kept far from the truncation)."""
     s_ = mp(s)
     half = int(12 * mpmath.sqrt(s_)) + 6
-    base = {y: mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * s_)) for y in range(-half, half + 1)}
+    base = {y: mpmath.exp(-(mpmath.mpf(y) ** 2) / (2 * s_)) for y in range(-half, half + 1)}
     dist = {0: mpmath.mpf(1)}
     for b in weights:
         new = {}
@@ -125,8 +138,9 @@ def ratio_spread(weights, s):
                 new[w + b * y] = new.get(w + b * y, 0) + pw * py
         dist = new
     S = sum(b * b for b in weights)
-    ratios = [dist[w] / mpmath.exp(-mpmath.mpf(w) ** 2 / (2 * S * s_))
-              for w in range(-half, half + 1)]
+    ratios = [
+        dist[w] / mpmath.exp(-(mpmath.mpf(w) ** 2) / (2 * S * s_)) for w in range(-half, half + 1)
+    ]
     return max(ratios) / min(ratios)
 
 
@@ -138,8 +152,10 @@ def assert_bound_covers(error, spread):
     assert (spread - 1) * 50 >= e or e < mpmath.mpf(10) ** -40
 
 
-@pytest.mark.parametrize("n, s", [(2, F(1, 2)), (3, F(1, 2)), (2, F(1)), (4, F(3, 4)), (3, F(2)),
-                                  (6, F(1)), (5, F(3, 2))])
+@pytest.mark.parametrize(
+    "n, s",
+    [(2, F(1, 2)), (3, F(1, 2)), (2, F(1)), (4, F(3, 4)), (3, F(2)), (6, F(1)), (5, F(3, 2))],
+)
 def test_lattice_error_bound_covers_the_true_deviation(n, s):
     """P[S_n = w] ∝ e^{−w²/(2ns)}(1 + R(w)) with |R| ≤ E, so the ratio spread is ≤ (1+E)/(1−E)."""
     assert_bound_covers(gs.lattice_error_bound(n, s), ratio_spread((1,) * n, s))
@@ -152,8 +168,9 @@ def test_lattice_error_bound_is_zero_for_one_coordinate_and_tiny_for_large_sigma
 
 
 # ------------------------------------------------------------ Corollary 13
-@pytest.mark.parametrize("rho, eps", [(F(1, 2), F(1)), (F(1, 50), F(1)), (F(3), F(1, 10)),
-                                      (F(1, 10**6), F(1, 100))])
+@pytest.mark.parametrize(
+    "rho, eps", [(F(1, 2), F(1)), (F(1, 50), F(1)), (F(3), F(1, 10)), (F(1, 10**6), F(1, 100))]
+)
 def test_any_alpha_gives_an_upper_bound_and_the_chosen_one_is_the_best(rho, eps):
     """Eq. 18 at the searched α is the smallest of Eq. 18 over a fine grid of α (so the α
     search finds the infimum), and every grid value is ≥ the reported bound."""
@@ -166,8 +183,10 @@ def test_any_alpha_gives_an_upper_bound_and_the_chosen_one_is_the_best(rho, eps)
         assert g.lo >= reported - mpfr(2) ** -40 * abs(reported)
 
 
-@pytest.mark.parametrize("weights, s", [((1, 2), F(1)), ((1, 2), F(3)), ((2, 3), F(2)),
-                                        ((1, 1, 2), F(3, 2)), ((1, 3), F(4))])
+@pytest.mark.parametrize(
+    "weights, s",
+    [((1, 2), F(1)), ((1, 2), F(3)), ((2, 3), F(2)), ((1, 1, 2), F(3, 2)), ((1, 3), F(4))],
+)
 def test_vector_lattice_error_bound_covers_the_true_deviation(weights, s):
     """The general bound (several magnitudes) against brute-force convolution, as above."""
     counts = {}

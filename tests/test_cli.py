@@ -1,4 +1,5 @@
 """The ``dgauss`` command line, run in-process through :func:`dgauss.cli.main`."""
+
 from __future__ import annotations
 
 import io
@@ -26,8 +27,24 @@ def api_draws(sampler, param, n, chunk, seed, mu=0):
 @pytest.mark.parametrize("n", [0, 1, 2999, 3000, 10_001])
 def test_npy_roundtrip_equals_api_samples(tmp_path, n):
     path = tmp_path / "noise.npy"
-    assert cli.main(["sample", "--sigma2", "100", "-n", str(n), "--chunk", "3000",
-                     "--seed", "7", "-o", str(path)]) == 0
+    assert (
+        cli.main(
+            [
+                "sample",
+                "--sigma2",
+                "100",
+                "-n",
+                str(n),
+                "--chunk",
+                "3000",
+                "--seed",
+                "7",
+                "-o",
+                str(path),
+            ]
+        )
+        == 0
+    )
     loaded = np.load(path)
     assert loaded.dtype == np.int64 and loaded.shape == (n,)
     np.testing.assert_array_equal(loaded, api_draws(dgauss.sample_gaussian, 100, n, 3000, 7))
@@ -37,16 +54,50 @@ def test_npy_roundtrip_equals_api_samples(tmp_path, n):
 
 def test_laplace_npy_with_mu(tmp_path):
     path = tmp_path / "lap.npy"
-    assert cli.main(["sample", "--laplace", "7/3", "--mu", "-5", "-n", "5000", "--chunk", "1024",
-                     "--seed", "3", "-o", str(path)]) == 0
+    assert (
+        cli.main(
+            [
+                "sample",
+                "--laplace",
+                "7/3",
+                "--mu",
+                "-5",
+                "-n",
+                "5000",
+                "--chunk",
+                "1024",
+                "--seed",
+                "3",
+                "-o",
+                str(path),
+            ]
+        )
+        == 0
+    )
     expected = api_draws(dgauss.sample_laplace, Fraction(7, 3), 5000, 1024, 3, mu=-5)
     np.testing.assert_array_equal(np.load(path), expected)
 
 
 def test_txt_holds_huge_integers(tmp_path):
     path = tmp_path / "noise.txt"
-    assert cli.main(["sample", "--sigma2", "1e100", "-n", "50", "--chunk", "20",
-                     "--seed", "11", "-o", str(path)]) == 0
+    assert (
+        cli.main(
+            [
+                "sample",
+                "--sigma2",
+                "1e100",
+                "-n",
+                "50",
+                "--chunk",
+                "20",
+                "--seed",
+                "11",
+                "-o",
+                str(path),
+            ]
+        )
+        == 0
+    )
     lines = path.read_text().splitlines()
     assert len(lines) == 50
     assert max(len(line.lstrip("-")) for line in lines) > 40
@@ -56,17 +107,36 @@ def test_txt_holds_huge_integers(tmp_path):
 
 def test_txt_for_int64_samples(tmp_path):
     path = tmp_path / "noise.txt"
-    assert cli.main(["sample", "--sigma2", "2.5", "-n", "1000", "--chunk", "300",
-                     "--seed", "5", "-o", str(path)]) == 0
+    assert (
+        cli.main(
+            [
+                "sample",
+                "--sigma2",
+                "2.5",
+                "-n",
+                "1000",
+                "--chunk",
+                "300",
+                "--seed",
+                "5",
+                "-o",
+                str(path),
+            ]
+        )
+        == 0
+    )
     expected = api_draws(dgauss.sample_gaussian, Fraction(5, 2), 1000, 300, 5)
     assert [int(line) for line in path.read_text().splitlines()] == expected.tolist()
 
 
-@pytest.mark.parametrize("args", [
-    ["--sigma2", "1e100"],
-    ["--laplace", str(2**40 + 1)],
-    ["--sigma2", "1", "--mu", str(2**62 + 1)],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--sigma2", "1e100"],
+        ["--laplace", str(2**40 + 1)],
+        ["--sigma2", "1", "--mu", str(2**62 + 1)],
+    ],
+)
 def test_npy_refused_when_int64_is_not_the_default(tmp_path, capsys, args):
     path = tmp_path / "noise.npy"
     assert cli.main(["sample", *args, "-n", "10", "-o", str(path)]) == 2
@@ -75,24 +145,27 @@ def test_npy_refused_when_int64_is_not_the_default(tmp_path, capsys, args):
     assert not path.exists()
 
 
-@pytest.mark.parametrize("args, option", [
-    (["--sigma2", "0", "-n", "10"], "--sigma2"),
-    (["--sigma2", "-1/3", "-n", "10"], "--sigma2"),
-    (["--sigma2", "abc", "-n", "10"], "--sigma2"),
-    (["--laplace", "0", "-n", "10"], "--laplace"),
-    (["--sigma2", "1", "-n", "-1"], "-n"),
-    (["--sigma2", "1", "-n", "ten"], "-n"),
-    (["--sigma2", "1"], "-n"),
-    (["--sigma2", "1", "-n", "10", "--chunk", "0"], "--chunk"),
-    (["--sigma2", "1", "-n", "10", "--mu", "0.5"], "--mu"),
-    (["--sigma2", "1", "-n", "10", "--seed", "-1"], "--seed"),
-    (["--sigma2", "1", "-n", "10", "-o", "noise.csv"], "-o"),
-    (["--sigma2", "1", "--laplace", "1", "-n", "10"], "--laplace"),
-    (["-n", "10"], "--sigma2"),
-    (["--sigma2", "1", "-n", "10", "--workers", "0"], "--workers"),
-    (["--sigma2", "1", "-n", "10", "--workers", "-2"], "--workers"),
-    (["--sigma2", "1", "-n", "10", "--workers", "2", "--seed", "1"], "--workers"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["--sigma2", "0", "-n", "10"], "--sigma2"),
+        (["--sigma2", "-1/3", "-n", "10"], "--sigma2"),
+        (["--sigma2", "abc", "-n", "10"], "--sigma2"),
+        (["--laplace", "0", "-n", "10"], "--laplace"),
+        (["--sigma2", "1", "-n", "-1"], "-n"),
+        (["--sigma2", "1", "-n", "ten"], "-n"),
+        (["--sigma2", "1"], "-n"),
+        (["--sigma2", "1", "-n", "10", "--chunk", "0"], "--chunk"),
+        (["--sigma2", "1", "-n", "10", "--mu", "0.5"], "--mu"),
+        (["--sigma2", "1", "-n", "10", "--seed", "-1"], "--seed"),
+        (["--sigma2", "1", "-n", "10", "-o", "noise.csv"], "-o"),
+        (["--sigma2", "1", "--laplace", "1", "-n", "10"], "--laplace"),
+        (["-n", "10"], "--sigma2"),
+        (["--sigma2", "1", "-n", "10", "--workers", "0"], "--workers"),
+        (["--sigma2", "1", "-n", "10", "--workers", "-2"], "--workers"),
+        (["--sigma2", "1", "-n", "10", "--workers", "2", "--seed", "1"], "--workers"),
+    ],
+)
 def test_bad_arguments_exit_2_naming_the_option(capsys, args, option):
     assert cli.main(["sample", *args]) == 2
     captured = capsys.readouterr()
@@ -101,8 +174,10 @@ def test_bad_arguments_exit_2_naming_the_option(capsys, args, option):
 
 
 def test_summary(capsys):
-    assert cli.main(["sample", "--sigma2", "100", "-n", "20000", "--chunk", "7000",
-                     "--seed", "1"]) == 0
+    assert (
+        cli.main(["sample", "--sigma2", "100", "-n", "20000", "--chunk", "7000", "--seed", "1"])
+        == 0
+    )
     captured = capsys.readouterr()
     first, moments_line, destination = captured.out.splitlines()
     assert first.startswith("dgauss: 20,000 samples of N_Z(0, 100) in ")
@@ -120,18 +195,20 @@ def test_summary(capsys):
 
 def test_summary_names_laplace_mu_and_output(tmp_path, capsys):
     path = tmp_path / "noise.npy"
-    assert cli.main(["sample", "--laplace", "7/3", "--mu", "12", "-n", "100",
-                     "-o", str(path)]) == 0
+    assert cli.main(["sample", "--laplace", "7/3", "--mu", "12", "-n", "100", "-o", str(path)]) == 0
     captured = capsys.readouterr()
     assert "samples of Lap_Z(12, 7/3)" in captured.out and str(path) in captured.out
     assert "seed" not in captured.err  # OS randomness: no warning
 
 
-@pytest.mark.parametrize("values", [
-    [3, -1, 4, 1, -5, 9],
-    [2**61, -2**61, 2**60, 7],        # squares far beyond int64
-    [2**40 + k for k in range(100)],  # int64 sums of squares would overflow
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [3, -1, 4, 1, -5, 9],
+        [2**61, -(2**61), 2**60, 7],  # squares far beyond int64
+        [2**40 + k for k in range(100)],  # int64 sums of squares would overflow
+    ],
+)
 def test_moments_are_exact(values):
     moments = cli.Moments(mu=1)
     moments.add(np.array(values[:2], dtype=np.int64))
@@ -174,9 +251,27 @@ def test_python_dash_m(tmp_path):
     path = tmp_path / "noise.npy"
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(dgauss.__file__)))
     result = subprocess.run(
-        [sys.executable, "-m", "dgauss", "sample", "--sigma2", "1/3", "-n", "1000",
-         "--chunk", "256", "--seed", "2", "-o", str(path)],
-        env=env, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "dgauss",
+            "sample",
+            "--sigma2",
+            "1/3",
+            "-n",
+            "1000",
+            "--chunk",
+            "256",
+            "--seed",
+            "2",
+            "-o",
+            str(path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "samples of N_Z(0, 1/3)" in result.stdout and "samples/s" in result.stdout
     expected = api_draws(dgauss.sample_gaussian, Fraction(1, 3), 1000, 256, 2)
@@ -188,8 +283,25 @@ def test_workers_fill_every_sample(tmp_path, workers):
     """--workers splits each chunk across threads: all n samples arrive, with N_Z(0, 100)'s spread."""
     path = tmp_path / "noise.npy"
     n = 300_000
-    assert cli.main(["sample", "--sigma2", "100", "-n", str(n), "--chunk", "200000",
-                     "--workers", workers, "-o", str(path), "--no-progress"]) == 0
+    assert (
+        cli.main(
+            [
+                "sample",
+                "--sigma2",
+                "100",
+                "-n",
+                str(n),
+                "--chunk",
+                "200000",
+                "--workers",
+                workers,
+                "-o",
+                str(path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     loaded = np.load(path)
     assert loaded.shape == (n,) and loaded.dtype == np.int64
     # variance of N_Z(0, 100) is within 1e-6 of 100; 300k samples put it within 1.5 with
@@ -198,8 +310,9 @@ def test_workers_fill_every_sample(tmp_path, workers):
 
 
 # ---- failures of the output: never a half-written file, never a traceback ----------------------
-def test_failed_run_leaves_an_existing_output_untouched_and_no_partial_file(tmp_path, capsys,
-                                                                            monkeypatch):
+def test_failed_run_leaves_an_existing_output_untouched_and_no_partial_file(
+    tmp_path, capsys, monkeypatch
+):
     """-o writes to a temporary file beside the target and renames it only on success."""
     path = tmp_path / "noise.txt"
     path.write_text("keep me\n")
@@ -212,8 +325,9 @@ def test_failed_run_leaves_an_existing_output_untouched_and_no_partial_file(tmp_
         return np.zeros(size, dtype=np.int64)
 
     monkeypatch.setattr(cli.Distribution, "draw", failing_draw)
-    assert cli.main(["sample", "--sigma2", "1", "-n", "5000", "--chunk", "1000",
-                     "-o", str(path)]) == 1
+    assert (
+        cli.main(["sample", "--sigma2", "1", "-n", "5000", "--chunk", "1000", "-o", str(path)]) == 1
+    )
     assert path.read_text() == "keep me\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["noise.txt"]
     err = capsys.readouterr().err
@@ -235,20 +349,27 @@ def _umask() -> int:
     return mask
 
 
-@pytest.mark.parametrize("shell", ["dgauss sample --sigma2 1 -n 100000 | true",
-                                   "dgauss sample --sigma2 1 -n 1000 > /dev/full"])
+@pytest.mark.parametrize(
+    "shell",
+    ["dgauss sample --sigma2 1 -n 100000 | true", "dgauss sample --sigma2 1 -n 1000 > /dev/full"],
+)
 def test_a_closed_or_full_stdout_is_one_line_and_a_failure_status(shell):
     command = shell.replace("dgauss", f"{sys.executable} -m dgauss", 1)
-    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_a_chunk_too_large_for_memory_is_one_line(capsys):
-    assert cli.main(["sample", "--sigma2", "1", "-n", str(10**12), "--chunk", str(10**12),
-                     "--no-progress"]) == 1
+    assert (
+        cli.main(
+            ["sample", "--sigma2", "1", "-n", str(10**12), "--chunk", str(10**12), "--no-progress"]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--chunk" in err
 

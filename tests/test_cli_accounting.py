@@ -5,6 +5,7 @@ inputs: parameters exactly, utilities to their printed digits, and each delta or
 as rounded *up* to 4 significant digits (never below the accounting's value, and within
 one unit of the last digit above it).
 """
+
 from __future__ import annotations
 
 import math
@@ -13,7 +14,6 @@ import re
 import subprocess
 import sys
 from fractions import Fraction
-from typing import Dict, List
 
 import mpmath
 import pytest
@@ -33,7 +33,7 @@ def run(capsys, *argv: str) -> str:
     return captured.out
 
 
-def calibrate_rows(out: str) -> Dict[str, List[str]]:
+def calibrate_rows(out: str) -> dict[str, list[str]]:
     """The table of ``calibrate``: route name -> [parameter, variance, std dev, interval]."""
     rows = {}
     for line in out.splitlines():
@@ -44,12 +44,12 @@ def calibrate_rows(out: str) -> Dict[str, List[str]]:
     return rows
 
 
-def table(out: str, first: str) -> Dict[str, List[str]]:
+def table(out: str, first: str) -> dict[str, list[str]]:
     """The ``account`` table whose header starts with ``first``: first column -> the others."""
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.split()[:1] == [first])
     rows = {}
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip() or line.strip().startswith("("):
             break
         cells = line.split()
@@ -77,7 +77,7 @@ def assert_rounded_up(text: str, value: float = None, log_value: float = None) -
         else:
             ln_true = mpmath.mpf(log_value)
         ln_shown = printed_ln(text)
-        if text.startswith("e^"):       # the exponent itself, rounded up
+        if text.startswith("e^"):  # the exponent itself, rounded up
             assert ln_shown >= ln_true and ln_shown - ln_true <= abs(ln_true) * 10 ** (1 - DIGITS)
             return
         assert ln_shown >= ln_true, f"{text} is below the accounting's {value or log_value}"
@@ -87,15 +87,29 @@ def assert_rounded_up(text: str, value: float = None, log_value: float = None) -
 
 # ---- calibrate -----------------------------------------------------------------
 
-@pytest.mark.parametrize("eps, delta, k, sensitivity", [
-    ("1", "1e-6", 100, "1"),
-    ("1", "1e-6", 1, "1"),
-    ("1/3", "1e-9", 10, "1,-1,2"),
-    ("0.5", "1/1000", 3, "2"),
-])
+
+@pytest.mark.parametrize(
+    "eps, delta, k, sensitivity",
+    [
+        ("1", "1e-6", 100, "1"),
+        ("1", "1e-6", 1, "1"),
+        ("1/3", "1e-9", 10, "1,-1,2"),
+        ("0.5", "1/1000", 3, "2"),
+    ],
+)
 def test_calibrate_prints_the_accounting(capsys, eps, delta, k, sensitivity):
-    out = run(capsys, "calibrate", "--eps", eps, "--delta", delta, "--k", str(k),
-              "--sensitivity", sensitivity)
+    out = run(
+        capsys,
+        "calibrate",
+        "--eps",
+        eps,
+        "--delta",
+        delta,
+        "--k",
+        str(k),
+        "--sensitivity",
+        sensitivity,
+    )
     rows = calibrate_rows(out)
     vector = tuple(int(x) for x in sensitivity.split(","))
     sens = vector if len(vector) > 1 else vector[0]
@@ -110,7 +124,7 @@ def test_calibrate_prints_the_accounting(capsys, eps, delta, k, sensitivity):
         shown, variance, std, interval = rows[route]
         name, value = shown.split(" = ")
         assert name == symbol
-        assert Fraction(value) == param                     # exactly the calibrated value
+        assert Fraction(value) == param  # exactly the calibrated value
         assert len(value.replace(".", "").lstrip("0")) >= accounting.GRID_DIGITS  # 17.90, not 17.9
         if symbol == "sigma2":
             true_variance = accounting.gaussian_variance(param)
@@ -133,8 +147,8 @@ def test_calibrate_prints_the_accounting(capsys, eps, delta, k, sensitivity):
 def test_calibrate_reference_numbers(capsys):
     """The paper's numbers at eps = 1, delta = 1e-6, k = 100 (on the 4-digit grid)."""
     rows = calibrate_rows(run(capsys, "calibrate", "--eps", "1", "--delta", "1e-6", "--k", "100"))
-    assert rows[ROUTES[0]][0] == "sigma2 = 1785"     # 1784.8 off the grid
-    assert rows[ROUTES[1]][0] == "sigma2 = 2053"     # 2052.9 off the grid
+    assert rows[ROUTES[0]][0] == "sigma2 = 1785"  # 1784.8 off the grid
+    assert rows[ROUTES[1]][0] == "sigma2 = 2053"  # 2052.9 off the grid
     assert rows[ROUTES[2]][0] == "scale = 41.65"
     assert float(rows[ROUTES[2]][1]) == pytest.approx(3469, abs=1)
     rows = calibrate_rows(run(capsys, "calibrate", "--eps", "1", "--delta", "1e-6"))
@@ -146,10 +160,11 @@ def test_exact_route_certifies_the_printed_sigma2(capsys):
     rows = calibrate_rows(run(capsys, "calibrate", "--eps", "1", "--delta", "1e-6", "--k", "100"))
     sigma2 = Fraction(rows[ROUTES[0]][0].split(" = ")[1])
     assert accounting.gaussian_delta(sigma2, 1, k=100) <= 1e-6
-    assert accounting.gaussian_delta(sigma2 - 1, 1, k=100) > 1e-6   # the grid point below fails
+    assert accounting.gaussian_delta(sigma2 - 1, 1, k=100) > 1e-6  # the grid point below fails
 
 
 # ---- account -------------------------------------------------------------------
+
 
 def test_account_gaussian_prints_the_accounting(capsys):
     out = run(capsys, "account", "--sigma2", "2500", "--k", "100")
@@ -162,14 +177,16 @@ def test_account_gaussian_prints_the_accounting(capsys):
         if value > cli.TINY_DELTA:
             assert_rounded_up(exact, value)
         else:
-            assert_rounded_up(exact, log_value=accounting.gaussian_delta(2500, eps, k=100, log=True))
+            assert_rounded_up(
+                exact, log_value=accounting.gaussian_delta(2500, eps, k=100, log=True)
+            )
         zvalue = accounting.cdp_delta(rho, eps)
         if zvalue > cli.TINY_DELTA:
             assert_rounded_up(zcdp, zvalue)
         else:
             assert_rounded_up(zcdp, log_value=accounting.cdp_delta(rho, eps, log=True))
     assert deltas["1"] == ["1.755e-8", "8.826e-8"]
-    assert deltas["8"][0] == "9.913e-351"              # far below the float range
+    assert deltas["8"][0] == "9.913e-351"  # far below the float range
     epsilons = table(out, "delta")
     assert list(epsilons) == ["1e-5", "1e-6", "1e-9"]
     for delta, (exact, zcdp) in epsilons.items():
@@ -180,15 +197,27 @@ def test_account_gaussian_prints_the_accounting(capsys):
 def test_account_tiny_delta_from_the_log(capsys):
     """delta(2500, eps=1) = 7.4e-549 is printed from log=True, not as the float floor 5e-324."""
     out = run(capsys, "account", "--sigma2", "2500", "--eps", "1", "--delta", "1e-6")
-    (exact, zcdp), = table(out, "eps").values()
+    ((exact, zcdp),) = table(out, "eps").values()
     assert exact.startswith("7.39") and exact.endswith("e-549")
     assert_rounded_up(exact, log_value=accounting.gaussian_delta(2500, 1, log=True))
     assert "e-324" not in out
 
 
 def test_account_user_lists_and_vector(capsys):
-    out = run(capsys, "account", "--sigma2", "1/3", "--eps", "0, 1/2 ,3", "--delta", "0.25",
-              "--sensitivity", "1,-1", "--k", "2")
+    out = run(
+        capsys,
+        "account",
+        "--sigma2",
+        "1/3",
+        "--eps",
+        "0, 1/2 ,3",
+        "--delta",
+        "0.25",
+        "--sensitivity",
+        "1,-1",
+        "--k",
+        "2",
+    )
     rho = 2 * accounting.gaussian_rho("1/3", (1, -1))
     assert rho == 6
     deltas = table(out, "eps")
@@ -196,7 +225,7 @@ def test_account_user_lists_and_vector(capsys):
     for eps, (exact, zcdp) in deltas.items():
         assert_rounded_up(exact, accounting.gaussian_delta("1/3", eps, (1, -1), 2))
         assert_rounded_up(zcdp, accounting.cdp_delta(rho, eps))
-    (exact, zcdp), = table(out, "delta").values()
+    ((exact, zcdp),) = table(out, "delta").values()
     assert_rounded_up(exact, accounting.gaussian_epsilon("1/3", "0.25", (1, -1), 2))
     assert_rounded_up(zcdp, accounting.cdp_eps(rho, "0.25"))
 
@@ -206,7 +235,7 @@ def test_account_laplace(capsys):
     pure = re.search(r"pure eps = \S+ = (\S+) \(delta = 0\)", out)
     assert pure, out
     assert_rounded_up(pure.group(1), Fraction(100) / Fraction("35.36"))
-    assert pure.group(1) == "2.829"                    # the paper's 2.83
+    assert pure.group(1) == "2.829"  # the paper's 2.83
     deltas = table(out, "eps")
     for eps, (shown,) in deltas.items():
         value = accounting.laplace_delta("35.36", eps, k=100)
@@ -214,29 +243,33 @@ def test_account_laplace(capsys):
             assert shown == "0" and float(eps) >= 100 / 35.36
         else:
             assert_rounded_up(shown, value)
-    assert deltas["1"] == ["2.054e-5"]                 # the paper's 206e-7
+    assert deltas["1"] == ["2.054e-5"]  # the paper's 206e-7
     for delta, (shown,) in table(out, "delta").items():
         eps = Fraction(shown)
-        assert accounting.laplace_delta("35.36", eps, k=100) <= Fraction(delta)   # certified
+        assert accounting.laplace_delta("35.36", eps, k=100) <= Fraction(delta)  # certified
         assert accounting.laplace_delta("35.36", eps * Fraction(998, 1000), k=100) > Fraction(delta)
 
 
 def test_account_laplace_sensitivity_is_l1(capsys):
     out = run(capsys, "account", "--laplace", "10", "--sensitivity", "1,-2", "--eps", "0.1")
-    (shown,), = table(out, "eps").values()
+    ((shown,),) = table(out, "eps").values()
     assert_rounded_up(shown, accounting.laplace_delta("10", "0.1", 3))
     assert "pure eps = k*|sensitivity|_1/scale = 0.3000" in out
 
 
 # ---- formatting ----------------------------------------------------------------
 
-@pytest.mark.parametrize("value, text", [
-    (0.8999352676606419, "0.9000"),
-    (1.7546170722359844e-08, "1.755e-8"),
-    (Fraction(2), "2.000"),
-    (0.0005126, "0.0005126"),
-    (0.0, "0"),
-])
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0.8999352676606419, "0.9000"),
+        (1.7546170722359844e-08, "1.755e-8"),
+        (Fraction(2), "2.000"),
+        (0.0005126, "0.0005126"),
+        (0.0, "0"),
+    ],
+)
 def test_rounded_up(value, text):
     assert cli._rounded_up(value) == text
 
@@ -247,11 +280,18 @@ def test_rounded_up_from_log_matches_mpmath():
         assert_rounded_up(text, log_value=log_value)
 
 
-@pytest.mark.parametrize("value, text", [
-    (Fraction(179, 10), "17.90"), (Fraction(1785), "1785"), (Fraction(833, 20), "41.65"),
-    (Fraction(1), "1.000"), (Fraction(5937 * 10**5), "593700000"),
-    (Fraction(1234 * 10**97), "1.234e100"), (Fraction(1, 3), "1/3"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (Fraction(179, 10), "17.90"),
+        (Fraction(1785), "1785"),
+        (Fraction(833, 20), "41.65"),
+        (Fraction(1), "1.000"),
+        (Fraction(5937 * 10**5), "593700000"),
+        (Fraction(1234 * 10**97), "1.234e100"),
+        (Fraction(1, 3), "1/3"),
+    ],
+)
 def test_grid_text(value, text):
     assert cli._grid_text(value) == text
 
@@ -261,38 +301,41 @@ def test_grid_text(value, text):
 CALIBRATE_OK = ["--eps", "1", "--delta", "1e-6"]
 
 
-@pytest.mark.parametrize("args, option", [
-    (["calibrate", "--eps", "-1", "--delta", "1e-6"], "--eps"),
-    (["calibrate", "--eps", "0", "--delta", "1e-6"], "--eps"),
-    (["calibrate", "--eps", "abc", "--delta", "1e-6"], "--eps"),
-    (["calibrate", "--eps", "1", "--delta", "0"], "--delta"),
-    (["calibrate", "--eps", "1", "--delta", "1.5"], "--delta"),
-    (["calibrate", "--eps", "1", "--delta", "1e-6x"], "--delta"),
-    (["calibrate", *CALIBRATE_OK, "--k", "0"], "--k"),
-    (["calibrate", *CALIBRATE_OK, "--k", "many"], "--k"),
-    (["calibrate", *CALIBRATE_OK, "--sensitivity", "0"], "--sensitivity"),
-    (["calibrate", *CALIBRATE_OK, "--sensitivity", "1.5"], "--sensitivity"),
-    (["calibrate", *CALIBRATE_OK, "--sensitivity", "0,0"], "--sensitivity"),
-    (["calibrate", *CALIBRATE_OK, "--sensitivity", "1,,2"], "--sensitivity"),
-    (["calibrate", *CALIBRATE_OK, "--sensitivity", "one"], "--sensitivity"),
-    (["calibrate", "--delta", "1e-6"], "--eps"),
-    (["calibrate", "--eps", "1"], "--delta"),
-    (["account"], "--sigma2"),
-    (["account", "--sigma2", "1", "--laplace", "1"], "--laplace"),
-    (["account", "--sigma2", "-1"], "--sigma2"),
-    (["account", "--sigma2", "0"], "--sigma2"),
-    (["account", "--sigma2", "garbage"], "--sigma2"),
-    (["account", "--laplace", "0"], "--laplace"),
-    (["account", "--sigma2", "1", "--eps", "-1"], "--eps"),
-    (["account", "--sigma2", "1", "--eps", "1,,2"], "--eps"),
-    (["account", "--sigma2", "1", "--delta", "0"], "--delta"),
-    (["account", "--sigma2", "1", "--delta", "1e-6,1.5"], "--delta"),
-    (["account", "--laplace", "1", "--delta", "1.5"], "--delta"),
-    (["account", "--laplace", "1", "--delta", "x"], "--delta"),
-    (["account", "--laplace", "1", "--eps", "-2"], "--eps"),
-    (["account", "--sigma2", "1", "--k", "0"], "--k"),
-    (["account", "--sigma2", "1", "--sensitivity", "0"], "--sensitivity"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["calibrate", "--eps", "-1", "--delta", "1e-6"], "--eps"),
+        (["calibrate", "--eps", "0", "--delta", "1e-6"], "--eps"),
+        (["calibrate", "--eps", "abc", "--delta", "1e-6"], "--eps"),
+        (["calibrate", "--eps", "1", "--delta", "0"], "--delta"),
+        (["calibrate", "--eps", "1", "--delta", "1.5"], "--delta"),
+        (["calibrate", "--eps", "1", "--delta", "1e-6x"], "--delta"),
+        (["calibrate", *CALIBRATE_OK, "--k", "0"], "--k"),
+        (["calibrate", *CALIBRATE_OK, "--k", "many"], "--k"),
+        (["calibrate", *CALIBRATE_OK, "--sensitivity", "0"], "--sensitivity"),
+        (["calibrate", *CALIBRATE_OK, "--sensitivity", "1.5"], "--sensitivity"),
+        (["calibrate", *CALIBRATE_OK, "--sensitivity", "0,0"], "--sensitivity"),
+        (["calibrate", *CALIBRATE_OK, "--sensitivity", "1,,2"], "--sensitivity"),
+        (["calibrate", *CALIBRATE_OK, "--sensitivity", "one"], "--sensitivity"),
+        (["calibrate", "--delta", "1e-6"], "--eps"),
+        (["calibrate", "--eps", "1"], "--delta"),
+        (["account"], "--sigma2"),
+        (["account", "--sigma2", "1", "--laplace", "1"], "--laplace"),
+        (["account", "--sigma2", "-1"], "--sigma2"),
+        (["account", "--sigma2", "0"], "--sigma2"),
+        (["account", "--sigma2", "garbage"], "--sigma2"),
+        (["account", "--laplace", "0"], "--laplace"),
+        (["account", "--sigma2", "1", "--eps", "-1"], "--eps"),
+        (["account", "--sigma2", "1", "--eps", "1,,2"], "--eps"),
+        (["account", "--sigma2", "1", "--delta", "0"], "--delta"),
+        (["account", "--sigma2", "1", "--delta", "1e-6,1.5"], "--delta"),
+        (["account", "--laplace", "1", "--delta", "1.5"], "--delta"),
+        (["account", "--laplace", "1", "--delta", "x"], "--delta"),
+        (["account", "--laplace", "1", "--eps", "-2"], "--eps"),
+        (["account", "--sigma2", "1", "--k", "0"], "--k"),
+        (["account", "--sigma2", "1", "--sensitivity", "0"], "--sensitivity"),
+    ],
+)
 def test_bad_arguments_one_line_naming_the_option(capsys, args, option):
     status = cli.main(args)
     captured = capsys.readouterr()
@@ -314,10 +357,30 @@ def test_help_lists_the_new_commands(capsys):
 def test_python_dash_m_account():
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(dgauss.__file__)))
     result = subprocess.run(
-        [sys.executable, "-m", "dgauss", "account", "--sigma2", "2500", "--eps", "1",
-         "--delta", "1e-6"], env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "dgauss",
+            "account",
+            "--sigma2",
+            "2500",
+            "--eps",
+            "1",
+            "--delta",
+            "1e-6",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "7.39" in result.stdout and "e-549" in result.stdout
-    bad = subprocess.run([sys.executable, "-m", "dgauss", "calibrate", "--eps", "1", "--delta", "2"],
-                         env=env, capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "dgauss", "calibrate", "--eps", "1", "--delta", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "--delta" in bad.stderr and "Traceback" not in bad.stderr

@@ -6,6 +6,7 @@ computes later digits with GMP; Algorithm 2's table of exp(-u/t) comes from
 exact rational bounds.  These tests check the words against the oracle and
 force each fallback.
 """
+
 import math
 import random
 from fractions import Fraction
@@ -23,6 +24,7 @@ def test_oracle_exp_digits_against_mpfr():
     against MPFR with directed rounding, an independent computation: gamma rounded up and
     exp rounded down bound the value from below, the reverse from above."""
     import gmpy2
+
     rng = random.Random(17)
     cases = [(Fraction(1), 64), (Fraction(1, 2**300), 64), (Fraction(2**64 - 1, 2**64), 128)]
     for _ in range(400):
@@ -38,7 +40,7 @@ def test_oracle_exp_digits_against_mpfr():
     checked = 0
     for gamma, k in cases:
         bounds = []
-        for up in (True, False):                  # lower bound: gamma up, exp down
+        for up in (True, False):  # lower bound: gamma up, exp down
             with gmpy2.context(precision=k + 400, round=gmpy2.RoundUp if up else gmpy2.RoundDown):
                 g = gmpy2.mpfr(gamma.numerator) / gamma.denominator
             with gmpy2.context(precision=k + 400, round=gmpy2.RoundDown if up else gmpy2.RoundUp):
@@ -60,7 +62,11 @@ def test_exp_neg_floor_matches_oracle(k):
 
 def test_exp_m1_constant_is_the_first_word_of_1_over_e():
     """Every Bernoulli(exp(-1)) compares with the constant DG_EXP_M1_PREFIX (dg_exp.h)."""
-    assert _core.EXP_M1_PREFIX == reference.exp_neg_floor(Fraction(1), 64) == _core.exp_neg_floor(1, 1, 64)
+    assert (
+        _core.EXP_M1_PREFIX
+        == reference.exp_neg_floor(Fraction(1), 64)
+        == _core.exp_neg_floor(1, 1, 64)
+    )
 
 
 def test_exp_neg_floor_is_the_floor():
@@ -78,14 +84,21 @@ def test_table_words_match_oracle(force_exact):
     """floor(2**64 exp(-H 2**r/t)) for every H below 80 blocks and samples above, r = 0 up to
     t = 4096 (the table of exp(-U/t)) and past it, on words and on GMP."""
     rng = random.Random(7)
-    ts = (list(range(9, 80)) + [1000, 1001, 4095, 4096, 4097, 10**6 + 1, 2**63 + 1, 10**50 + 1]
-          + rng.sample(range(80, 4096), 6))
+    ts = (
+        list(range(9, 80))
+        + [1000, 1001, 4095, 4096, 4097, 10**6 + 1, 2**63 + 1, 10**50 + 1]
+        + rng.sample(range(80, 4096), 6)
+    )
     _core._exp_test_hook(force_exact)
     try:
         for t in ts:
             r = reference.split_bits(t)
             blocks = ((t - 1) >> r) + 1
-            hs = list(range(1, blocks)) if blocks < 80 else sorted(rng.sample(range(1, blocks), 60)) + [blocks - 1]
+            hs = (
+                list(range(1, blocks))
+                if blocks < 80
+                else sorted(rng.sample(range(1, blocks), 60)) + [blocks - 1]
+            )
             want = [reference.exp_neg_floor(Fraction(h << r, t), 64) for h in hs]
             assert _core.exp_table(t, hs) == want, t
     finally:
@@ -133,7 +146,7 @@ def test_laplace_table_digits_past_the_first_word(t, u):
     k = (t - 1).bit_length()
     digits = _digits(Fraction(u, t), 71)
     accept = digits[70] == "1"
-    rest = "1" + "0" if accept else "0" * k + "1" + "0"   # V = 0 (1/e starts 0.01), sign +
+    rest = "1" + "0" if accept else "0" * k + "1" + "0"  # V = 0 (1/e starts 0.01), sign +
     tape = format(u, f"0{k}b") + digits[:70] + ("0" if accept else "1") + rest
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=object)
@@ -162,8 +175,17 @@ def _rational_digits(p: Fraction, count: int) -> str:
     return format(p.numerator * 2**count // p.denominator, f"0{count}b")[-count:]
 
 
-@pytest.mark.parametrize("gamma", [Fraction(1, 3), Fraction(5, 7), Fraction(2**62, 2**62 + 1),
-                                   Fraction(3, 2**40), Fraction(1, 2**62)], ids=str)
+@pytest.mark.parametrize(
+    "gamma",
+    [
+        Fraction(1, 3),
+        Fraction(5, 7),
+        Fraction(2**62, 2**62 + 1),
+        Fraction(3, 2**40),
+        Fraction(1, 2**62),
+    ],
+    ids=str,
+)
 @pytest.mark.parametrize("match", [0, 5, 63, 64, 65, 130])
 def test_word_bernoulli_past_the_first_word(gamma, match):
     """Algorithm 1's first draw is Bernoulli(gamma): a tape agreeing with gamma's digits for
@@ -176,7 +198,9 @@ def test_word_bernoulli_past_the_first_word(gamma, match):
     results = []
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=np.bool_)
-        used = fill(_api.BERNOULLI_EXP, gamma.numerator, gamma.denominator, 0, Tape(tape + tail), out)
+        used = fill(
+            _api.BERNOULLI_EXP, gamma.numerator, gamma.denominator, 0, Tape(tape + tail), out
+        )
         results.append((bool(out[0]), used))
     assert results[0] == results[1]
 
@@ -185,16 +209,20 @@ def _primitive_digits(n: int, d: int, count: int) -> str:
     return format(n * 2**count // d, f"0{count}b")[-count:]
 
 
-@pytest.mark.parametrize("n,d", [
-    (3**80 + 2**70, 3**81),             # odd d of two limbs: the expansion never ends
-    (2**100 - 3, 2**101 + 6),           # even d: v = 1, no multiple of 2**63 near Q
-    (7 * 3**50, 32 * 3**50),            # 7/32 unreduced, d of two limbs: ends at digit 5
-    (5 * 3**90, 8 * 3**90),             # 5/8 unreduced: ends at digit 3
-    (3**80 + 1, 2 * 3**80),             # 1/2 + 1/d: Q's candidates straddle 2**63, L = 0
-    (2**64 + 1, 2**129),                # d's low limb is 0: the walk decides alone
-    (1, 3**100),                        # Q = 0: p < 2**-64
-    (3**60, 3**60 * 2**40 + 3**60),     # 1/(2**40 + 1) unreduced
-], ids=["odd-d", "even-d", "ends-5", "ends-3", "L=0", "low-limb-0", "Q=0", "unreduced"])
+@pytest.mark.parametrize(
+    "n,d",
+    [
+        (3**80 + 2**70, 3**81),  # odd d of two limbs: the expansion never ends
+        (2**100 - 3, 2**101 + 6),  # even d: v = 1, no multiple of 2**63 near Q
+        (7 * 3**50, 32 * 3**50),  # 7/32 unreduced, d of two limbs: ends at digit 5
+        (5 * 3**90, 8 * 3**90),  # 5/8 unreduced: ends at digit 3
+        (3**80 + 1, 2 * 3**80),  # 1/2 + 1/d: Q's candidates straddle 2**63, L = 0
+        (2**64 + 1, 2**129),  # d's low limb is 0: the walk decides alone
+        (1, 3**100),  # Q = 0: p < 2**-64
+        (3**60, 3**60 * 2**40 + 3**60),  # 1/(2**40 + 1) unreduced
+    ],
+    ids=["odd-d", "even-d", "ends-5", "ends-3", "L=0", "low-limb-0", "Q=0", "unreduced"],
+)
 @pytest.mark.parametrize("match", [0, 1, 3, 5, 40, 60, 61, 62, 63, 64, 65, 130])
 def test_gmp_bernoulli_first_digits_from_the_top_words(n, d, match):
     """Bernoulli(n/d) on GMP integers takes its first digits from the top 64 bits of n and d
@@ -214,8 +242,10 @@ def test_gmp_bernoulli_first_digits_from_the_top_words(n, d, match):
     # the bits read depend only on n/d: the reduced ratio reads the same
     f = Fraction(n, d)
     out = np.empty(1, dtype=np.bool_)
-    assert (bool(out[0]), _core.fill(_api.BERNOULLI, f.numerator, f.denominator, 0,
-                                     Tape(tape + tail), out)) == results[0]
+    assert (
+        bool(out[0]),
+        _core.fill(_api.BERNOULLI, f.numerator, f.denominator, 0, Tape(tape + tail), out),
+    ) == results[0]
 
 
 def test_gmp_bernoulli_stops_where_an_unreduced_expansion_ends():
@@ -252,6 +282,7 @@ def test_gmp_bernoulli_agrees_on_random_tapes():
 
 
 # --- the first 64 digits of exp(-x) for any x in (0, 1): 128-bit fixed point, GMP fallback ---
+
 
 def test_fixed_point_prefix_holds_on_its_whole_interval():
     """exp_neg_prefix_fix(X) claims floor(2**64 exp(-x)) for every x in [X, X + 1) / 2**128:
@@ -290,21 +321,22 @@ def test_fixed_point_prefix_holds_with_slack(slack):
         if w is None:
             continue
         decided += 1
-        last = Fraction((x_fix + slack) * 2**64 - 1, 2**192)      # just below X + s
+        last = Fraction((x_fix + slack) * 2**64 - 1, 2**192)  # just below X + s
         assert w == reference.exp_neg_floor(Fraction(x_fix, 2**128), 64), x_fix
         assert w == reference.exp_neg_floor(last, 64), x_fix
-    assert decided > 0.9 * len(cases) * (1 - slack / 2**64)    # it declines only where it must
+    assert decided > 0.9 * len(cases) * (1 - slack / 2**64)  # it declines only where it must
 
 
 def test_fixed_point_declines_next_to_a_word_boundary():
     """x = -ln(w / 2**64) puts 2**128 exp(-x) within a unit of the multiple w 2**64: the proven
     interval (-1 to +11 units) straddles it, so the fixed point must decline and GMP decide."""
     import gmpy2
+
     ctx = gmpy2.get_context()
     ctx.precision = 400
     rng = random.Random(4)
     for _ in range(40):
-        w = rng.randrange(2**64 * 37 // 100, 2**64 - 1)     # exp(-x) > 1/e: 0 < x < 1
+        w = rng.randrange(2**64 * 37 // 100, 2**64 - 1)  # exp(-x) > 1/e: 0 < x < 1
         x_fix = int(gmpy2.floor(-gmpy2.log(gmpy2.mpfr(w) / 2**64) * 2**128))
         assert _core.exp_neg_prefix_fix(x_fix) is None, w
         want = reference.exp_neg_floor(Fraction(x_fix, 2**128), 64)
@@ -316,8 +348,17 @@ def test_fixed_point_declines_next_to_a_word_boundary():
 def test_exp_neg_prefix_matches_oracle(force_exact):
     """Words (d < 2**64, two divisions) and GMP integers (d >= 2**64) alike."""
     rng = random.Random(5)
-    cases = [(1, 3), (1, 2**64 - 1), (2**64 - 2, 2**64 - 1), (2**63 - 1, 2**63), (1, 8), (7, 8),
-             (10**30, 10**30 + 7), (3, 10**40), (2**200 - 1, 2**200)]
+    cases = [
+        (1, 3),
+        (1, 2**64 - 1),
+        (2**64 - 2, 2**64 - 1),
+        (2**63 - 1, 2**63),
+        (1, 8),
+        (7, 8),
+        (10**30, 10**30 + 7),
+        (3, 10**40),
+        (2**200 - 1, 2**200),
+    ]
     for bits in (3, 20, 40, 63, 64, 65, 100, 300):
         d = rng.randrange(2, 2**bits)
         cases.append((rng.randrange(1, d), d))
@@ -332,10 +373,13 @@ def test_exp_neg_prefix_matches_oracle(force_exact):
 # --- Algorithm 3's acceptance by digits (t <= EXP_TABLE_MAX) ---
 
 GAUSSIAN_CASES = [
-    1, 2, 10, Fraction(1, 3),
+    1,
+    2,
+    10,
+    Fraction(1, 3),
     Fraction(314159265358979, 10**14),  # 2 n d t^2 > 2**63: the acceptance's numbers on GMP
-    Fraction(1, 10**30),                # t = 1 and floor(gamma) >= 2**64 once |Y| >= 1
-    4096**2 - 1,                        # t = 4096, the last tabulated
+    Fraction(1, 10**30),  # t = 1 and floor(gamma) >= 2**64 once |Y| >= 1
+    4096**2 - 1,  # t = 4096, the last tabulated
 ]
 
 
@@ -358,11 +402,13 @@ def _tape_for_x(t: int, x: int) -> str:
     a word R halfway between the thresholds exp(-(x+1)/t) < R < exp(-x/t), cut where inversion
     stops reading, then '0' for the sign."""
     assert t <= reference.INVERSION_MAX
-    r = (reference.exp_neg_floor(Fraction(x, t), 64)
-         + reference.exp_neg_floor(Fraction(x + 1, t), 64)) // 2
+    r = (
+        reference.exp_neg_floor(Fraction(x, t), 64)
+        + reference.exp_neg_floor(Fraction(x + 1, t), 64)
+    ) // 2
     stream = reference.BitStream(iter([r]).__next__)
     assert reference.geometric_by_inversion(stream, t) == x
-    return format(r, "064b")[:stream.bits_used] + "0"
+    return format(r, "064b")[: stream.bits_used] + "0"
 
 
 @pytest.mark.parametrize("x", [0, 1, 15, 16, 40], ids=lambda x: f"X={x}")
@@ -370,8 +416,10 @@ def test_gaussian_acceptance_uncached_and_cached(x):
     """sigma^2 = 2: t = 2, |Y| = X, cached while |Y| < 8t = 16.  Large X forces the uncached
     path; the rest of the tape is random.  Core and oracle read the same bits."""
     tape = _tape_for_x(2, x)
-    tail = "".join(format(int(w), "064b") for w in
-                   np.random.default_rng(x).integers(0, 2**63, size=40, dtype=np.uint64))
+    tail = "".join(
+        format(int(w), "064b")
+        for w in np.random.default_rng(x).integers(0, 2**63, size=40, dtype=np.uint64)
+    )
     results = []
     for fill in (_core.fill, reference.fill):
         out = np.empty(3, dtype=object)

@@ -7,9 +7,9 @@ is good here: every bin expects >= 20 samples).  The fixed seed makes CI
 deterministic.  `test_gof_has_power` shows the same test rejects a sampler
 whose sigma^2 is off by 5%, so passing means something.
 """
-from fractions import Fraction
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
 """The documentation runs: doctests pass, and CI runs exactly the README's Quick start."""
+
 import doctest
 import pathlib
 import re
@@ -24,8 +25,11 @@ def test_ci_runs_exactly_the_quick_start():
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
     quick_start = [line for line in block.splitlines() if line.strip()]
     assert len(quick_start) == 2
-    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
-          if line.startswith("python3 ")]
+    ci = [
+        line
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.startswith("python3 ")
+    ]
     assert ci == quick_start
 
 
@@ -47,6 +51,11 @@ def test_the_readme_accounting_example_runs_and_says_what_it_returns():
     assert accounting.calibrate_gaussian(1, "1e-6", k=100, method="zcdp") == 2053
     assert round(accounting.laplace_variance(namespace["scale"])) == 3469
     assert f"{accounting.gaussian_delta(2500, 1, log=True):.2f}" == "-1262.12"
-    for comment in ("Fraction(1785)", "(-83, 83)", "Fraction(2053)", "Fraction(833, 20)",
-                    "-1262.12"):
+    for comment in (
+        "Fraction(1785)",
+        "(-83, 83)",
+        "Fraction(2053)",
+        "Fraction(833, 20)",
+        "-1262.12",
+    ):
         assert comment in block

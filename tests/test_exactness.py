@@ -17,6 +17,7 @@ parity (test_parity.py) ties the two levels to the same bits.
 Default budgets resolve every probability to within 1e-3 in seconds; the
 `slow` tests go to 1e-6 for the Bernoulli sampler.
 """
+
 import math
 from fractions import Fraction
 
@@ -25,22 +26,32 @@ import pytest
 from gmpy2 import mpq
 
 from dgauss import _api, _core, reference
-from dgauss.testing import (DecisionTape, Exhausted, Restart, Tape, check, enumerate_bits,
-                            enumerate_decisions, enumerate_sampler, sampler)
+from dgauss.testing import (
+    DecisionTape,
+    Exhausted,
+    Restart,
+    Tape,
+    check,
+    enumerate_bits,
+    enumerate_decisions,
+    enumerate_sampler,
+    sampler,
+)
 
-BIG_GAMMA = Fraction(2**65 + 1, 2**64 + 3)        # above one word: Algorithm 1 on two words
-HUGE_GAMMA = Fraction(2**130 + 1, 2**129 + 3)     # above two words: Algorithm 1 on GMP
+BIG_GAMMA = Fraction(2**65 + 1, 2**64 + 3)  # above one word: Algorithm 1 on two words
+HUGE_GAMMA = Fraction(2**130 + 1, 2**129 + 3)  # above two words: Algorithm 1 on GMP
 GAMMAS = [0, Fraction(1, 3), 1, Fraction(7, 3), 12, BIG_GAMMA, HUGE_GAMMA]
 SCALES = [1, Fraction(7, 3), 10]
-BIG_SIGMA2 = Fraction(2**70 + 1, 2**69)           # d t = 2**70: the acceptance test runs on GMP
+BIG_SIGMA2 = Fraction(2**70 + 1, 2**69)  # d t = 2**70: the acceptance test runs on GMP
 SIGMA2 = [Fraction(1, 2), 1, 2, 10, BIG_SIGMA2]
 
 WHO = [pytest.param(False, id="core"), pytest.param(True, id="oracle")]
 
 
 def assert_exact(name, param, *, oracle, target=1e-3, level=None, max_runs=2_000_000):
-    enumeration = enumerate_sampler(name, param, oracle=oracle, target=target, level=level,
-                                    max_runs=max_runs)
+    enumeration = enumerate_sampler(
+        name, param, oracle=oracle, target=target, level=level, max_runs=max_runs
+    )
     result = check(enumeration, name, param)
     assert result.ok, result.report()
     return result
@@ -48,11 +59,23 @@ def assert_exact(name, param, *, oracle, target=1e-3, level=None, max_runs=2_000
 
 # ---- the primitives, on bit tapes ------------------------------------------------
 
+
 @pytest.mark.parametrize("oracle", WHO)
-@pytest.mark.parametrize("p", [Fraction(1, 3), Fraction(2, 7), Fraction(1, 2), Fraction(5, 8), 0, 1,
-                               Fraction(2**64 + 1, 2**65 + 7),
-                               Fraction(2**69 + 3, 2**70), Fraction(3, 2**70)],  # GMP, expansion ends
-                         ids=str)
+@pytest.mark.parametrize(
+    "p",
+    [
+        Fraction(1, 3),
+        Fraction(2, 7),
+        Fraction(1, 2),
+        Fraction(5, 8),
+        0,
+        1,
+        Fraction(2**64 + 1, 2**65 + 7),
+        Fraction(2**69 + 3, 2**70),
+        Fraction(3, 2**70),
+    ],  # GMP, expansion ends
+    ids=str,
+)
 def test_bernoulli_primitive(p, oracle):
     assert_exact("bernoulli", p, oracle=oracle, target=1e-9)
 
@@ -74,6 +97,7 @@ def test_uniform_primitive(m, oracle):
 
 # ---- Bernoulli(exp(-gamma)) --------------------------------------------------------
 
+
 @pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("gamma", GAMMAS, ids=str)
 def test_bernoulli_exp_bits(gamma, oracle):
@@ -86,7 +110,6 @@ def test_bernoulli_exp_bits(gamma, oracle):
 @pytest.mark.parametrize("gamma", GAMMAS, ids=str)
 def test_bernoulli_exp_decisions(gamma, oracle):
     assert_exact("bernoulli_exp", gamma, oracle=oracle, level="decisions", target=1e-6)
-
 
 
 @pytest.mark.slow
@@ -104,6 +127,7 @@ def test_bernoulli_exp_bits_oracle_gamma_12():
 
 
 # ---- the discrete Laplace and the discrete Gaussian, on decision tapes ------------
+
 
 @pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("scale", SCALES, ids=str)
@@ -133,6 +157,7 @@ def test_gaussian_core_deep(sigma2):
 
 # ---- the checker can fail ------------------------------------------------------------
 
+
 def test_checker_rejects_the_wrong_distribution():
     enumeration = enumerate_sampler("gaussian", 1, target=1e-3)
     assert check(enumeration, "gaussian", 1).ok
@@ -142,6 +167,7 @@ def test_checker_rejects_the_wrong_distribution():
 
 def test_checker_rejects_a_laplace_that_counts_zero_twice():
     """Algorithm 2 without its (B = 1, Y = 0) rejection: zero gets twice its mass."""
+
     def buggy(source):
         bits = reference.open_stream(source)
         while True:
@@ -158,6 +184,7 @@ def test_checker_rejects_a_laplace_that_counts_zero_twice():
 
 def test_checker_rejects_a_bernoulli_that_rounds_up():
     """A lazy Bernoulli(p) that answers True when p's expansion ends: P[True] too large."""
+
     def buggy(source):
         bits = reference.open_stream(source)
         n, d = 5, 8
@@ -192,6 +219,7 @@ def test_enumeration_masses_add_up():
 
 # ---- the tapes themselves -------------------------------------------------------------
 
+
 def test_exhaustion_is_its_own_error():
     for base in (ValueError, TypeError, OSError, RuntimeError, ArithmeticError):
         assert not issubclass(Exhausted, base)
@@ -209,7 +237,10 @@ def test_decision_tape_reports_the_pending_request_and_restarts():
         assert info.value.request == ("uniform", 10)  # t = floor(sqrt(90)) + 1
         with pytest.raises(Exhausted) as info:
             draw(DecisionTape([3]))
-        assert info.value.request == ("bernoulli_exp", Fraction(3, 10))  # D by the digits of exp(-3/10)
+        assert info.value.request == (
+            "bernoulli_exp",
+            Fraction(3, 10),
+        )  # D by the digits of exp(-3/10)
         with pytest.raises(Exhausted) as info:
             draw(DecisionTape([3, 1]))  # D = 1; V's first Bernoulli(exp(-1))
         assert info.value.request == ("bernoulli_exp", 1)
@@ -217,7 +248,9 @@ def test_decision_tape_reports_the_pending_request_and_restarts():
             draw(DecisionTape([3, 1, 0]))  # V = 0, Y = 3: the sign
         assert info.value.request == ("bernoulli", Fraction(1, 2))
         with pytest.raises(Exhausted) as info:
-            draw(DecisionTape([3, 1, 0, 0]))  # Y = 3: accept with exp(-(3 - 90/10)^2/180), by its digits
+            draw(
+                DecisionTape([3, 1, 0, 0])
+            )  # Y = 3: accept with exp(-(3 - 90/10)^2/180), by its digits
         assert info.value.request == ("bernoulli_exp", Fraction(1, 5))
         with pytest.raises(Restart):
             draw(DecisionTape([3, 0]))  # D = 0: reject and restart
@@ -247,9 +280,9 @@ def test_decision_tape_sees_inversion_as_bernoulli_exp_one_over_t():
 def test_past_the_split_the_last_factor_runs_algorithm_1():
     """t = 4098 (r = 1): U = 5 is H = 2, L = 1.  D's first factor Bernoulli(exp(-4/t)) by digits,
     V = 0, B = 0, the acceptance at a = 4 by digits, then Algorithm 1 on L (2a + L)/(2 sigma^2)."""
-    sigma2 = 4097 ** 2
+    sigma2 = 4097**2
     t = 4098
-    gamma_a = (4 - Fraction(sigma2, t)) ** 2 / (2 * sigma2)     # below 1: one draw by digits
+    gamma_a = (4 - Fraction(sigma2, t)) ** 2 / (2 * sigma2)  # below 1: one draw by digits
     for oracle in (False, True):
         draw = sampler("gaussian", sigma2, oracle=oracle)
         with pytest.raises(Exhausted) as info:
@@ -264,8 +297,11 @@ def test_past_the_split_the_last_factor_runs_algorithm_1():
         assert draw(DecisionTape([5, 1, 0, 0, 1, 0])) == 5
 
 
-@pytest.mark.parametrize("sigma2", [10**10, 2**62, Fraction(2**61 + 1, 3), 2**64, 4097**2],
-                         ids=["1e10", "2^62", "(2^61+1)/3", "2^64", "4097^2"])
+@pytest.mark.parametrize(
+    "sigma2",
+    [10**10, 2**62, Fraction(2**61 + 1, 3), 2**64, 4097**2],
+    ids=["1e10", "2^62", "(2^61+1)/3", "2^64", "4097^2"],
+)
 def test_acceptance_requests_match_the_oracle_exactly(sigma2):
     """Past 2**HIGH_BITS, Algorithm 3 accepts at the block start a by digits and then runs
     Algorithm 1 on L (2a + L)/(2 sigma^2), on one word, two words or GMP by size.  A
@@ -273,8 +309,12 @@ def test_acceptance_requests_match_the_oracle_exactly(sigma2):
     Bernoulli a decision tape meets states its exact probability: for several U (then D's
     first factor 1, V = 0, B = 0) and paths through the acceptance and Algorithm 1's loop,
     the core's requests must equal the oracle's."""
-    t = math.isqrt(sigma2.numerator // sigma2.denominator if isinstance(sigma2, Fraction)
-                   else sigma2) + 1
+    t = (
+        math.isqrt(
+            sigma2.numerator // sigma2.denominator if isinstance(sigma2, Fraction) else sigma2
+        )
+        + 1
+    )
     core, oracle = sampler("gaussian", sigma2), sampler("gaussian", sigma2, oracle=True)
     compared = 0
     r = reference.split_bits(t)

@@ -5,6 +5,7 @@ the documented limits: extreme parameters work or are refused within bounded
 time and memory (checked in a subprocess under an address-space limit, so a
 GMP abort or a hang would fail the test instead of the test run).
 """
+
 import decimal
 import subprocess
 import sys
@@ -24,15 +25,28 @@ from dgauss.testing import Exhausted, Tape
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 anything = st.one_of(
-    st.none(), st.booleans(), st.complex_numbers(allow_nan=True),
-    st.integers(), st.fractions(), st.floats(allow_nan=True, allow_infinity=True),
+    st.none(),
+    st.booleans(),
+    st.complex_numbers(allow_nan=True),
+    st.integers(),
+    st.fractions(),
+    st.floats(allow_nan=True, allow_infinity=True),
     st.decimals(allow_nan=True, allow_infinity=True),
-    st.text(max_size=30), st.text(alphabet="0123456789+-./eE _", max_size=30),
-    st.integers().map(gmpy2.mpz), st.fractions().map(lambda q: gmpy2.mpq(q.numerator, q.denominator)),
-    st.lists(st.integers(), max_size=3), st.binary(max_size=5),
+    st.text(max_size=30),
+    st.text(alphabet="0123456789+-./eE _", max_size=30),
+    st.integers().map(gmpy2.mpz),
+    st.fractions().map(lambda q: gmpy2.mpq(q.numerator, q.denominator)),
+    st.lists(st.integers(), max_size=3),
+    st.binary(max_size=5),
 )
-shapes = st.one_of(st.none(), st.integers(-3, 6), st.tuples(st.integers(-1, 3), st.integers(0, 3)),
-                   st.floats(0, 4), st.text(max_size=3), st.booleans())
+shapes = st.one_of(
+    st.none(),
+    st.integers(-3, 6),
+    st.tuples(st.integers(-1, 3), st.integers(0, 3)),
+    st.floats(0, 4),
+    st.text(max_size=3),
+    st.booleans(),
+)
 
 
 def _expected_shape(size):
@@ -69,7 +83,9 @@ def test_any_gamma_samples_or_names_the_problem(gamma, size):
     assert type(out) is bool if size is None else out.dtype == np.bool_
 
 
-positive_rationals = st.fractions(min_value=Fraction(1, 10**6), max_value=10**30, max_denominator=10**40)
+positive_rationals = st.fractions(
+    min_value=Fraction(1, 10**6), max_value=10**30, max_denominator=10**40
+)
 
 
 @SETTINGS
@@ -84,12 +100,18 @@ def test_core_matches_oracle_on_random_parameters(sigma2, mu, seed):
 
 
 @SETTINGS
-@given(bits=st.text(alphabet="01", max_size=200), scale=st.sampled_from(["1/3", "7/3", 10, 2**70 + 1]))
+@given(
+    bits=st.text(alphabet="01", max_size=200), scale=st.sampled_from(["1/3", "7/3", 10, 2**70 + 1])
+)
 def test_core_matches_oracle_on_random_tapes(bits, scale):
     """Same tape: same value, or both run out; and both leave the tape at the same word."""
     results = []
-    for sampler in (dgauss.sample_laplace, reference.sample_laplace,
-                    dgauss.sample_gaussian, reference.sample_gaussian):
+    for sampler in (
+        dgauss.sample_laplace,
+        reference.sample_laplace,
+        dgauss.sample_gaussian,
+        reference.sample_gaussian,
+    ):
         tape = Tape(bits)
         try:
             results.append((sampler(scale, rng=tape), tape.position))
@@ -98,7 +120,11 @@ def test_core_matches_oracle_on_random_tapes(bits, scale):
     assert results[0] == results[1] and results[2] == results[3]
 
 
-@pytest.mark.parametrize("value", [decimal.Decimal("1" * 5000), "1" * 5000, "9" * 100000 + "/7"], ids=lambda v: str(v)[:8])
+@pytest.mark.parametrize(
+    "value",
+    [decimal.Decimal("1" * 5000), "1" * 5000, "9" * 100000 + "/7"],
+    ids=lambda v: str(v)[:8],
+)
 def test_long_numbers_are_read_exactly(value):
     """Past Python's 4300-digit int conversion limit, parameters are still exact."""
     expected = Fraction(int(gmpy2.mpz(str(value).split("/")[0])), 7 if "/" in str(value) else 1)
@@ -139,10 +165,20 @@ LIMITS = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("case", ["sigma2 = 10**100000", "million-digit denominator",
-                                  "largest accepted parameter", "too many bits", "size near memory limits"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "sigma2 = 10**100000",
+        "million-digit denominator",
+        "largest accepted parameter",
+        "too many bits",
+        "size near memory limits",
+    ],
+)
 def test_documented_limits(case):
     """Each case finishes within 120 s under a 3 GiB address-space limit, no abort."""
-    done = subprocess.run([sys.executable, "-c", LIMITS, case], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITS, case], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-500:]
     assert done.stdout.strip().endswith("done")

@@ -1,4 +1,5 @@
 """Parameters: every accepted type means the same exact value; bad input gets a named error."""
+
 import decimal
 import numbers
 import subprocess
@@ -21,19 +22,34 @@ SAMPLERS = [
 ]
 
 
-@pytest.mark.parametrize("value", [Fraction(5, 2), "5/2", "2.5", " 25e-1 ", 2.5, decimal.Decimal("2.5"),
-                                   gmpy2.mpq(5, 2), np.float32(2.5)], ids=repr)
+@pytest.mark.parametrize(
+    "value",
+    [
+        Fraction(5, 2),
+        "5/2",
+        "2.5",
+        " 25e-1 ",
+        2.5,
+        decimal.Decimal("2.5"),
+        gmpy2.mpq(5, 2),
+        np.float32(2.5),
+    ],
+    ids=repr,
+)
 def test_equal_values_give_equal_samples(value):
     expected = dgauss.sample_gaussian(Fraction(5, 2), 200, rng=np.random.default_rng(1))
     got = dgauss.sample_gaussian(value, 200, rng=np.random.default_rng(1))
     assert got.tolist() == expected.tolist()
 
 
-@pytest.mark.parametrize("value", [100, "100", "1e2", np.int64(100), gmpy2.mpz(100), 100.0, Fraction(300, 3)],
-                         ids=repr)
+@pytest.mark.parametrize(
+    "value", [100, "100", "1e2", np.int64(100), gmpy2.mpz(100), 100.0, Fraction(300, 3)], ids=repr
+)
 def test_integer_values(value):
     expected = dgauss.sample_laplace(100, 50, rng=np.random.default_rng(2))
-    assert dgauss.sample_laplace(value, 50, rng=np.random.default_rng(2)).tolist() == expected.tolist()
+    assert (
+        dgauss.sample_laplace(value, 50, rng=np.random.default_rng(2)).tolist() == expected.tolist()
+    )
 
 
 def test_float_is_taken_at_its_exact_binary_value():
@@ -53,13 +69,29 @@ def test_laplace_scale_is_reduced_to_lowest_terms():
 
 
 BAD_PARAMETER = [
-    (0, ValueError), (-1, ValueError), ("-1/3", ValueError), (Fraction(0), ValueError),
-    (float("nan"), ValueError), (float("inf"), ValueError), (float("-inf"), ValueError),
-    (decimal.Decimal("NaN"), ValueError), (decimal.Decimal("Infinity"), ValueError),
-    ("inf", ValueError), ("nan", ValueError), ("abc", ValueError), ("", ValueError), ("1/0", ValueError),
-    ("1e", ValueError), ("0x10", ValueError), ("1e99999999", ValueError),
-    (None, TypeError), (1 + 0j, TypeError), (True, TypeError), (np.bool_(True), TypeError),
-    ([1], TypeError), (b"1", TypeError),
+    (0, ValueError),
+    (-1, ValueError),
+    ("-1/3", ValueError),
+    (Fraction(0), ValueError),
+    (float("nan"), ValueError),
+    (float("inf"), ValueError),
+    (float("-inf"), ValueError),
+    (decimal.Decimal("NaN"), ValueError),
+    (decimal.Decimal("Infinity"), ValueError),
+    ("inf", ValueError),
+    ("nan", ValueError),
+    ("abc", ValueError),
+    ("", ValueError),
+    ("1/0", ValueError),
+    ("1e", ValueError),
+    ("0x10", ValueError),
+    ("1e99999999", ValueError),
+    (None, TypeError),
+    (1 + 0j, TypeError),
+    (True, TypeError),
+    (np.bool_(True), TypeError),
+    ([1], TypeError),
+    (b"1", TypeError),
 ]
 
 
@@ -70,23 +102,53 @@ def test_bad_distribution_parameter(sampler, name, value, error):
         sampler(value, 3)
 
 
-@pytest.mark.parametrize("value,error", [(-1, ValueError), ("-1/2", ValueError), (float("nan"), ValueError),
-                                         (None, TypeError), (True, TypeError), (1j, TypeError)], ids=repr)
+@pytest.mark.parametrize(
+    "value,error",
+    [
+        (-1, ValueError),
+        ("-1/2", ValueError),
+        (float("nan"), ValueError),
+        (None, TypeError),
+        (True, TypeError),
+        (1j, TypeError),
+    ],
+    ids=repr,
+)
 def test_bad_gamma(value, error):
     for sampler in (dgauss.sample_bernoulli_exp, reference.sample_bernoulli_exp):
         with pytest.raises(error, match="gamma"):
             sampler(value)
 
 
-@pytest.mark.parametrize("size,error", [(-1, ValueError), (2.5, TypeError), ("3", TypeError), ((2, -1), ValueError),
-                                        (True, TypeError), ((2, 2.0), TypeError), ([3], TypeError)], ids=repr)
+@pytest.mark.parametrize(
+    "size,error",
+    [
+        (-1, ValueError),
+        (2.5, TypeError),
+        ("3", TypeError),
+        ((2, -1), ValueError),
+        (True, TypeError),
+        ((2, 2.0), TypeError),
+        ([3], TypeError),
+    ],
+    ids=repr,
+)
 def test_bad_size(size, error):
     with pytest.raises(error, match="size"):
         dgauss.sample_gaussian(1, size)
 
 
-@pytest.mark.parametrize("mu,error", [(0.5, ValueError), ("1/2", ValueError), (None, TypeError),
-                                      (True, TypeError), (float("inf"), ValueError)], ids=repr)
+@pytest.mark.parametrize(
+    "mu,error",
+    [
+        (0.5, ValueError),
+        ("1/2", ValueError),
+        (None, TypeError),
+        (True, TypeError),
+        (float("inf"), ValueError),
+    ],
+    ids=repr,
+)
 def test_bad_mu(mu, error):
     for sampler in (dgauss.sample_gaussian, dgauss.sample_laplace, reference.sample_gaussian):
         with pytest.raises(error, match="mu"):
@@ -96,11 +158,23 @@ def test_bad_mu(mu, error):
 def test_integral_mu_of_any_type():
     expected = dgauss.sample_gaussian(1, 20, mu=5, rng=np.random.default_rng(6))
     for mu in ("5", 5.0, Fraction(10, 2), gmpy2.mpz(5), np.int8(5)):
-        assert dgauss.sample_gaussian(1, 20, mu=mu, rng=np.random.default_rng(6)).tolist() == expected.tolist()
+        assert (
+            dgauss.sample_gaussian(1, 20, mu=mu, rng=np.random.default_rng(6)).tolist()
+            == expected.tolist()
+        )
 
 
-@pytest.mark.parametrize("dtype,error", [(np.float64, ValueError), ("int32", ValueError), (np.uint64, ValueError),
-                                         (bool, ValueError), ("bogus", TypeError)], ids=repr)
+@pytest.mark.parametrize(
+    "dtype,error",
+    [
+        (np.float64, ValueError),
+        ("int32", ValueError),
+        (np.uint64, ValueError),
+        (bool, ValueError),
+        ("bogus", TypeError),
+    ],
+    ids=repr,
+)
 def test_bad_dtype(dtype, error):
     with pytest.raises(error, match="dtype"):
         dgauss.sample_gaussian(1, 3, dtype=dtype)
@@ -149,7 +223,7 @@ def test_huge_decimal_exponents_are_refused_before_the_number_is_built():
         start = time.process_time()
         with pytest.raises(ValueError, match="sigma2"):
             _params.to_fraction(text, "sigma2")
-        assert time.process_time() - start < 5       # a hang guard: it takes milliseconds
+        assert time.process_time() - start < 5  # a hang guard: it takes milliseconds
 
 
 def test_an_exponent_with_leading_zeros_is_read_by_value():
@@ -188,12 +262,14 @@ def test_a_fraction_subclass_is_taken_as_its_plain_value():
 
 class _ZeroDenominator(numbers.Rational):
     """A numbers.Rational that claims denominator 0."""
+
     numerator = 1
     denominator = 0
-    __abs__ = __add__ = __ceil__ = __eq__ = __floor__ = __floordiv__ = __le__ = __lt__ = \
-        __mod__ = __mul__ = __neg__ = __pos__ = __pow__ = __radd__ = __rfloordiv__ = \
-        __rmod__ = __rmul__ = __round__ = __rpow__ = __rtruediv__ = __truediv__ = \
-        __trunc__ = lambda *a: NotImplemented
+    __abs__ = __add__ = __ceil__ = __eq__ = __floor__ = __floordiv__ = __le__ = __lt__ = __mod__ = (
+        __mul__
+    ) = __neg__ = __pos__ = __pow__ = __radd__ = __rfloordiv__ = __rmod__ = __rmul__ = __round__ = (
+        __rpow__
+    ) = __rtruediv__ = __truediv__ = __trunc__ = lambda *a: NotImplemented
 
 
 def test_a_rational_with_a_zero_denominator_is_refused_by_name():
@@ -205,7 +281,7 @@ def test_long_double_is_taken_at_its_exact_value():
     third = np.longdouble(1) / np.longdouble(3)
     n, d = third.as_integer_ratio()
     assert _params.to_fraction(third, "sigma2") == Fraction(n, d) != Fraction(float(third))
-    huge = np.longdouble(10) ** 4000                 # finite, beyond float64
+    huge = np.longdouble(10) ** 4000  # finite, beyond float64
     assert _params.to_fraction(huge, "sigma2") == Fraction(*huge.as_integer_ratio())
     with pytest.raises(ValueError, match="sigma2"):
         _params.to_fraction(np.longdouble("inf"), "sigma2")

@@ -1,12 +1,13 @@
 """int64 output: never wrapped, never truncated; the default dtype follows the documented rule."""
+
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import dgauss
-from dgauss import _core, reference
 from _parity import assert_same, both
+from dgauss import _core, reference
 
 INT64_MAX = 2**63 - 1
 
@@ -22,18 +23,28 @@ def test_default_dtype_at_huge_sigma2_is_exact_python_ints():
     assert x.dtype == object
     assert all(type(v) is int for v in x)
     assert max(abs(v) for v in x) > 2**63  # these would not fit int64
-    assert x.tolist() == reference.sample_gaussian(10**100, 100, rng=np.random.default_rng(0)).tolist()
+    assert (
+        x.tolist() == reference.sample_gaussian(10**100, 100, rng=np.random.default_rng(0)).tolist()
+    )
 
 
-@pytest.mark.parametrize("sigma2,mu,expected", [
-    (2**100, 0, np.int64), (2**100 + 1, 0, object),
-    (1, 2**62, np.int64), (1, 2**62 + 1, object), (1, -(2**62) - 1, object),
-])
+@pytest.mark.parametrize(
+    "sigma2,mu,expected",
+    [
+        (2**100, 0, np.int64),
+        (2**100 + 1, 0, object),
+        (1, 2**62, np.int64),
+        (1, 2**62 + 1, object),
+        (1, -(2**62) - 1, object),
+    ],
+)
 def test_default_dtype_rule_gaussian(sigma2, mu, expected):
     assert dgauss.sample_gaussian(sigma2, 2, mu=mu).dtype == np.dtype(expected)
 
 
-@pytest.mark.parametrize("scale,expected", [(2**40, np.int64), (2**40 + 1, object), ("1/3", np.int64)])
+@pytest.mark.parametrize(
+    "scale,expected", [(2**40, np.int64), (2**40 + 1, object), ("1/3", np.int64)]
+)
 def test_default_dtype_rule_laplace(scale, expected):
     assert dgauss.sample_laplace(scale, 2).dtype == np.dtype(expected)
 
@@ -65,9 +76,21 @@ def test_int64_min_is_representable():
         assert x.tolist() == exact.tolist()
 
 
-@pytest.mark.parametrize("mu", [2**63, -(2**63) - 2, 2**64, -(2**64), 2**128 - 1, 2**1023,
-                                -(2**1024), 2**1024 + 2**64 + 5, -(3**1500)],
-                         ids=lambda mu: f"{'-' if mu < 0 else ''}{abs(mu).bit_length()}bits")
+@pytest.mark.parametrize(
+    "mu",
+    [
+        2**63,
+        -(2**63) - 2,
+        2**64,
+        -(2**64),
+        2**128 - 1,
+        2**1023,
+        -(2**1024),
+        2**1024 + 2**64 + 5,
+        -(3**1500),
+    ],
+    ids=lambda mu: f"{'-' if mu < 0 else ''}{abs(mu).bit_length()}bits",
+)
 def test_object_values_are_exact_at_every_size(mu):
     # GMP -> Python int at every size; the noise at scale 1/2 is small (|noise| >= 40 has
     # probability e^-80), so any wrong word shows.
@@ -83,10 +106,11 @@ def test_gmp_to_int_round_trips_at_every_size(by_bytes):
     allows it, else CPython's byte-string conversion) are exact at every size and sign,
     around every limb and digit boundary and past the bytes path's stack buffer."""
     from dgauss import _core
+
     rng = np.random.default_rng(5)
     values = [2**63, 2**64 - 1, 2**64, 2**128 - 1, 2**1024 - 1, 2**1088, 3**1500]
     for bits in list(range(62, 200)) + [959, 960, 961, 1023, 1024, 1025, 4096]:
-        values.append(int(rng.integers(0, 2**62)) << (bits - 62) | 1)   # top bit at `bits`
+        values.append(int(rng.integers(0, 2**62)) << (bits - 62) | 1)  # top bit at `bits`
         values.append(2**bits - 1)
     for v in values:
         for x in (v, -v):
@@ -96,31 +120,47 @@ def test_gmp_to_int_round_trips_at_every_size(by_bytes):
         pytest.skip("this Python has no digit writer: both runs took the byte path")
 
 
-@pytest.mark.parametrize("kind,num,den,mu,chunk", [
-    (_core.GAUSSIAN, 10**100, 1, 0, 4096),          # the usual huge case: the largest stretch
-    (_core.LAPLACE, 1, 10**6, 0, 4096),             # t/s < 1 (no negative size)
-    (_core.GAUSSIAN, 2**(2**21), 1, 0, 7),          # 2**20-bit values
-    (_core.LAPLACE, 3, 1, 2**(2**20), 7),           # small noise on a 2**20-bit mu
-    (_core.GAUSSIAN, 1, 1, -(2**(2**16)), 127),
-], ids=["gaussian-1e100", "laplace-1e-6", "gaussian-2^2^21", "laplace-mu-2^2^20", "gaussian-mu-2^2^16"])
+@pytest.mark.parametrize(
+    "kind,num,den,mu,chunk",
+    [
+        (_core.GAUSSIAN, 10**100, 1, 0, 4096),  # the usual huge case: the largest stretch
+        (_core.LAPLACE, 1, 10**6, 0, 4096),  # t/s < 1 (no negative size)
+        (_core.GAUSSIAN, 2 ** (2**21), 1, 0, 7),  # 2**20-bit values
+        (_core.LAPLACE, 3, 1, 2 ** (2**20), 7),  # small noise on a 2**20-bit mu
+        (_core.GAUSSIAN, 1, 1, -(2 ** (2**16)), 127),
+    ],
+    ids=[
+        "gaussian-1e100",
+        "laplace-1e-6",
+        "gaussian-2^2^21",
+        "laplace-mu-2^2^20",
+        "gaussian-mu-2^2^16",
+    ],
+)
 def test_object_stretches_keep_about_a_mebibyte_of_values(kind, num, den, mu, chunk):
     """Samples go into an object array in stretches (the GIL held for the Python ints): up to
     4096 of them, fewer when values are large, so that GMP keeps about 1 MiB of them."""
     assert _core._object_chunk_test_hook(kind, num, den, mu) == chunk
 
 
-@pytest.mark.parametrize("kind,param,n,mu", [(_core.GAUSSIAN, Fraction(5, 2), 9000, 0),
-                                             (_core.LAPLACE, 3, 300, 2**(2**16))], ids=["4096", "127"])
+@pytest.mark.parametrize(
+    "kind,param,n,mu",
+    [(_core.GAUSSIAN, Fraction(5, 2), 9000, 0), (_core.LAPLACE, 3, 300, 2 ** (2**16))],
+    ids=["4096", "127"],
+)
 def test_object_output_across_stretches_parity(kind, param, n, mu):
     """Stretch boundaries (two crossed in each case) lose or repeat no sample and no bit."""
     assert_same(both(kind, param, n, mu=mu, dtype=object))
 
 
-@pytest.mark.parametrize("sampler", [dgauss.sample_laplace, reference.sample_laplace], ids=["core", "oracle"])
+@pytest.mark.parametrize(
+    "sampler", [dgauss.sample_laplace, reference.sample_laplace], ids=["core", "oracle"]
+)
 def test_a_sample_of_magnitude_2_63_fits_int64_only_when_negative(sampler):
     """Y = +-2**63 from Lap_Z(2**62 + 1), on the machine-word path (t < 2**63): -2**63 is
     INT64_MIN; +2**63 and -2**63 - 1 overflow; -2**63 + 1 and 2**63 - 1 fit."""
     from dgauss.testing import DecisionTape
+
     # U = 2**62 - 1, D's first factor 1, V's Bernoulli(exp(-1)) draws 1, 0 (V = 1), the sign B,
     # and D's second factor by Algorithm 1 (its first Bernoulli(L/t) 0: accept); |Y| = U + t = 2**63
     tape = lambda sign: DecisionTape([2**62 - 1, 1, 1, 0, sign, 0])

@@ -8,15 +8,16 @@ time.  These tests check the table against the oracle (fixed point and GMP
 forced), force the fallback with tapes, tie the two to the same bits, and
 prove the distribution at the bit level with the tape-enumeration checker.
 """
+
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import dgauss
+from _parity import assert_parity
 from dgauss import _api, _core, reference
 from dgauss.testing import Tape, check, enumerate_sampler
-from _parity import assert_parity
 
 
 def test_inversion_limit_is_shared():
@@ -75,7 +76,7 @@ def test_tie_with_a_threshold_runs_the_slow_path(t):
         for _ in range(4):
             tape = format(thresholds[x - 1], "064b") + _bits(gen.integers(0, 2**64, 4, np.uint64))
             (value,), used = _run_both(_api.LAPLACE, t, tape, 1)
-            assert used >= 66                   # bit 65 was read
+            assert used >= 66  # bit 65 was read
             below = thresholds[x] if x < last else 0
             if thresholds[x - 2] != thresholds[x - 1] != below:
                 # R lies next to exp(-x/t) only: X is x - 1 or x (x >= 2: never a restart)
@@ -89,7 +90,11 @@ def test_r_all_zero_for_64_bits_runs_the_slow_path(t):
     """R < 2**-64: below every table word; X is decided by GMP digits further on."""
     n_nonzero = len(_thresholds(t))
     for lead in (1, 20):
-        tape = "0" * (64 + lead) + "1" + _bits(np.random.default_rng(lead).integers(0, 2**64, 4, np.uint64))
+        tape = (
+            "0" * (64 + lead)
+            + "1"
+            + _bits(np.random.default_rng(lead).integers(0, 2**64, 4, np.uint64))
+        )
         (value,), used = _run_both(_api.LAPLACE, t, tape, 1)
         assert abs(value) > n_nonzero and used > 65 + lead
 
@@ -101,18 +106,23 @@ def test_a_tie_spanning_two_words_after_an_earlier_draw():
     words = np.random.default_rng(9).integers(0, 2**64, 1, np.uint64)
     (v,), k = _run_both(_api.LAPLACE, t, _bits(words), 1)
     assert 1 <= k <= 40
-    first = _bits(words)[:k]            # exactly the bits of the first draw
+    first = _bits(words)[:k]  # exactly the bits of the first draw
     thresholds = _thresholds(t)
     gen = np.random.default_rng(3)
     for x in (2, 3, 20):
         for _ in range(4):
-            tape = first + format(thresholds[x - 1], "064b") + _bits(gen.integers(0, 2**64, 4, np.uint64))
+            tape = (
+                first
+                + format(thresholds[x - 1], "064b")
+                + _bits(gen.integers(0, 2**64, 4, np.uint64))
+            )
             (a, b), used = _run_both(_api.LAPLACE, t, tape, 2)
             assert a == v and abs(b) in (x - 1, x) and used >= k + 65
 
 
-@pytest.mark.parametrize("scale", [1, 2, Fraction(7, 3), Fraction(8, 5), 8, 9, Fraction(17, 2)],
-                         ids=str)
+@pytest.mark.parametrize(
+    "scale", [1, 2, Fraction(7, 3), Fraction(8, 5), 8, 9, Fraction(17, 2)], ids=str
+)
 def test_laplace_parity_around_the_limit(scale):
     """t <= 8 by inversion (with s > 1 too), t = 9 and 17 by U, D and V: core and oracle agree."""
     assert_parity(_api.LAPLACE, scale, 500)
@@ -130,13 +140,15 @@ def test_inversion_reads_other_bits_than_u_d_v():
     """The limit matters: parity at t <= 8 proves the core inverts there, since the oracle
     without inversion reads other bits."""
     words = np.random.default_rng(12).integers(0, 2**64, size=64, dtype=np.uint64)
-    used_inversion = reference.fill(_api.LAPLACE, 8, 1, 0, Tape.from_words(words),
-                                    np.empty(50, dtype=object))
+    used_inversion = reference.fill(
+        _api.LAPLACE, 8, 1, 0, Tape.from_words(words), np.empty(50, dtype=object)
+    )
     saved = reference.INVERSION_MAX
     reference.INVERSION_MAX = 0
     try:
-        used_udv = reference.fill(_api.LAPLACE, 8, 1, 0, Tape.from_words(words),
-                                  np.empty(50, dtype=object))
+        used_udv = reference.fill(
+            _api.LAPLACE, 8, 1, 0, Tape.from_words(words), np.empty(50, dtype=object)
+        )
     finally:
         reference.INVERSION_MAX = saved
     assert used_inversion != used_udv

@@ -42,17 +42,18 @@ or, printing a table of every case and exiting non-zero on a failure:
 
     PYTHONPATH=src python3 tests/test_large_sample.py [--n N | --quick]
 """
+
 from __future__ import annotations
 
 import argparse
 import math
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from statistics import NormalDist
-from typing import Callable, Dict, Iterator, Mapping, Sequence, Tuple
 
 import numpy as np
 import pytest
@@ -83,6 +84,7 @@ Draw = Callable[[int], np.ndarray]
 # The exact distributions: bins with their masses, second and fourth moments
 # --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Model:
     """What an exact sampler must match.
@@ -92,8 +94,8 @@ class Model:
     ``var`` = E[X^2] = Var X (the mean is 0) and ``fourth`` = E[X^4].
     """
 
-    edges: Tuple[int, ...]
-    masses: Tuple[float, ...]
+    edges: tuple[int, ...]
+    masses: tuple[float, ...]
     var: Decimal
     fourth: Decimal
 
@@ -103,8 +105,9 @@ def _dec(q: Fraction) -> Decimal:
     return Decimal(q.numerator) / Decimal(q.denominator)
 
 
-def integer_bins(pmf: Mapping[int, float], n: int,
-                 min_expected: float = 20.0) -> Tuple[Tuple[int, ...], Tuple[float, ...]]:
+def integer_bins(
+    pmf: Mapping[int, float], n: int, min_expected: float = 20.0
+) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """``chi2_gof``'s bins as (edges, masses).
 
     One bin per integer expecting at least ``min_expected`` of ``n`` samples;
@@ -126,7 +129,7 @@ def _quantiles(inverse_cdf: Callable[[float], float]) -> Iterator[Fraction]:
         yield Fraction(round(1000 * inverse_cdf(k / COARSE_BINS)), 1000)
 
 
-def gaussian_coarse_bins(sigma2: Fraction) -> Tuple[Tuple[int, ...], Tuple[float, ...]]:
+def gaussian_coarse_bins(sigma2: Fraction) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """About equal-mass bins for N_Z(0, sigma2), edges at normal quantiles times sigma.
 
     The mass of the integers below e is taken as the normal CDF with a
@@ -141,6 +144,7 @@ def gaussian_coarse_bins(sigma2: Fraction) -> Tuple[Tuple[int, ...], Tuple[float
     Big sigma2 is handled exactly: (e - 1/2)^2 / sigma2 is formed as a
     Fraction before becoming a float.
     """
+
     def edge(z: Fraction) -> int:
         magnitude = math.isqrt(math.floor(z * z * sigma2))
         return -magnitude if z < 0 else magnitude
@@ -176,7 +180,7 @@ def laplace_below(e: int, scale: Fraction) -> Decimal:
         return (-(1 - e) / t).exp() / (1 + q)
 
 
-def laplace_coarse_bins(scale: Fraction) -> Tuple[Tuple[int, ...], Tuple[float, ...]]:
+def laplace_coarse_bins(scale: Fraction) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """About equal-mass bins for the discrete Laplace, edges at Laplace quantiles times scale."""
     edges = tuple(round(z * scale) for z in _quantiles(_standard_laplace_quantile))
     with localcontext() as ctx:
@@ -185,7 +189,7 @@ def laplace_coarse_bins(scale: Fraction) -> Tuple[Tuple[int, ...], Tuple[float, 
         return edges, tuple(float(b - a) for a, b in zip(cdf, cdf[1:]))
 
 
-def gaussian_moments(sigma2: Fraction) -> Tuple[Decimal, Decimal]:
+def gaussian_moments(sigma2: Fraction) -> tuple[Decimal, Decimal]:
     """(E[X^2], E[X^4]) of N_Z(0, sigma2), summed in Decimal.
 
     The sum runs over |x| <= 40 sigma + 10, the range of ``gaussian_pmf``;
@@ -202,7 +206,7 @@ def gaussian_moments(sigma2: Fraction) -> Tuple[Decimal, Decimal]:
         return second, fourth
 
 
-def laplace_moments(scale: Fraction) -> Tuple[Decimal, Decimal]:
+def laplace_moments(scale: Fraction) -> tuple[Decimal, Decimal]:
     """(E[X^2], E[X^4]) of the discrete Laplace: 2q/(1-q)^2 and 2q(1+10q+q^2)/(1-q)^4, q = e^{-1/t}.
 
     From sum_{x>=1} x^2 q^x = q(1+q)/(1-q)^3 and
@@ -241,7 +245,8 @@ def laplace_model(scale: Fraction, n: int) -> Model:
 # Exact tallies of a sample drawn in chunks
 # --------------------------------------------------------------------------
 
-def power_sums(chunk: np.ndarray) -> Tuple[int, int]:
+
+def power_sums(chunk: np.ndarray) -> tuple[int, int]:
     """(sum x, sum x^2) of an integer array, exactly, as Python ints.
 
     int64 arithmetic is used when it cannot overflow (max|x|^2 * size < 2**63);
@@ -279,6 +284,7 @@ class Tally:
 # Statistics and cases
 # --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SubTest:
     """One statistic: how it reads (``shown``) and its p-value."""
@@ -297,7 +303,7 @@ def _normal(name: str, z: float) -> SubTest:
     return SubTest(name, f"z={z:+.2f}", math.erfc(abs(z) / math.sqrt(2)))
 
 
-def evaluate(model: Model, tally: Tally) -> Dict[str, SubTest]:
+def evaluate(model: Model, tally: Tally) -> dict[str, SubTest]:
     """The four sub-tests of ``tally`` against ``model``, by name."""
     n = tally.n
     expected = n * np.array(model.masses)
@@ -355,8 +361,21 @@ class Case:
 
 
 CASES = (
-    *(Case("gaussian", Fraction(s)) for s in (
-        Fraction(1, 4), 1, Fraction(5, 2), 100, 10**4, 10**6, 2 * 10**9, 10**10, 10**20, 10**100)),
+    *(
+        Case("gaussian", Fraction(s))
+        for s in (
+            Fraction(1, 4),
+            1,
+            Fraction(5, 2),
+            100,
+            10**4,
+            10**6,
+            2 * 10**9,
+            10**10,
+            10**20,
+            10**100,
+        )
+    ),
     *(Case("laplace", Fraction(t)) for t in (Fraction(1, 3), 1, Fraction(7, 3), 10, 1000, 10**6)),
 )
 
@@ -367,7 +386,7 @@ class CaseResult:
 
     case: Case
     n: int
-    tests: Dict[str, SubTest]
+    tests: dict[str, SubTest]
     seconds: float
 
     @property
@@ -404,6 +423,7 @@ def run_case(case: Case, n: int = N, draw: Draw | None = None) -> CaseResult:
 # pytest
 # --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_case(case):
     """N samples of ``case`` pass all four sub-tests."""
@@ -418,11 +438,20 @@ def test_statistics_have_power():
     wide = run_case(as_100, 10**6, lambda size: dgauss.sample_gaussian(105, size))
     assert not wide.tests["gof"].passed and not wide.tests["variance"].passed, wide.report()
     shifted = run_case(as_100, 10**6, lambda size: dgauss.sample_gaussian(100, size, mu=1))
-    assert not shifted.tests["mean"].passed and not shifted.tests["symmetry"].passed, shifted.report()
+    assert not shifted.tests["mean"].passed and not shifted.tests["symmetry"].passed, (
+        shifted.report()
+    )
 
 
-@pytest.mark.parametrize("case", [Case("gaussian", Fraction(5, 2)), Case("laplace", Fraction(7, 3)),
-                                  Case("gaussian", Fraction(10**4))], ids=lambda c: c.id)
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case("gaussian", Fraction(5, 2)),
+        Case("laplace", Fraction(7, 3)),
+        Case("gaussian", Fraction(10**4)),
+    ],
+    ids=lambda c: c.id,
+)
 def test_integer_bins_reproduce_chi2_gof(case):
     """Tallying chunks into ``integer_bins`` gives chi2_gof's statistic on the whole sample."""
     n = 3 * 10**5
@@ -502,13 +531,15 @@ def test_continuity_corrected_cdf_error(sigma2):
 # Script
 # --------------------------------------------------------------------------
 
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run every case, print a table; the exit status is 1 if any case failed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--n", type=int, default=N, help=f"samples per case (default {N})")
-    size.add_argument("--quick", dest="n", action="store_const", const=QUICK_N,
-                      help=f"{QUICK_N} samples per case")
+    size.add_argument(
+        "--quick", dest="n", action="store_const", const=QUICK_N, help=f"{QUICK_N} samples per case"
+    )
     n = parser.parse_args(argv).n
     header = "".join(f"  {name:>18} {'p-value':<10}" for name in SUBTESTS)
     print(f"{'case':<26}{'n':>10}{header}  {'time':>7}  result", flush=True)
@@ -518,8 +549,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(result.row(), flush=True)
         if not result.passed:
             failed.append(result)
-    print(f"\n{len(CASES) - len(failed)}/{len(CASES)} cases passed "
-          f"(each sub-test at p > {LEVEL:.1e}, each case at false-failure rate <= {ALPHA:.0e})")
+    print(
+        f"\n{len(CASES) - len(failed)}/{len(CASES)} cases passed "
+        f"(each sub-test at p > {LEVEL:.1e}, each case at false-failure rate <= {ALPHA:.0e})"
+    )
     for result in failed:
         print("FAILED:", result.report())
     return 1 if failed else 0

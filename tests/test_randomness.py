@@ -1,8 +1,9 @@
 """Where bits come from: the OS by default, fork- and thread-safe; failures raise."""
+
 import errno
-from fractions import Fraction
 import os
 import threading
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -54,8 +55,13 @@ def test_fork_child_draws_fresh_bits():
 def test_threads_with_own_generators_match_serial_runs():
     """Concurrent calls share no state: each thread gets exactly what it would get alone."""
     seeds = range(4)
-    expected = {s: [dgauss.sample_gaussian(1000, 20_000, rng=np.random.default_rng(s)).tolist()
-                    for _ in range(1)] for s in seeds}
+    expected = {
+        s: [
+            dgauss.sample_gaussian(1000, 20_000, rng=np.random.default_rng(s)).tolist()
+            for _ in range(1)
+        ]
+        for s in seeds
+    }
     got = {}
 
     def work(seed):
@@ -139,12 +145,15 @@ def splitmix64(j):
     return z ^ (z >> 31)
 
 
-@pytest.mark.parametrize("sampler,param,n", [
-    (dgauss.sample_gaussian, 10, 5000),
-    (dgauss.sample_gaussian, 10**100, 3000),
-    (dgauss.sample_laplace, 10**30 + 7, 3000),
-    (dgauss.sample_laplace, Fraction(10**40, 3), 2000),
-])
+@pytest.mark.parametrize(
+    "sampler,param,n",
+    [
+        (dgauss.sample_gaussian, 10, 5000),
+        (dgauss.sample_gaussian, 10**100, 3000),
+        (dgauss.sample_laplace, 10**30 + 7, 3000),
+        (dgauss.sample_laplace, Fraction(10**40, 3), 2000),
+    ],
+)
 def test_os_path_reads_the_bits_of_a_tape(sampler, param, n, os_hook):
     """The fake OS source serves the bytes of known words at most 7 per read, every third
     read interrupted: the samples must equal those drawn from a tape of exactly those words.

@@ -10,6 +10,7 @@ The cases cover four NumPy bit generators, σ² from 1/4 to 10^100 (int64 and ob
 outputs), a shift μ, the discrete Laplace from scale 1 to beyond 2^40, and
 Bernoulli(exp(−γ)) for γ below and above 1.
 """
+
 import hashlib
 import json
 import pathlib
@@ -65,7 +66,8 @@ def pinned():
 def test_seeded_output_matches_its_pinned_hash(module, case):
     assert digest(draw(module, case)) == pinned()[case[0]], (
         f"{case[0]}: the samples changed; if the bit-consumption contract changed on purpose, "
-        "run python tests/test_regression_vectors.py --update")
+        "run python tests/test_regression_vectors.py --update"
+    )
 
 
 def test_every_case_is_pinned_and_nothing_else():

@@ -10,6 +10,7 @@ small t (where the checker can resolve it), prove uniform_split on bit tapes, ti
 core and oracle to the same bits on every path (words, GMP, the tight case where
 H equals t - 1's top bits), and pin the identity itself.
 """
+
 import math
 import random
 from fractions import Fraction
@@ -19,10 +20,10 @@ import pytest
 from gmpy2 import mpq
 
 import dgauss
+from _parity import assert_parity
 from dgauss import _api, _core, reference
 from dgauss.reference import open_stream
 from dgauss.testing import Exhausted, Tape, check, enumerate_bits, enumerate_sampler, sampler
-from _parity import assert_parity
 
 WHO = [pytest.param(False, id="core"), pytest.param(True, id="oracle")]
 
@@ -30,9 +31,11 @@ WHO = [pytest.param(False, id="core"), pytest.param(True, id="oracle")]
 @pytest.fixture
 def high_bits(monkeypatch):
     """Set HIGH_BITS in core and oracle alike (restored afterwards)."""
+
     def set_bits(k):
         _core._split_test_hook(k)
         monkeypatch.setattr(reference, "HIGH_BITS", k)
+
     yield set_bits
     _core._split_test_hook()
 
@@ -64,10 +67,13 @@ def test_the_identity():
         def gamma(y):
             return (y - sigma2 / t) ** 2 / (2 * sigma2)
 
-        assert Fraction(u, t) + gamma(a + low) == Fraction(h << r, t) + gamma(a) + low * (2 * a + low) / (2 * sigma2)
+        assert Fraction(u, t) + gamma(a + low) == Fraction(h << r, t) + gamma(a) + low * (
+            2 * a + low
+        ) / (2 * sigma2)
 
 
 # ---- the distribution, on decision tapes, with the split forced onto small t ---------
+
 
 @pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("k", [1, 2])
@@ -95,8 +101,14 @@ def test_a_wrong_last_factor_is_caught(high_bits, monkeypatch):
     start, end = code.index("def discrete_gaussian("), code.index("\ndef _os_word")
     assert code[start:end].count("low * (2 * a + low)") == 1
     namespace = dict(vars(reference))
-    exec(compile(code[start:end].replace("low * (2 * a + low)", "low * (2 * a)"),
-                 reference.__file__, "exec"), namespace)
+    exec(
+        compile(
+            code[start:end].replace("low * (2 * a + low)", "low * (2 * a)"),
+            reference.__file__,
+            "exec",
+        ),
+        namespace,
+    )
     monkeypatch.setattr(reference, "discrete_gaussian", namespace["discrete_gaussian"])
     result = check(enumerate_sampler("gaussian", 64, oracle=True), "gaussian", 64)
     assert not result.ok
@@ -104,13 +116,15 @@ def test_a_wrong_last_factor_is_caught(high_bits, monkeypatch):
 
 # ---- uniform_split on bit tapes --------------------------------------------------------
 
+
 @pytest.mark.parametrize("m,r", [(12, 1), (12, 3), (13, 2), (16, 3), (40, 4)], ids=str)
 def test_uniform_split_is_uniform_on_bit_tapes(m, r):
     """uniform_split, then L read later: every U in [0, m) has probability exactly 1/m."""
+
     def draw(tape):
         bits = open_stream(tape)
         h, low = reference.uniform_split(bits, m, r)
-        bits.bits(1)                            # something else read in between
+        bits.bits(1)  # something else read in between
         return h * 2**r + (bits.bits(r) if low is None else low)
 
     enumeration = enumerate_bits(draw, target=1e-4, max_runs=400_000)
@@ -122,6 +136,7 @@ def test_uniform_split_is_uniform_on_bit_tapes(m, r):
 
 
 # ---- core and oracle on the same bits ------------------------------------------------
+
 
 def _both(name, param, bits):
     out = []
@@ -135,11 +150,22 @@ def _both(name, param, bits):
     return out
 
 
-@pytest.mark.parametrize("name,param", [
-    ("laplace", 4097), ("laplace", 10**6 + 1), ("laplace", 2**62 + 1),          # words
-    ("laplace", 2**63 + 1), ("laplace", 10**50 + 1), ("laplace", 2**70),         # GMP
-    ("gaussian", 4097**2), ("gaussian", 10**14), ("gaussian", 10**40), ("gaussian", 10**100),
-], ids=str)
+@pytest.mark.parametrize(
+    "name,param",
+    [
+        ("laplace", 4097),
+        ("laplace", 10**6 + 1),
+        ("laplace", 2**62 + 1),  # words
+        ("laplace", 2**63 + 1),
+        ("laplace", 10**50 + 1),
+        ("laplace", 2**70),  # GMP
+        ("gaussian", 4097**2),
+        ("gaussian", 10**14),
+        ("gaussian", 10**40),
+        ("gaussian", 10**100),
+    ],
+    ids=str,
+)
 def test_tight_tapes(name, param):
     """Tapes whose first bits equal t - 1's top HIGH_BITS digits (H = t - 1's top, so the try
     goes on through L's digits: probability 2**-12 per attempt, found by no random tape in
@@ -148,7 +174,7 @@ def test_tight_tapes(name, param):
     t = param if name == "laplace" else math.isqrt(param) + 1
     r = reference.split_bits(t)
     top = format((t - 1) >> r, "b")
-    low_digits = format(t - 1, "b")[len(top):]
+    low_digits = format(t - 1, "b")[len(top) :]
     rng = random.Random(t)
     for trial in range(40):
         # after the top: L's digits for a while (then free or abandoned), or random
@@ -158,8 +184,9 @@ def test_tight_tapes(name, param):
         assert core == oracle, (trial, agree)
 
 
-@pytest.mark.parametrize("sigma2", [4097**2, 2**40 + 7, Fraction(10**30 + 1, 3), 2**126, 10**100],
-                         ids=str)
+@pytest.mark.parametrize(
+    "sigma2", [4097**2, 2**40 + 7, Fraction(10**30 + 1, 3), 2**126, 10**100], ids=str
+)
 def test_parity_past_the_split(sigma2):
     assert_parity(_api.GAUSSIAN, sigma2, 500, dtype=object)
 
@@ -167,21 +194,28 @@ def test_parity_past_the_split(sigma2):
 def test_forced_split_parity(high_bits):
     """With the split forced onto small t (core and oracle), the same samples on the same bits;
     and the split is real: the oracle reads other bits than without it."""
+
     def gen():
         return np.random.default_rng(8)
 
     def oracle_bits():
         words = gen().integers(0, 2**64, 64, dtype=np.uint64)
-        return reference.fill(_api.LAPLACE, 100, 1, 0, Tape.from_words(words), np.empty(40, dtype=object))
+        return reference.fill(
+            _api.LAPLACE, 100, 1, 0, Tape.from_words(words), np.empty(40, dtype=object)
+        )
 
     plain = oracle_bits()
     high_bits(3)
     for sigma2 in (64, 1000, 10**6):
-        assert (dgauss.sample_gaussian(sigma2, 400, rng=gen()).tolist()
-                == reference.sample_gaussian(sigma2, 400, rng=gen()).tolist())
+        assert (
+            dgauss.sample_gaussian(sigma2, 400, rng=gen()).tolist()
+            == reference.sample_gaussian(sigma2, 400, rng=gen()).tolist()
+        )
     for scale in (9, Fraction(100, 7), 4096):
-        assert (dgauss.sample_laplace(scale, 400, rng=gen()).tolist()
-                == reference.sample_laplace(scale, 400, rng=gen()).tolist())
+        assert (
+            dgauss.sample_laplace(scale, 400, rng=gen()).tolist()
+            == reference.sample_laplace(scale, 400, rng=gen()).tolist()
+        )
     assert oracle_bits() != plain
 
 
@@ -190,7 +224,9 @@ def test_table_words_past_the_split():
     for t in [4097, 10**6 + 3, 2**63 + 1, 10**50 + 1]:
         r = reference.split_bits(t)
         hs = [1, 2, 1000, ((t - 1) >> r)]
-        assert _core.exp_table(t, hs) == [reference.exp_neg_floor(Fraction(h << r, t), 64) for h in hs]
+        assert _core.exp_table(t, hs) == [
+            reference.exp_neg_floor(Fraction(h << r, t), 64) for h in hs
+        ]
 
 
 @pytest.mark.parametrize("t,s", [(10, 2**70 + 1), (3, 2**64 + 1), (7, 2**63), (5, 3)], ids=str)
@@ -198,6 +234,8 @@ def test_inversion_with_a_huge_s(t, s):
     """t <= INVERSION_MAX draws X by inversion whatever s is: core and oracle read the same
     bits even when s does not fit a word (every sample is 0 there, so count the bits)."""
     words = np.random.default_rng(2).integers(0, 2**64, 200, dtype=np.uint64)
-    used = [fill(_api.LAPLACE, t, s, 0, Tape.from_words(words), np.empty(50, dtype=object))
-            for fill in (_core.fill, reference.fill)]
+    used = [
+        fill(_api.LAPLACE, t, s, 0, Tape.from_words(words), np.empty(50, dtype=object))
+        for fill in (_core.fill, reference.fill)
+    ]
     assert used[0] == used[1]

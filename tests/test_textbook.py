@@ -6,6 +6,7 @@ the loops' restarts merged), and every enumerated probability must enclose the t
 (``dgauss.testing.check``).  A textbook with a mistake of the kind the course report's
 garbled code makes fails the same check.
 """
+
 from fractions import Fraction
 
 import numpy as np
@@ -17,13 +18,15 @@ from dgauss import reference, testing, textbook
 def draw_of(function, *args):
     def draw(source):
         return function(reference.open_stream(source), *args)
+
     return draw
 
 
 @pytest.mark.parametrize("gamma", ["1/3", "1", "7/3"])
 def test_algorithm_1_on_bit_tapes(gamma):
-    enumeration = testing.enumerate_bits(draw_of(textbook.bernoulli_exp, Fraction(gamma)),
-                                         target=1e-3)
+    enumeration = testing.enumerate_bits(
+        draw_of(textbook.bernoulli_exp, Fraction(gamma)), target=1e-3
+    )
     result = testing.check(enumeration, "bernoulli_exp", gamma)
     assert result.ok, result.report()
 
@@ -38,13 +41,15 @@ def test_algorithm_2_on_decision_tapes(t, s):
 @pytest.mark.parametrize("sigma2, target", [("1/2", 1e-3), ("2", 3e-3), ("9/4", 1e-2)])
 def test_algorithm_3_on_decision_tapes(sigma2, target):
     enumeration = testing.enumerate_decisions(
-        draw_of(textbook.discrete_gaussian, Fraction(sigma2)), target=target)
+        draw_of(textbook.discrete_gaussian, Fraction(sigma2)), target=target
+    )
     result = testing.check(enumeration, "gaussian", sigma2)
     assert result.ok, result.report()
 
 
 def test_a_wrong_textbook_fails_the_same_check(monkeypatch):
     """Algorithm 3 with the acceptance's factor 2 dropped is caught."""
+
     def wrong_gaussian(bits, sigma2):
         t = 2
         while True:
@@ -52,8 +57,9 @@ def test_a_wrong_textbook_fails_the_same_check(monkeypatch):
             if textbook.bernoulli_exp(bits, (abs(y) - sigma2 / t) ** 2 / sigma2):
                 return y
             reference.restart(bits)
+
     enumeration = testing.enumerate_decisions(draw_of(wrong_gaussian, Fraction(2)), target=1e-2)
-    assert testing.check(enumeration, "gaussian", "2").failures    # refuted, not just inconclusive
+    assert testing.check(enumeration, "gaussian", "2").failures  # refuted, not just inconclusive
 
 
 def test_textbook_samples_from_a_generator():

@@ -1,4 +1,5 @@
 """workers=: batches shared out over threads slice by slice, each thread with its own OS bit stream."""
+
 import errno
 from fractions import Fraction
 
@@ -6,8 +7,8 @@ import numpy as np
 import pytest
 
 import dgauss
-from dgauss import _api, _core, reference
 from _stats import ALPHA, chi2_gof, gaussian_pmf
+from dgauss import _api, _core, reference
 
 
 @pytest.mark.parametrize("workers", [2, 3, -1])
@@ -28,13 +29,16 @@ def test_slices_are_independent_streams():
 def test_the_stream_test_catches_a_repeated_stream():
     """The check above fails when two slices start from the same bits."""
     x = dgauss.sample_laplace(10**6, 8 * _api.MIN_SLICE, rng=np.random.default_rng(3))
-    y = np.concatenate([x[:5000], x[:5000], x[10000:]])     # a slice replayed
+    y = np.concatenate([x[:5000], x[:5000], x[10000:]])  # a slice replayed
     windows = np.lib.stride_tricks.sliding_window_view(y, 16)
     assert len({w.tobytes() for w in windows}) < len(windows)
 
 
 def test_every_sampler_and_dtype_takes_workers():
-    assert dgauss.sample_bernoulli_exp("1/2", (2, _api.MIN_SLICE), workers=2).shape == (2, _api.MIN_SLICE)
+    assert dgauss.sample_bernoulli_exp("1/2", (2, _api.MIN_SLICE), workers=2).shape == (
+        2,
+        _api.MIN_SLICE,
+    )
     big = dgauss.sample_gaussian(10**100, 2 * _api.MIN_SLICE, workers=2)
     assert big.dtype == object and all(type(v) is int for v in big[:: _api.MIN_SLICE // 4])
     assert reference.sample_gaussian(1, 5, workers=2).shape == (5,)  # small: one thread
@@ -49,8 +53,10 @@ def test_failure_in_any_slice_raises():
         _core._os_test_hook()
 
 
-@pytest.mark.parametrize("workers,error", [(0, ValueError), (-2, ValueError), (1.5, TypeError),
-                                           (True, TypeError), ("2", TypeError)])
+@pytest.mark.parametrize(
+    "workers,error",
+    [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError), ("2", TypeError)],
+)
 def test_bad_workers(workers, error):
     with pytest.raises(error, match="workers"):
         dgauss.sample_gaussian(1, 10, workers=workers)
@@ -68,7 +74,7 @@ def test_seeded_generator_refuses_several_workers():
 def test_fill_takes_only_the_slices_it_is_given(fill):
     """With next_slice, fill writes exactly the slices it takes, from one stream, and no other
     element; next_slice needs the OS source."""
-    out = np.full(40, np.iinfo(np.int64).min)       # a value N_Z(0, 1) never takes
+    out = np.full(40, np.iinfo(np.int64).min)  # a value N_Z(0, 1) never takes
     taken = iter([(3, 9), (20, 21), (30, 40)])
     bits = fill(_api.GAUSSIAN, 1, 1, 0, None, out, lambda: next(taken, None))
     filled = out != np.iinfo(np.int64).min
@@ -81,6 +87,7 @@ def test_fill_takes_only_the_slices_it_is_given(fill):
 def test_slices_taken_by_racing_threads_cover_the_batch_once():
     """The slices threads take from one next_slice partition the batch, whoever takes them."""
     import threading
+
     count = 1_000_003
     next_slice = _api._Slices(count, 8)
     taken, lock = [], threading.Lock()
@@ -89,6 +96,7 @@ def test_slices_taken_by_racing_threads_cover_the_batch_once():
         while (s := next_slice()) is not None:
             with lock:
                 taken.append(s)
+
     threads = [threading.Thread(target=worker) for _ in range(8)]
     for t in threads:
         t.start()
@@ -114,7 +122,7 @@ def test_slices_shrink_as_the_batch_runs_out():
     assert sizes == sorted(sizes, reverse=True) and sizes[-2] == tail and 0 < sizes[-1] <= tail
     assert len(sizes) < 100  # few slices: each costs a GIL round trip
     huge = _api._Slices(10**10, threads)
-    assert huge() == (0, _api.MAX_SLICE)   # a thread can always stop within 2**22 samples
+    assert huge() == (0, _api.MAX_SLICE)  # a thread can always stop within 2**22 samples
 
 
 def test_a_slow_thread_takes_less_of_the_batch():
@@ -122,6 +130,7 @@ def test_a_slow_thread_takes_less_of_the_batch():
     throttled core) takes less of the batch, so the batch ends when the work does."""
     import threading
     import time
+
     taken, first = {}, []
 
     def fill(kind, num, den, mu, source, out, next_slice):
@@ -129,8 +138,11 @@ def test_a_slow_thread_takes_less_of_the_batch():
         while (s := next_slice()) is not None:
             first.append(name)
             taken[name] = taken.get(name, 0) + s[1] - s[0]
-            time.sleep((s[1] - s[0]) * (2e-6 if name == first[0] else 2e-7))  # first taker 10x slower
+            time.sleep(
+                (s[1] - s[0]) * (2e-6 if name == first[0] else 2e-7)
+            )  # first taker 10x slower
         return 0
+
     count = 4 * _api.MIN_SLICE
     _api.draw(fill, _api.GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2)
     slow = taken[first[0]]
@@ -143,6 +155,7 @@ def test_an_error_in_one_thread_stops_the_others(error):
     calling thread is the one to see), the helpers take no more slices."""
     import threading
     import time
+
     taken = []
 
     def fill(kind, num, den, mu, source, out, next_slice):
@@ -152,6 +165,7 @@ def test_an_error_in_one_thread_stops_the_others(error):
             taken.append(s[1] - s[0])
             time.sleep(0.001)
         return 0
+
     count = 64 * _api.MIN_SLICE
     with pytest.raises(error, match="this slice failed"):
         _api.draw(fill, _api.GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2)

@@ -15,6 +15,7 @@ never optimistically (the paper's Sections 2–4).
 :mod:`dgauss.reference` holds the same samplers in readable pure Python (the
 test oracle); docs/contract.md documents the bit-consumption contract they share.
 """
+
 from dgauss import accounting
 from dgauss._api import sample_bernoulli_exp, sample_gaussian, sample_laplace
 

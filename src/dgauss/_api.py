@@ -6,19 +6,21 @@ backend: ``dgauss._core.fill`` here, the pure-Python oracle there.  So the two
 share every rule about inputs, dtypes and shapes, and differ only in the
 samplers themselves.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
 import math
 import threading
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable, Optional, Tuple, Union
+from typing import Union
 
 import numpy as np
 
 from dgauss import _core, _params
 
-ShapeLike = Union[None, int, Tuple[int, ...]]
+ShapeLike = Union[None, int, tuple[int, ...]]
 RNGLike = Union[None, np.random.Generator, np.random.BitGenerator]
 Fill = Callable[..., int]
 
@@ -54,7 +56,7 @@ class _Slices:
         self._start, self._count, self._parts, self._tail = 0, count, GUIDE * threads, tail
         self._lock = threading.Lock()
 
-    def __call__(self) -> Optional[Tuple[int, int]]:
+    def __call__(self) -> tuple[int, int] | None:
         with self._lock:
             start, left = self._start, self._count - self._start
             if left == 0:
@@ -76,8 +78,16 @@ def _fill_slices(fill: Fill, slices: _Slices, args: tuple) -> int:
         raise
 
 
-def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
-         rng: RNGLike, dtype: Optional[np.dtype], workers=None):
+def draw(
+    fill: Fill,
+    kind: int,
+    param: Fraction,
+    size: ShapeLike,
+    mu: int,
+    rng: RNGLike,
+    dtype: np.dtype | None,
+    workers=None,
+):
     """Validate ``size``, ``rng`` and ``workers``, allocate, fill, shape the result.
 
     ``param`` and ``mu`` are already exact; ``dtype`` is the resolved output
@@ -93,7 +103,7 @@ def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
     count = 1 if shape is None else math.prod(shape)
     try:
         out = np.empty(count, dtype=dtype)
-    except ValueError:     # NumPy's "array is too big" / "Maximum allowed dimension exceeded"
+    except ValueError:  # NumPy's "array is too big" / "Maximum allowed dimension exceeded"
         raise MemoryError(f"size {size!r} ({count} samples) is too large for memory") from None
     threads = max(1, min(threads, count // MIN_SLICE))
     if threads == 1:
@@ -112,8 +122,15 @@ def draw(fill: Fill, kind: int, param: Fraction, size: ShapeLike, mu: int,
     return out.reshape(shape)
 
 
-def sample_gaussian(sigma2, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, dtype=None,
-                    workers: Optional[int] = None):
+def sample_gaussian(
+    sigma2,
+    size: ShapeLike = None,
+    *,
+    mu=0,
+    rng: RNGLike = None,
+    dtype=None,
+    workers: int | None = None,
+):
     r"""Draw from the discrete Gaussian :math:`\mathcal{N}_\mathbb{Z}(\mu, \sigma^2)`.
 
     .. math:: P[X = x] = \frac{e^{-(x-\mu)^2 / 2\sigma^2}}{\sum_{y \in \mathbb{Z}} e^{-(y-\mu)^2 / 2\sigma^2}}
@@ -179,8 +196,15 @@ def sample_gaussian(sigma2, size: ShapeLike = None, *, mu=0, rng: RNGLike = None
     return sample(_core.fill, GAUSSIAN, sigma2, size, mu, rng, dtype, workers)
 
 
-def sample_laplace(scale, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, dtype=None,
-                   workers: Optional[int] = None):
+def sample_laplace(
+    scale,
+    size: ShapeLike = None,
+    *,
+    mu=0,
+    rng: RNGLike = None,
+    dtype=None,
+    workers: int | None = None,
+):
     r"""Draw from the discrete Laplace :math:`\mathrm{Lap}_\mathbb{Z}(\mu, t)`.
 
     .. math:: P[X = x] = \frac{e^{1/t} - 1}{e^{1/t} + 1} \, e^{-|x-\mu|/t}
@@ -215,8 +239,9 @@ def sample_laplace(scale, size: ShapeLike = None, *, mu=0, rng: RNGLike = None, 
     return sample(_core.fill, LAPLACE, scale, size, mu, rng, dtype, workers)
 
 
-def sample_bernoulli_exp(gamma, size: ShapeLike = None, *, rng: RNGLike = None,
-                         workers: Optional[int] = None):
+def sample_bernoulli_exp(
+    gamma, size: ShapeLike = None, *, rng: RNGLike = None, workers: int | None = None
+):
     r"""Draw from :math:`\mathrm{Bernoulli}(e^{-\gamma})`.
 
     Parameters
@@ -248,12 +273,22 @@ def sample_bernoulli_exp(gamma, size: ShapeLike = None, *, rng: RNGLike = None,
 def sample(fill: Fill, kind: int, param, size, mu, rng, dtype, workers=None):
     """Check the distribution's parameters, pick the dtype, then :func:`draw`."""
     if kind == BERNOULLI_EXP:
-        return draw(fill, kind, _params.nonnegative(param, "gamma"), size, 0, rng,
-                    np.dtype(np.bool_), workers)
+        return draw(
+            fill,
+            kind,
+            _params.nonnegative(param, "gamma"),
+            size,
+            0,
+            rng,
+            np.dtype(np.bool_),
+            workers,
+        )
     name = "sigma2" if kind == GAUSSIAN else "scale"
     value = _params.positive(param, name)
     mu = _params.integer(mu, "mu")
-    safe = (_params.gaussian_int64_safe if kind == GAUSSIAN else _params.laplace_int64_safe)(value, mu)
+    safe = (_params.gaussian_int64_safe if kind == GAUSSIAN else _params.laplace_int64_safe)(
+        value, mu
+    )
     out_dtype = _params.result_dtype(dtype, safe)
     if size is None and dtype is None:
         out_dtype = np.dtype(object)  # a scalar is always an exact Python int

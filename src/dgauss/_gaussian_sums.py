@@ -27,12 +27,12 @@ with every error term bounded and added:
 The sums are scaled by F = f(max(m, 0)) internally, so no intermediate value
 leaves MPFR's exponent range however large s or m is.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache, lru_cache
 from math import comb, factorial, isqrt
-from typing import Dict, List, Optional
 
 import gmpy2
 from gmpy2 import mpfr
@@ -73,7 +73,7 @@ def _theta_moment(c: Interval, power: int) -> Interval:
     while True:
         total = total + term
         # Terms after u + 1 fall by at most rho = ((u+2)/(u+1))^power·e^(−c(2u+3)) each.
-        nxt = (c * (-(u + 1) ** 2)).exp() * ((u + 1) ** power)
+        nxt = (c * (-((u + 1) ** 2))).exp() * ((u + 1) ** power)
         rho = (c * (-(2 * u + 3))).exp() * Fraction(u + 2, u + 1) ** power
         if rho.hi < 0.5 and nxt.hi <= eps * max(total.lo, mpfr(1)):
             tail = nxt / (1 - rho)
@@ -129,10 +129,10 @@ class _Tail:
     Values are scaled by F = f(m0), m0 = max(m, 0).
     """
 
-    def __init__(self, s: Fraction, m: int, eps: Optional[Fraction], delta: int, ar: Arith):
+    def __init__(self, s: Fraction, m: int, eps: Fraction | None, delta: int, ar: Arith):
         self.s, self.m, self.eps, self.delta, self.ar = s, m, eps, delta, ar
         self.m0 = max(m, 0)
-        self.shift = Fraction(self.m0 * self.m0, 2 * s)   # ln(1/F)
+        self.shift = Fraction(self.m0 * self.m0, 2 * s)  # ln(1/F)
 
     # ln of the scaled weight of the point a with coefficient 1 or −e^ε
     def log_weight(self, a: int, with_eps: bool) -> Interval:
@@ -148,12 +148,12 @@ class _Tail:
             yield self.m + self.delta, True
 
     # -- direct summation -------------------------------------------------
-    def direct(self, max_terms: int) -> Optional[Interval]:
+    def direct(self, max_terms: int) -> Interval | None:
         ar, s, m = self.ar, self.s, self.m
         eps2 = mpfr(2) ** (-ar.bits)
-        t = self.log_weight(m, False).exp()            # f(m)/F
-        r = ar.q(-Fraction(2 * m + 1, 2 * s)).exp()    # f(m+1)/f(m)
-        w = ar.q(-1 / s).exp()                         # ratio of successive ratios
+        t = self.log_weight(m, False).exp()  # f(m)/F
+        r = ar.q(-Fraction(2 * m + 1, 2 * s)).exp()  # f(m+1)/f(m)
+        w = ar.q(-1 / s).exp()  # ratio of successive ratios
         if self.eps is not None:
             x = ar.q(self.eps - Fraction(self.delta * (2 * m + self.delta), 2 * s))
             dx = ar.q(Fraction(self.delta) / s)
@@ -176,7 +176,7 @@ class _Tail:
     def direct_terms_estimate(self, bits: int) -> int:
         """Roughly how many terms direct summation needs for 2^−bits (a speed choice only)."""
         s, m = self.s, self.m
-        depth = Fraction(bits * 7, 10) + 8              # ln(2^bits) + margin
+        depth = Fraction(bits * 7, 10) + 8  # ln(2^bits) + margin
         central = isqrt(int(2 * s * depth) + 1) + 1
         if m <= 0:
             return -m + central
@@ -186,7 +186,8 @@ class _Tail:
     def log_integral(self, a: int) -> Interval:
         """ln(∫_a^∞ f(x) dx / F)."""
         return log_gauss_tail_integral(a, self.s, self.ar) + self.ar.q(
-            self.shift - Fraction(max(a, 0) ** 2, 2 * self.s))
+            self.shift - Fraction(max(a, 0) ** 2, 2 * self.s)
+        )
 
     def euler_maclaurin(self):
         """(enclosure of the scaled sum, the remainder bound used)."""
@@ -214,7 +215,7 @@ class _Tail:
         bern = _bernoulli_over_factorial(p)
         inv_sigma = 1 / sigma
         inv_sigma2 = inv_sigma * inv_sigma
-        scale = inv_sigma                                   # σ^{−j}, j = 2k − 1
+        scale = inv_sigma  # σ^{−j}, j = 2k − 1
         for k in range(1, p // 2 + 1):
             j = 2 * k - 1
             deriv = ar.q(0)
@@ -241,9 +242,11 @@ class _Tail:
             total_weight = total_weight + ar.q(self.shift + (self.eps if with_eps else 0)).exp()
         sqrt_e = ar.q(1).exp().sqrt()
         for p in range(2, EM_MAX_ORDER + 1, 2):
-            zeta = 1 + Fraction(1, 2 ** p) + Fraction(2, (p - 1) * 2 ** p)   # ≥ ζ(p)
-            lead = ar.q(2 * zeta) / (two_pi ** p)
-            glob = lead * total_weight * (ar.q(1) / sigma ** (p - 1)) * (two_pi * factorial(p)).sqrt()
+            zeta = 1 + Fraction(1, 2**p) + Fraction(2, (p - 1) * 2**p)  # ≥ ζ(p)
+            lead = ar.q(2 * zeta) / (two_pi**p)
+            glob = (
+                lead * total_weight * (ar.q(1) / sigma ** (p - 1)) * (two_pi * factorial(p)).sqrt()
+            )
             candidates = [glob.hi]
             local = ar.q(0)
             ok = True
@@ -272,7 +275,7 @@ class _Tail:
         tightly, so that the caller retries with more bits.
         """
         ar = self.ar
-        tight = mpfr(2) ** -44          # the accounting wants ln δ to 2^−40
+        tight = mpfr(2) ** -44  # the accounting wants ln δ to 2^−40
 
         def unscaled(found: Interval) -> Interval:
             return found.log() - ar.q(self.shift)
@@ -294,11 +297,11 @@ class _Tail:
             if found is not None:
                 return unscaled(found)
         if em.lo > 0:
-            return unscaled(em)                            # rigorous, if loose
+            return unscaled(em)  # rigorous, if loose
         raise ArithmeticError("tail sum not enclosed at this precision")
 
 
-def _hermite_values(t: Interval, p: int) -> List[Interval]:
+def _hermite_values(t: Interval, p: int) -> list[Interval]:
     """He_0(t) … He_p(t) (probabilists' Hermite), by He_{j+1} = t·He_j − j·He_{j−1}."""
     values = [t.ar.q(1), t]
     for j in range(1, p):
@@ -306,8 +309,8 @@ def _hermite_values(t: Interval, p: int) -> List[Interval]:
     return values
 
 
-@lru_cache(maxsize=None)
-def _bernoulli_numbers(n_max: int) -> List[Fraction]:
+@cache
+def _bernoulli_numbers(n_max: int) -> list[Fraction]:
     """B_0 … B_{n_max}, from Σ_{k=0}^{n} C(n+1, k)·B_k = 0 (one pass, exact)."""
     table = [Fraction(1)]
     for n in range(1, n_max + 1):
@@ -320,7 +323,7 @@ def _bernoulli(n: int) -> Fraction:
     return _bernoulli_numbers(max(n, EM_MAX_ORDER))[n]
 
 
-def _bernoulli_over_factorial(p: int) -> List[Fraction]:
+def _bernoulli_over_factorial(p: int) -> list[Fraction]:
     """[_, B_2/2!, B_4/4!, …, B_p/p!] indexed by k (B_{2k}/(2k)!)."""
     return [Fraction(0)] + [_bernoulli(2 * k) / factorial(2 * k) for k in range(1, p // 2 + 1)]
 
@@ -331,7 +334,7 @@ def log_gauss_tail_integral(a: int, s: Fraction, ar: Arith) -> Interval:
     if a > 0 and z2 >= ERFC_ASYMPTOTIC_Z2:
         # erfc(z) = e^{−z²}/(z√π)·Σ_n (−1)^n (2n−1)!!/(2z²)^n; partial sums enclose it
         # (A&S 7.1.24), and σ√(π/2)·e^{−z²}/(z√π) = (s/a)·e^{−a²/(2s)}.
-        u = Fraction(s, a * a)                        # 1/(2z²)
+        u = Fraction(s, a * a)  # 1/(2z²)
         target = Fraction(1, 2 ** (ar.bits + 8))
         partial, term, n = Fraction(1), Fraction(1), 0
         while True:
@@ -346,15 +349,21 @@ def log_gauss_tail_integral(a: int, s: Fraction, ar: Arith) -> Interval:
         return ar.q(Fraction(s, a)).log() + series.log()
     sigma = ar.q(s).sqrt()
     z = ar.q(a) / (sigma * ar.q(2).sqrt())
-    front = (ar.pi() * Fraction(s, 2)).sqrt()         # σ√(π/2)
+    front = (ar.pi() * Fraction(s, 2)).sqrt()  # σ√(π/2)
     return front.log() + z.erfc().log() + ar.q(z2)
 
 
 # --------------------------------------------------------------------------
 # Public entry points of this module
 # --------------------------------------------------------------------------
-def log_tail(s: Fraction, m: int, ar: Arith, eps: Optional[Fraction] = None,
-             delta: int = 1, allow_slow: bool = False) -> Interval:
+def log_tail(
+    s: Fraction,
+    m: int,
+    ar: Arith,
+    eps: Fraction | None = None,
+    delta: int = 1,
+    allow_slow: bool = False,
+) -> Interval:
     """ln Σ_{y≥m} f(y)·w(y): w ≡ 1 (eps None) or w(y) = 1 − exp(ε − Δ(2y+Δ)/(2s)) ≥ 0.
 
     With eps given, m must be > εs/Δ − Δ/2, so that every weight is positive.
@@ -364,15 +373,16 @@ def log_tail(s: Fraction, m: int, ar: Arith, eps: Optional[Fraction] = None,
     return _Tail(s, m, eps, delta, ar).enclose(allow_slow)
 
 
-def theorem7_log_delta(s: Fraction, eps: Fraction, delta: int, ar: Arith,
-                       allow_slow: bool = False) -> Interval:
+def theorem7_log_delta(
+    s: Fraction, eps: Fraction, delta: int, ar: Arith, allow_slow: bool = False
+) -> Interval:
     """ln δ of Theorem 7: Σ_{y≥m} p(y)(1 − e^{ε − Δ(2y+Δ)/(2s)}), m = ⌊εs/Δ − Δ/2⌋ + 1."""
     v = eps * s / delta - Fraction(delta, 2)
     m = v.numerator // v.denominator + 1
     return log_tail(s, m, ar, eps, delta, allow_slow) - log_normaliser(s, ar)
 
 
-def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
+def lattice_error_bound(n: int, s: Fraction) -> mpfr | None:
     """An upper bound E on the relative error of Σ of n i.i.d. N_Z(0, s) against N_Z(0, ns).
 
     Poisson summation gives P[S_n = w] ∝ e^{−w²/(2ns)}·(1 + R(w)) with
@@ -396,13 +406,13 @@ def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
     # after i (up to n/2) sum to at most 2x^{i+1}/(i+1)!·e^x.
     x = ar.point(max((a * Fraction(-1, 2)).exp().hi, c.hi)) * (2 * n)
     total = ar.q(0)
-    binom = ar.q(1)                 # C(n, i)·2^{i−1}, updated as an interval (no huge integers)
+    binom = ar.q(1)  # C(n, i)·2^{i−1}, updated as an interval (no huge integers)
     for i in range(1, min(n, LATTICE_MAX_TERMS) + 1):
         binom = binom * Fraction(n - i + 1, i) * (2 if i > 1 else 1)
         # ∫_0^{1/2} e^{−a(nr² − 2ir + i)} dr ≤ ∫_ℝ (any i) = √(π/(an))·e^{−a·i(n−i)/n}; for
         # i > n/2 the integrand's peak r = i/n lies beyond 1/2, so also ≤ e^{−an/4}/2.
         near = (a * Fraction(-i * (n - i), n)).exp().scale2(1)
-        term = (far if 2 * i > n and far.hi < near.hi else near) + c ** i
+        term = (far if 2 * i > n and far.hi < near.hi else near) + c**i
         total = total + term * binom
         if total.hi >= 0.5:
             return None
@@ -420,13 +430,13 @@ def lattice_error_bound(n: int, s: Fraction) -> Optional[mpfr]:
 LATTICE_PIECES = (16, 64)
 
 
-def lattice_error_bound_vector(counts: Dict[int, int], s: Fraction) -> Optional[mpfr]:
+def lattice_error_bound_vector(counts: dict[int, int], s: Fraction) -> mpfr | None:
     """See _lattice_error_bound_pieces; the coarse pass is kept when it is below 2^−100."""
     return _lattice_error_bound_cached(tuple(sorted(counts.items())), s)
 
 
 @lru_cache(maxsize=256)
-def _lattice_error_bound_cached(items, s: Fraction) -> Optional[mpfr]:
+def _lattice_error_bound_cached(items, s: Fraction) -> mpfr | None:
     """lattice_error_bound_vector, remembered: ε searches and plots ask again at the same σ²."""
     counts = dict(items)
     if sum(counts.values()) <= 1:
@@ -441,7 +451,7 @@ def _lattice_error_bound_cached(items, s: Fraction) -> Optional[mpfr]:
     return bound
 
 
-def _lattice_error_bound_pieces(counts: Dict[int, int], s: Fraction, pieces: int) -> Optional[mpfr]:
+def _lattice_error_bound_pieces(counts: dict[int, int], s: Fraction, pieces: int) -> mpfr | None:
     """E for W' = Σ_j μ'_j Y_j, μ' primitive with counts[b] entries of magnitude b.
 
     As for :func:`lattice_error_bound`, P[W' = w] ∝ e^{−w²/(2sS)}(1 + R(w)), S = ‖μ'‖²,
@@ -466,7 +476,7 @@ def _lattice_error_bound_pieces(counts: Dict[int, int], s: Fraction, pieces: int
     S = sum(b * b * n for b, n in counts.items())
     r1 = Fraction(1, 2 * max(counts))
     root = (a * S).sqrt()
-    front = (ar.pi() / (a * S)).sqrt() * Fraction(1, 2)       # (1/2)√(π/(aS))
+    front = (ar.pi() / (a * S)).sqrt() * Fraction(1, 2)  # (1/2)√(π/(aS))
 
     def gauss(centre: Fraction, u: Fraction, v: Fraction) -> Interval:
         """∫_u^v e^{−aS(r − centre)²} dr (upper end tight)."""
@@ -500,15 +510,16 @@ def _lattice_error_bound_pieces(counts: Dict[int, int], s: Fraction, pieces: int
         for b, n in counts.items():
             x0, x1 = b * u, b * v
             if x0.__floor__() != x1.__floor__() or x0.denominator == 1:
-                d = Fraction(0)            # an integer lies in [b·u, b·v]
+                d = Fraction(0)  # an integer lies in [b·u, b·v]
             else:
-                d = min(x0 - x0.__floor__(), x0.__ceil__() - x0,
-                        x1 - x1.__floor__(), x1.__ceil__() - x1)
+                d = min(
+                    x0 - x0.__floor__(), x0.__ceil__() - x0, x1 - x1.__floor__(), x1.__ceil__() - x1
+                )
             # ln θ(d) ≤ −a·d² + ln(1 + e^{−a(1−2d)} + c), in logs: e^{−a·d²} may underflow
             log_theta = ar.q(-d * d) * a + (1 + (a * (2 * d - 1)).exp() + c).log()
             log_value = log_value + log_theta * n
         outer = outer + log_value.exp() * width
-    total = (inner + outer) * root.scale2(1) / ar.pi().sqrt()    # × 2√(aS/π)
+    total = (inner + outer) * root.scale2(1) / ar.pi().sqrt()  # × 2√(aS/π)
     if total.hi >= 0.5:
         return None
     return total.hi
@@ -532,7 +543,7 @@ def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
     at most N·P[|Y| > Y] (bounded geometrically), is added to the upper bound, as
     the weight 1 − e^{ε − Z} is at most 1.  Sign does not matter (Y is symmetric).
     """
-    import numpy as np                                   # a dependency, but only needed here
+    import numpy as np  # a dependency, but only needed here
 
     ar = Arith(bits + 64)
     weights = sorted(abs(x) for x in mu for _ in range(k) if x)
@@ -562,15 +573,17 @@ def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
     base_hi = np.array(base_hi, dtype=object)
 
     def rescale(lo, hi):
-        return (np.array([x >> bits for x in lo], dtype=object),
-                np.array([-((-x) >> bits) for x in hi], dtype=object))
+        return (
+            np.array([x >> bits for x in lo], dtype=object),
+            np.array([-((-x) >> bits) for x in hi], dtype=object),
+        )
 
-    dist = None                         # (lo, hi, offset): value index i ↔ w = i − offset
+    dist = None  # (lo, hi, offset): value index i ↔ w = i − offset
     for b, count in sorted(groups.items()):
         lo, hi = base_lo, base_hi
         for _ in range(count - 1):
             lo, hi = rescale(np.convolve(lo, base_lo), np.convolve(hi, base_hi))
-        if b > 1:                       # spread b·S: put the values on every b-th place
+        if b > 1:  # spread b·S: put the values on every b-th place
             spread_lo = np.zeros(b * (len(lo) - 1) + 1, dtype=object)
             spread_hi = np.zeros(b * (len(hi) - 1) + 1, dtype=object)
             spread_lo[::b], spread_hi[::b] = lo, hi
@@ -594,8 +607,11 @@ def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
         acc_lo += lo_vec[i] * int(gmpy2.floor(ar.dn.mul_2exp(weight.lo, bits)))
         acc_hi += hi_vec[i] * int(gmpy2.ceil(ar.up.mul_2exp(weight.hi, bits)))
     # the truncated mass: P[|Y| > Y] ≤ 2e^{−(Y+1)²/(2s)}/(1 − e^{−(2Y+3)/(2s)})/Θ per coordinate
-    tail = (ar.q(Fraction(-(Y + 1) ** 2, 2 * s)).exp().scale2(1)
-            / (1 - ar.q(Fraction(-(2 * Y + 3), 2 * s)).exp()) / log_theta.exp()) * n
-    lower = ar.dn.div(gmpy2.mpz(acc_lo), gmpy2.mpz(one) ** 2)       # sums carry 2^{2·bits}
+    tail = (
+        ar.q(Fraction(-((Y + 1) ** 2), 2 * s)).exp().scale2(1)
+        / (1 - ar.q(Fraction(-(2 * Y + 3), 2 * s)).exp())
+        / log_theta.exp()
+    ) * n
+    lower = ar.dn.div(gmpy2.mpz(acc_lo), gmpy2.mpz(one) ** 2)  # sums carry 2^{2·bits}
     upper = ar.up.add(ar.up.div(gmpy2.mpz(acc_hi), gmpy2.mpz(one) ** 2), tail.hi)
     return lower, upper

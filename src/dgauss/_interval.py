@@ -13,6 +13,7 @@ Nothing here uses a Python float, and no MPFR operation runs in gmpy2's global
 (:meth:`Arith.q`), and the precision of one computation is fixed by the
 :class:`Arith` that made its intervals, so two threads never share state.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -35,7 +36,7 @@ class Arith:
         self.up = gmpy2.context(precision=bits, round=gmpy2.RoundUp)
         self.near = gmpy2.context(precision=bits)
 
-    def q(self, value: Exact) -> "Interval":
+    def q(self, value: Exact) -> Interval:
         """The tightest interval of this precision around an exact rational."""
         if isinstance(value, int):
             n, d = mpz(value), mpz(1)
@@ -43,14 +44,14 @@ class Arith:
             n, d = mpz(value.numerator), mpz(value.denominator)
         return Interval(self.dn.div(n, d), self.up.div(n, d), self)
 
-    def point(self, x) -> "Interval":
+    def point(self, x) -> Interval:
         """A degenerate interval at an MPFR number (exact if it fits the precision)."""
         return Interval(self.dn.plus(x), self.up.plus(x), self)
 
-    def pi(self) -> "Interval":
+    def pi(self) -> Interval:
         return Interval(self.dn.const_pi(), self.up.const_pi(), self)
 
-    def hull(self, lo: "Interval", hi: "Interval") -> "Interval":
+    def hull(self, lo: Interval, hi: Interval) -> Interval:
         return Interval(lo.lo, hi.hi, self)
 
 
@@ -67,32 +68,32 @@ class Interval:
     def __repr__(self) -> str:
         return f"Interval({self.lo}, {self.hi})"
 
-    def _lift(self, other) -> "Interval":
+    def _lift(self, other) -> Interval:
         if isinstance(other, Interval):
             return other
         return self.ar.q(other)
 
     # -- ring operations -------------------------------------------------
-    def __add__(self, other) -> "Interval":
+    def __add__(self, other) -> Interval:
         o = self._lift(other)
         ar = self.ar
         return Interval(ar.dn.add(self.lo, o.lo), ar.up.add(self.hi, o.hi), ar)
 
     __radd__ = __add__
 
-    def __neg__(self) -> "Interval":
+    def __neg__(self) -> Interval:
         # ctx.minus, not unary minus: that would round to the global 53-bit context.
         return Interval(self.ar.dn.minus(self.hi), self.ar.up.minus(self.lo), self.ar)
 
-    def __sub__(self, other) -> "Interval":
+    def __sub__(self, other) -> Interval:
         o = self._lift(other)
         ar = self.ar
         return Interval(ar.dn.sub(self.lo, o.hi), ar.up.sub(self.hi, o.lo), ar)
 
-    def __rsub__(self, other) -> "Interval":
+    def __rsub__(self, other) -> Interval:
         return self._lift(other) - self
 
-    def __mul__(self, other) -> "Interval":
+    def __mul__(self, other) -> Interval:
         o = self._lift(other)
         ar = self.ar
         a, b, c, d = self.lo, self.hi, o.lo, o.hi
@@ -105,7 +106,7 @@ class Interval:
 
     __rmul__ = __mul__
 
-    def __truediv__(self, other) -> "Interval":
+    def __truediv__(self, other) -> Interval:
         o = self._lift(other)
         if not o.lo > 0:
             raise ZeroDivisionError("interval division by an interval that is not positive")
@@ -115,10 +116,10 @@ class Interval:
         hi = ar.up.div(b, c) if b >= 0 else ar.up.div(b, d)
         return Interval(lo, hi, ar)
 
-    def __rtruediv__(self, other) -> "Interval":
+    def __rtruediv__(self, other) -> Interval:
         return self._lift(other) / self
 
-    def __pow__(self, n: int) -> "Interval":
+    def __pow__(self, n: int) -> Interval:
         """x**n for an integer n >= 0."""
         if n < 0:
             raise ValueError("negative powers are not supported; divide instead")
@@ -132,33 +133,33 @@ class Interval:
             return Interval(ar.dn.pow(hi, n), ar.up.pow(lo, n), ar)
         return Interval(mpfr(0), ar.up.pow(max(ar.up.abs(lo), hi), n), ar)
 
-    def scale2(self, k: int) -> "Interval":
+    def scale2(self, k: int) -> Interval:
         """Multiplied by 2**k (exact)."""
         return Interval(self.ar.dn.mul_2exp(self.lo, k), self.ar.up.mul_2exp(self.hi, k), self.ar)
 
     # -- monotone functions ----------------------------------------------
-    def exp(self) -> "Interval":
+    def exp(self) -> Interval:
         return Interval(self.ar.dn.exp(self.lo), self.ar.up.exp(self.hi), self.ar)
 
-    def expm1(self) -> "Interval":
+    def expm1(self) -> Interval:
         return Interval(self.ar.dn.expm1(self.lo), self.ar.up.expm1(self.hi), self.ar)
 
-    def log(self) -> "Interval":
+    def log(self) -> Interval:
         if not self.lo > 0:
             raise ValueError("log of an interval that is not positive")
         return Interval(self.ar.dn.log(self.lo), self.ar.up.log(self.hi), self.ar)
 
-    def log1p(self) -> "Interval":
+    def log1p(self) -> Interval:
         return Interval(self.ar.dn.log1p(self.lo), self.ar.up.log1p(self.hi), self.ar)
 
-    def sqrt(self) -> "Interval":
+    def sqrt(self) -> Interval:
         return Interval(self.ar.dn.sqrt(max(self.lo, mpfr(0))), self.ar.up.sqrt(self.hi), self.ar)
 
-    def erfc(self) -> "Interval":
+    def erfc(self) -> Interval:
         """erfc is decreasing."""
         return Interval(self.ar.dn.erfc(self.hi), self.ar.up.erfc(self.lo), self.ar)
 
-    def max0(self) -> "Interval":
+    def max0(self) -> Interval:
         """max(x, 0)."""
         zero = mpfr(0)
         return Interval(max(self.lo, zero), max(self.hi, zero), self.ar)

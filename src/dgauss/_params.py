@@ -5,16 +5,15 @@ exact ``fractions.Fraction`` (or ``int``), or raises a ``TypeError`` /
 ``ValueError`` that names the parameter and what it accepts.  Nothing is
 rounded: a float is taken at its exact binary value.
 """
+
 from __future__ import annotations
 
 import decimal
-import math
 import numbers
 import operator
 import os
 import re
 from fractions import Fraction
-from typing import Optional, Tuple
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from dgauss import _sources
 
 try:  # gmpy2 is a dependency, but keep parsing usable without it
     import gmpy2
+
     _GMPY_INT = (type(gmpy2.mpz(0)),)
     _GMPY_RAT = (type(gmpy2.mpq(0)),)
 except ImportError:  # pragma: no cover
@@ -44,19 +44,23 @@ ACCEPTED = "an int, fractions.Fraction, gmpy2 mpz/mpq, decimal.Decimal, str or f
 
 # ASCII digits only: str.isdigit-style Unicode digits (full-width '１２') are refused by name.
 _RATIO = re.compile(r"\s*([+-]?)([0-9]+)\s*/\s*([0-9]+)\s*$", re.ASCII)
-_DECIMAL = re.compile(r"\s*([+-]?)(?=\.?[0-9])([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?\s*$",
-                      re.ASCII)
+_DECIMAL = re.compile(
+    r"\s*([+-]?)(?=\.?[0-9])([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?\s*$", re.ASCII
+)
 
 #: Decimal digits that fit in MAX_PARAM_BITS bits (log10(2) < 0.30103).
 _MAX_DIGITS = int(MAX_PARAM_BITS * 0.30103) + 2
+
 
 def show(value) -> str:
     """repr(value) for an error message, shortened (and safe for ints past Python's digit limit)."""
     if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
         q = Fraction(value)
         if max(q.numerator.bit_length(), q.denominator.bit_length()) > 256:
-            return (f"<{type(value).__name__} with a {q.numerator.bit_length()}-bit numerator "
-                    f"and a {q.denominator.bit_length()}-bit denominator>")
+            return (
+                f"<{type(value).__name__} with a {q.numerator.bit_length()}-bit numerator "
+                f"and a {q.denominator.bit_length()}-bit denominator>"
+            )
     text = repr(value)
     return text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
 
@@ -82,17 +86,23 @@ def to_fraction(value, name: str) -> Fraction:
         if not value.is_finite():
             raise ValueError(f"{name} must be finite, got {show(value)}")
         sign, digits, exponent = value.as_tuple()
-        result = _decimal_value(name, "-" if sign else "", "".join(map(str, digits)), "", str(exponent))
+        result = _decimal_value(
+            name, "-" if sign else "", "".join(map(str, digits)), "", str(exponent)
+        )
     elif isinstance(value, str):
         result = _parse_str(value, name)
     elif isinstance(value, numbers.Rational):
         result = _ratio(value.numerator, value.denominator, name, value)
     else:
         raise TypeError(f"{name} must be {ACCEPTED}, not {type(value).__name__}")
-    if (result.numerator.bit_length() > MAX_PARAM_BITS
-            or result.denominator.bit_length() > MAX_PARAM_BITS):
-        raise ValueError(f"{name} has a numerator or denominator over {MAX_PARAM_BITS} bits; "
-                         "dgauss refuses it rather than risk exhausting memory")
+    if (
+        result.numerator.bit_length() > MAX_PARAM_BITS
+        or result.denominator.bit_length() > MAX_PARAM_BITS
+    ):
+        raise ValueError(
+            f"{name} has a numerator or denominator over {MAX_PARAM_BITS} bits; "
+            "dgauss refuses it rather than risk exhausting memory"
+        )
     return result
 
 
@@ -114,26 +124,34 @@ def _parse_str(text: str, name: str) -> Fraction:
         return _decimal_value(name, sign, num, "", "0") / _decimal_value(name, "", den, "", "0")
     match = _DECIMAL.match(text)
     if match is None:
-        raise ValueError(f"{name} must be a number such as '1/3', '2.5' or '1e100', got {show(text)}")
+        raise ValueError(
+            f"{name} must be a number such as '1/3', '2.5' or '1e100', got {show(text)}"
+        )
     sign, whole, frac, exponent = match.groups()
     return _decimal_value(name, sign, whole, frac or "", exponent or "0")
 
 
 def _decimal_value(name: str, sign: str, whole: str, frac: str, exponent: str) -> Fraction:
     """sign whole.frac x 10**exponent, refusing sizes beyond the limits before building them."""
-    magnitude = exponent.lstrip("+-").lstrip("0") or "0"       # '1e+0000000001' is 1e1
+    magnitude = exponent.lstrip("+-").lstrip("0") or "0"  # '1e+0000000001' is 1e1
     if len(magnitude) > 10 or int(magnitude) > MAX_DECIMAL_EXPONENT:
-        raise ValueError(f"{name}: decimal exponent beyond ±{MAX_DECIMAL_EXPONENT} is not supported")
+        raise ValueError(
+            f"{name}: decimal exponent beyond ±{MAX_DECIMAL_EXPONENT} is not supported"
+        )
     digits = (whole + frac).lstrip("0") or "0"
     if len(digits) > _MAX_DIGITS:
-        raise ValueError(f"{name} has more than {_MAX_DIGITS} digits; dgauss refuses it "
-                         "rather than risk exhausting memory")
+        raise ValueError(
+            f"{name} has more than {_MAX_DIGITS} digits; dgauss refuses it "
+            "rather than risk exhausting memory"
+        )
     # The value is digits·10^(exponent − len(frac) + zeros stripped): refuse a power of ten
     # past the digit limit before building it ('0.' + 3·10^7 zeros + '1' took 37 s).
     shift = int(exponent) - len(frac)
     if digits != "0" and abs(shift) > _MAX_DIGITS:
-        raise ValueError(f"{name} needs a power of ten beyond 10^±{_MAX_DIGITS}; dgauss refuses "
-                         "it rather than risk exhausting memory")
+        raise ValueError(
+            f"{name} needs a power of ten beyond 10^±{_MAX_DIGITS}; dgauss refuses "
+            "it rather than risk exhausting memory"
+        )
     mantissa = int(gmpy2.mpz(digits)) if _GMPY_INT else int(digits)  # gmpy2: no digit limit
     if sign == "-":
         mantissa = -mantissa
@@ -164,7 +182,7 @@ def integer(value, name: str) -> int:
     return result.numerator
 
 
-def shape(size) -> Optional[Tuple[int, ...]]:
+def shape(size) -> tuple[int, ...] | None:
     """``size`` as a shape tuple (None stays None)."""
     if size is None:
         return None
@@ -176,8 +194,10 @@ def shape(size) -> Optional[Tuple[int, ...]]:
         try:
             dim = operator.index(dim)
         except TypeError:
-            raise TypeError("size must be None, a non-negative int or a tuple of them, "
-                            f"not {type(dim).__name__}") from None
+            raise TypeError(
+                "size must be None, a non-negative int or a tuple of them, "
+                f"not {type(dim).__name__}"
+            ) from None
         if dim < 0:
             raise ValueError(f"size must be non-negative, got {show(size)}")
         result.append(dim)
@@ -192,8 +212,10 @@ def bit_generator(rng):
         return rng.bit_generator
     if isinstance(rng, np.random.BitGenerator):
         return rng
-    raise TypeError("rng must be None (the OS CSPRNG), a numpy.random.Generator or a "
-                    f"numpy.random.BitGenerator, not {type(rng).__name__}")
+    raise TypeError(
+        "rng must be None (the OS CSPRNG), a numpy.random.Generator or a "
+        f"numpy.random.BitGenerator, not {type(rng).__name__}"
+    )
 
 
 def workers(value, rng) -> int:
@@ -205,16 +227,21 @@ def workers(value, rng) -> int:
     try:
         count = operator.index(value)
     except TypeError:
-        raise TypeError(f"workers must be None, -1 or a positive int, not {type(value).__name__}") from None
+        raise TypeError(
+            f"workers must be None, -1 or a positive int, not {type(value).__name__}"
+        ) from None
     if count == -1:
         count = os.cpu_count() or 1
     if count < 1 or count > MAX_WORKERS:
-        raise ValueError(f"workers must be None, -1 or a positive int up to {MAX_WORKERS}, "
-                         f"got {show(value)}")
+        raise ValueError(
+            f"workers must be None, -1 or a positive int up to {MAX_WORKERS}, got {show(value)}"
+        )
     if count > 1 and rng is not None:
-        raise ValueError("workers > 1 needs rng=None (the OS CSPRNG): a seeded generator or tape is "
-                         "one sequential stream, and splitting it across threads would make the "
-                         "result depend on thread scheduling")
+        raise ValueError(
+            "workers > 1 needs rng=None (the OS CSPRNG): a seeded generator or tape is "
+            "one sequential stream, and splitting it across threads would make the "
+            "result depend on thread scheduling"
+        )
     return count
 
 

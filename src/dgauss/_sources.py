@@ -3,10 +3,11 @@
 Both are accepted as ``rng`` by the compiled core and by the oracle
 (:mod:`dgauss.reference`), and are re-exported by :mod:`dgauss.testing`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Iterable, Optional, Tuple, Union
 
 import numpy as np
 
@@ -20,9 +21,10 @@ class Exhausted(Exception):
     for a decision tape.
     """
 
-    def __init__(self, request: Optional[Tuple[str, Union[Fraction, int]]] = None):
-        super().__init__(f"the tape ran out (next request: {request})" if request
-                         else "the tape ran out of bits")
+    def __init__(self, request: tuple[str, Fraction | int] | None = None):
+        super().__init__(
+            f"the tape ran out (next request: {request})" if request else "the tape ran out of bits"
+        )
         self.request = request
 
 
@@ -51,7 +53,7 @@ class Tape:
 
     kind = "bits"
 
-    def __init__(self, bits: Union[str, Iterable[int]]):
+    def __init__(self, bits: str | Iterable[int]):
         if isinstance(bits, str):
             if not set(bits) <= {"0", "1"}:
                 raise ValueError("bits must be a string of '0' and '1'")
@@ -69,12 +71,14 @@ class Tape:
         nwords = -(-nbits // 64)
         value <<= 64 * nwords - nbits  # first bit at the top of the first word
         self.nbits = nbits
-        self.words = np.array([(value >> (64 * (nwords - 1 - i))) & 0xFFFFFFFFFFFFFFFF
-                               for i in range(nwords)], dtype=np.uint64)
+        self.words = np.array(
+            [(value >> (64 * (nwords - 1 - i))) & 0xFFFFFFFFFFFFFFFF for i in range(nwords)],
+            dtype=np.uint64,
+        )
         self.position = 0
 
     @classmethod
-    def from_int(cls, value: int, nbits: int) -> "Tape":
+    def from_int(cls, value: int, nbits: int) -> Tape:
         """The tape of the ``nbits``-bit binary expansion of ``value`` (0 <= value < 2**nbits)."""
         if not 0 <= value < (1 << nbits) or nbits < 0:
             raise ValueError("value must be in [0, 2**nbits)")
@@ -83,7 +87,7 @@ class Tape:
         return tape
 
     @classmethod
-    def from_words(cls, words: Iterable[int]) -> "Tape":
+    def from_words(cls, words: Iterable[int]) -> Tape:
         """A tape holding whole 64-bit words, in order."""
         tape = cls.from_int(0, 0)
         tape.words = np.array(list(words), dtype=np.uint64)

@@ -42,11 +42,13 @@ a relative factor (1 ± E) with E an explicit theta-series bound
 Vectors with several magnitudes reduce the same way, with E bounded by a
 piecewise integral of a product of theta functions.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
-from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
+from typing import Union
 
 import gmpy2
 from gmpy2 import mpfr
@@ -57,19 +59,30 @@ from dgauss._gaussian_sums import (
     lattice_error_bound_vector,
     log_normaliser,
     log_tail,
-    variance,
     theorem7_log_delta,
+    variance,
 )
 from dgauss._interval import Arith, Interval, log_add
 
 __all__ = [
-    "cdp_delta", "cdp_delta_standard", "cdp_eps", "cdp_rho",
-    "gaussian_rho", "gaussian_delta", "gaussian_epsilon",
-    "laplace_epsilon", "laplace_delta",
-    "calibrate_gaussian", "calibrate_laplace",
-    "gaussian_variance", "laplace_variance",
-    "gaussian_pmf", "gaussian_cdf", "gaussian_sf",
-    "gaussian_interval", "laplace_interval",
+    "cdp_delta",
+    "cdp_delta_standard",
+    "cdp_eps",
+    "cdp_rho",
+    "gaussian_rho",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "laplace_epsilon",
+    "laplace_delta",
+    "calibrate_gaussian",
+    "calibrate_laplace",
+    "gaussian_variance",
+    "laplace_variance",
+    "gaussian_pmf",
+    "gaussian_cdf",
+    "gaussian_sf",
+    "gaussian_interval",
+    "laplace_interval",
     "GRID_DIGITS",
 ]
 
@@ -91,7 +104,7 @@ _PRECISIONS = (128, 256, 512, 1024, 2048, 4096, 8192)
 #: An enclosure of ln δ is tight enough when its width is below this (δ to ~1e−12).
 _LOG_WIDTH = mpfr(2) ** -40
 
-_AR = Arith(128)        # for the O(1) formulas (zCDP, Laplace); immutable, shareable
+_AR = Arith(128)  # for the O(1) formulas (zCDP, Laplace); immutable, shareable
 _NEAR = gmpy2.context(precision=64)
 
 
@@ -132,14 +145,16 @@ def _count(value, name: str) -> int:
     return k
 
 
-def _sensitivity(value, vector_ok: bool = True) -> Tuple[int, ...]:
+def _sensitivity(value, vector_ok: bool = True) -> tuple[int, ...]:
     """A positive int, or (vector_ok) a non-empty sequence of ints not all zero."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         q = _rational(value, "sensitivity")
         if q.denominator != 1 or q < 1:
-            raise ValueError("sensitivity must be a positive integer"
-                             + (" or a sequence of integers" if vector_ok else "")
-                             + f", got {_params.show(value)}")
+            raise ValueError(
+                "sensitivity must be a positive integer"
+                + (" or a sequence of integers" if vector_ok else "")
+                + f", got {_params.show(value)}"
+            )
         return (q.numerator,)
     if not vector_ok:
         raise TypeError("sensitivity must be a positive integer here, not a sequence")
@@ -191,7 +206,7 @@ def _exact(x: mpfr) -> Fraction:
     return Fraction(int(n), int(d))
 
 
-def _enclose(compute: Callable[[Arith, bool], Interval]) -> Optional[Interval]:
+def _enclose(compute: Callable[[Arith, bool], Interval]) -> Interval | None:
     """compute(ar, allow_slow) at rising precision until ln δ's enclosure is tight.
 
     Returns the tightest enclosure found (rigorous whatever its width), or None if
@@ -251,7 +266,7 @@ def _newton_root(f, df, lo: mpfr, hi: mpfr, x: mpfr) -> mpfr:
     return x
 
 
-def _cdp_u(rho: Fraction, eps: Fraction) -> Optional[mpfr]:
+def _cdp_u(rho: Fraction, eps: Fraction) -> mpfr | None:
     """u* = α* − 1 for the minimiser α* of Eq. 18: the root of Eq. 19,
     g'(α) = (2α − 1)ρ − ε + log(1 − 1/α), in u.  Returns None when u* < 2^−60
     (ρ ≫ ε; δ is then 1 to within 2^−59).
@@ -267,8 +282,9 @@ def _cdp_u(rho: Fraction, eps: Fraction) -> Optional[mpfr]:
     return _cdp_u_mpfr(mpfr(rho, 64), mpfr(eps, 64))
 
 
-def _cdp_u_float(r: float, e: float) -> Optional[float]:
+def _cdp_u_float(r: float, e: float) -> float | None:
     """_cdp_u in machine floats (Newton on Eq. 19 in u, bracketed by Eqs. 21–22)."""
+
     def g1(u):
         ratio = -math.log1p(1 / u) if u > 1 else math.log(u) - math.log1p(u)
         return (2 * u + 1) * r - e + ratio
@@ -276,7 +292,7 @@ def _cdp_u_float(r: float, e: float) -> Optional[float]:
     lo = (e - r) / (2 * r)
     hi = max((e + 1 - r) / (2 * r), 1.0)
     if not lo > 0:
-        lo = 2.0 ** -60
+        lo = 2.0**-60
         if g1(lo) >= 0:
             return None
     # one fixed-point step of α = (ε + ρ − log(1 − 1/α))/(2ρ) ≈ (ε + ρ + 1/α)/(2ρ)
@@ -292,13 +308,13 @@ def _cdp_u_float(r: float, e: float) -> Optional[float]:
             lo = nxt
         else:
             hi = nxt
-        if abs(nxt - u) <= nxt * 2.0 ** -26:
+        if abs(nxt - u) <= nxt * 2.0**-26:
             return nxt
         u = nxt
     return u
 
 
-def _cdp_u_mpfr(r: mpfr, e: mpfr) -> Optional[mpfr]:
+def _cdp_u_mpfr(r: mpfr, e: mpfr) -> mpfr | None:
     """_cdp_u in MPFR, for parameters beyond the float range."""
     ctx = _NEAR
 
@@ -331,12 +347,12 @@ def _cdp_log_delta(rho: Fraction, eps: Fraction) -> mpfr:
     rho_hi = up.div(gmpy2.mpz(rho.numerator), gmpy2.mpz(rho.denominator))
     eps_lo = dn.div(gmpy2.mpz(eps.numerator), gmpy2.mpz(eps.denominator))
     log1p_lo = dn.log1p(u)
-    first = up.mul(u, up.sub(up.mul(up.add(u, 1), rho_hi), eps_lo))      # u((u+1)ρ − ε)
-    if u > 1:                                                            # u·log(u/(1+u))
+    first = up.mul(u, up.sub(up.mul(up.add(u, 1), rho_hi), eps_lo))  # u((u+1)ρ − ε)
+    if u > 1:  # u·log(u/(1+u))
         second = up.mul(u, up.minus(dn.log1p(dn.div(1, u))))
     else:
         second = up.mul(u, up.sub(up.log(u), log1p_lo))
-    g = up.sub(up.add(first, second), log1p_lo)                          # − log(1+u)
+    g = up.sub(up.add(first, second), log1p_lo)  # − log(1+u)
     return min(g, mpfr(0))
 
 
@@ -366,7 +382,7 @@ def cdp_delta_standard(rho: Number, eps: Number, *, log: bool = False) -> float:
     e = _nonnegative(eps, "eps")
     if e <= r:
         return _delta_out(mpfr(0), log)
-    return _delta_out(_AR.q(-(e - r) ** 2 / (4 * r)).hi, log)
+    return _delta_out(_AR.q(-((e - r) ** 2) / (4 * r)).hi, log)
 
 
 def _cdp_eps_at(u: Interval, rho: Interval, log_inv_delta: Interval) -> Interval:
@@ -386,7 +402,7 @@ def _cdp_eps_u(rho: mpfr, log_inv_delta: mpfr) -> mpfr:
     def dphi(u):
         return ctx.add(ctx.mul(ctx.mul(2, u), rho), ctx.div(1, ctx.add(u, 1)))
 
-    hi = ctx.sqrt(ctx.div(L, rho))           # φ(hi) = log(1 + hi) > 0
+    hi = ctx.sqrt(ctx.div(L, rho))  # φ(hi) = log(1 + hi) > 0
     lo = min(ctx.div(L, ctx.mul(4, ctx.add(ctx.mul(hi, rho), 1))), ctx.div(hi, 2))
     while phi(lo) >= 0:
         lo = ctx.div(lo, 2)
@@ -440,8 +456,10 @@ def _cdp_rho_bound(e: Fraction, d: Fraction) -> mpfr:
 
     def eps_of(rho):
         u = _cdp_eps_u(rho, Lm)
-        value = ctx.add(ctx.add(ctx.mul(ctx.add(u, 1), rho), _near_log_ratio(u)),
-                        ctx.div(ctx.sub(Lm, ctx.log1p(u)), u))
+        value = ctx.add(
+            ctx.add(ctx.mul(ctx.add(u, 1), rho), _near_log_ratio(u)),
+            ctx.div(ctx.sub(Lm, ctx.log1p(u)), u),
+        )
         return value, u
 
     # Start below the answer (Newton on the concave ε(ρ) then climbs to it):
@@ -454,7 +472,7 @@ def _cdp_rho_bound(e: Fraction, d: Fraction) -> mpfr:
         rho = ctx.div(rho, 4)
         value, u = eps_of(rho)
     for _ in range(100):
-        nxt = ctx.add(rho, ctx.div(ctx.sub(em, value), ctx.add(u, 1)))     # ∂ε/∂ρ = α*
+        nxt = ctx.add(rho, ctx.div(ctx.sub(em, value), ctx.add(u, 1)))  # ∂ε/∂ρ = α*
         if not nxt > rho:
             break
         rho = nxt
@@ -496,7 +514,7 @@ def gaussian_rho(sigma2: Number, sensitivity: Sensitivity = 1) -> Fraction:
     return Fraction(sum(x * x for x in mu)) / (2 * s)
 
 
-def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: Tuple[int, ...], k: int) -> mpfr:
+def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int) -> mpfr:
     """An upper bound on ln δ for k queries with vector μ.
 
     Three routes, each rigorous; the smallest upper bound wins:
@@ -532,12 +550,13 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: Tuple[int, ...], k: int)
             if high > 0:
                 upper = min(upper, _AR.up.log(high))
             if low > 0 and _AR.up.sub(_AR.up.log(high), _AR.dn.log(low)) <= _LOG_WIDTH:
-                break                                   # tight: no need for more bits
+                break  # tight: no need for more bits
     return upper
 
 
-def gaussian_delta(sigma2: Number, eps: Number, sensitivity: Sensitivity = 1, k: int = 1, *,
-                   log: bool = False) -> float:
+def gaussian_delta(
+    sigma2: Number, eps: Number, sensitivity: Sensitivity = 1, k: int = 1, *, log: bool = False
+) -> float:
     """The exact δ(ε) of the discrete Gaussian mechanism, rounded up.
 
     The mechanism adds N_Z(0, σ²) to each coordinate of an integer-valued query
@@ -571,7 +590,9 @@ def gaussian_delta(sigma2: Number, eps: Number, sensitivity: Sensitivity = 1, k:
     return _delta_out(_gaussian_log_delta(s, e, mu, kk), log)
 
 
-def _smallest_eps(log_delta_hi: Callable[[Fraction], mpfr], target: mpfr, good: Fraction) -> Fraction:
+def _smallest_eps(
+    log_delta_hi: Callable[[Fraction], mpfr], target: mpfr, good: Fraction
+) -> Fraction:
     """The smallest ε (to a relative 2^−36) with log_delta_hi(ε) ≤ target, given one that works.
 
     Regula falsi (Illinois) on φ(ε) = √(−ln δ(ε)) − √(−ln target), which is close to
@@ -588,7 +609,7 @@ def _smallest_eps(log_delta_hi: Callable[[Fraction], mpfr], target: mpfr, good: 
         return value <= target, ctx.sub(root, root_target)
 
     good_ok, f_good = evaluate(good)
-    while not good_ok:                          # make sure 'good' is certified
+    while not good_ok:  # make sure 'good' is certified
         good = good * 2 + 1
         good_ok, f_good = evaluate(good)
     bad = Fraction(0)
@@ -597,12 +618,12 @@ def _smallest_eps(log_delta_hi: Callable[[Fraction], mpfr], target: mpfr, good: 
         return bad
     side = 0
     for _ in range(200):
-        if good - bad <= good * Fraction(1, 2 ** 36):
+        if good - bad <= good * Fraction(1, 2**36):
             break
         # interpolation point, kept away from the ends
         if f_good > f_bad and gmpy2.is_finite(f_good):
             t = ctx.div(ctx.minus(f_bad), ctx.sub(f_good, f_bad))
-        else:                               # δ = 0 exactly at 'good' (the Laplace): bisect
+        else:  # δ = 0 exactly at 'good' (the Laplace): bisect
             t = mpfr(0.5)
         t = min(max(t, mpfr(2) ** -20), 1 - mpfr(2) ** -20)
         mid = Fraction(_exact(mpfr(bad + (good - bad) * _exact(t), 64)))
@@ -622,7 +643,9 @@ def _smallest_eps(log_delta_hi: Callable[[Fraction], mpfr], target: mpfr, good: 
     return good
 
 
-def gaussian_epsilon(sigma2: Number, delta: Number, sensitivity: Sensitivity = 1, k: int = 1) -> float:
+def gaussian_epsilon(
+    sigma2: Number, delta: Number, sensitivity: Sensitivity = 1, k: int = 1
+) -> float:
     """The smallest ε with :func:`gaussian_delta` (σ², ε, …) ≤ δ, rounded up.
 
     Same mechanism and accuracy as :func:`gaussian_delta`; found by safeguarded
@@ -636,8 +659,10 @@ def gaussian_epsilon(sigma2: Number, delta: Number, sensitivity: Sensitivity = 1
     kk = _count(k, "k")
     target = _AR.q(d).log().lo
     rho = Fraction(kk * sum(x * x for x in mu)) / (2 * s)
-    start = _exact(mpfr(_cdp_eps_interval(rho, d).hi, 64)) + Fraction(1, 2 ** 40)
-    found = _smallest_eps(lambda e: _gaussian_log_delta(s, e, mu, kk), target, max(start, Fraction(0)))
+    start = _exact(mpfr(_cdp_eps_interval(rho, d).hi, 64)) + Fraction(1, 2**40)
+    found = _smallest_eps(
+        lambda e: _gaussian_log_delta(s, e, mu, kk), target, max(start, Fraction(0))
+    )
     return _float_up(found)
 
 
@@ -667,7 +692,7 @@ def laplace_epsilon(scale: Number, sensitivity: int = 1, k: int = 1, delta: Numb
     return _float_up(_smallest_eps(log_delta_hi, _AR.q(d).log().lo, pure))
 
 
-def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> Optional[mpfr]:
+def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> mpfr | None:
     """Upper bound on ln δ of k-fold Lap_Z(t) with sensitivity Δ (None when δ = 0 exactly).
 
     δ = (1 + e^{ε0})^{−k} Σ_l C(k,l)·max(0, e^{lε0} − e^{ε + (k−l)ε0}), ε0 = Δ/t (Eq. 49).
@@ -682,16 +707,16 @@ def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> Option
     if eps >= k * e0:
         return None
     v = (k + eps / e0) / 2
-    first = v.numerator // v.denominator + 1                 # first positive term
+    first = v.numerator // v.denominator + 1  # first positive term
     ctx = _NEAR
-    peak = int(ctx.floor(ctx.div(k + 1, ctx.add(1, ctx.exp(-mpfr(e0, 64))))))   # mode of B_l
+    peak = int(ctx.floor(ctx.div(k + 1, ctx.add(1, ctx.exp(-mpfr(e0, 64))))))  # mode of B_l
     start = min(max(first, peak), k)
     result = None
     for bits in _PRECISIONS[:3]:
         ar = Arith(bits)
         E0 = ar.q(e0)
         lgk = _lngamma(ar, k + 1)
-        negligible = -(2 * bits) // 3                         # ln of about 2^−bits
+        negligible = -(2 * bits) // 3  # ln of about 2^−bits
 
         def log_parts(l: int):
             log_binom = lgk - _lngamma(ar, l + 1) - _lngamma(ar, k - l + 1) + E0 * l
@@ -701,7 +726,7 @@ def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> Option
         b, w = log_parts(start)
         total = b + w
         l = start
-        while l < k:                                          # upward
+        while l < k:  # upward
             l += 1
             b, w = log_parts(l)
             total = log_add(total, b + w)
@@ -712,7 +737,7 @@ def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> Option
                     total = Interval(total.lo, log_add(total, rest).hi, ar)
                     break
         l = start
-        while l > first:                                      # downward
+        while l > first:  # downward
             l -= 1
             b, w = log_parts(l)
             total = log_add(total, b + w)
@@ -722,7 +747,7 @@ def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> Option
                 if (rest - total).hi < negligible:
                     total = Interval(total.lo, log_add(total, rest).hi, ar)
                     break
-        result = total - (E0 + (-E0).exp().log1p()) * k      # − ln (1 + e^{ε0})^k
+        result = total - (E0 + (-E0).exp().log1p()) * k  # − ln (1 + e^{ε0})^k
         if result.abs_width() <= _LOG_WIDTH:
             break
     return result.hi
@@ -734,8 +759,9 @@ def _lngamma(ar: Arith, n: int) -> Interval:
     return Interval(ar.dn.lngamma(x), ar.up.lngamma(x), ar)
 
 
-def laplace_delta(scale: Number, eps: Number, sensitivity: int = 1, k: int = 1, *,
-                  log: bool = False) -> float:
+def laplace_delta(
+    scale: Number, eps: Number, sensitivity: int = 1, k: int = 1, *, log: bool = False
+) -> float:
     """δ(ε) of k-fold composition of the discrete Laplace mechanism Lap_Z(t), rounded up.
 
     With ε0 = Δ/t, δ = (1 + e^{ε0})^{−k}·Σ_{l=0}^{k} C(k,l)·max(0, e^{lε0} − e^{ε+(k−l)ε0})
@@ -767,7 +793,7 @@ def laplace_variance(scale: Number) -> float:
     return _float_up((q.scale2(1) / (one_minus_q * one_minus_q)).hi)
 
 
-def laplace_interval(scale: Number, alpha: Number) -> Tuple[int, int]:
+def laplace_interval(scale: Number, alpha: Number) -> tuple[int, int]:
     """(−w, w), w the smallest integer with P[|X| ≤ w] ≥ 1 − α for X ~ Lap_Z(t).
 
     P[|X| > w] = 2q^{w+1}/(1 + q), q = e^{−1/t}.  ``scale`` > 0, 0 < ``alpha`` < 1.
@@ -777,9 +803,9 @@ def laplace_interval(scale: Number, alpha: Number) -> Tuple[int, int]:
     ar = _AR
     inv_t = ar.q(1 / t)
     log_q = -inv_t
-    log_two_over = ar.q(2).log() - (log_q.exp() + 1).log()      # ln(2/(1+q))
+    log_two_over = ar.q(2).log() - (log_q.exp() + 1).log()  # ln(2/(1+q))
 
-    def outside_hi(w: int) -> mpfr:     # upper bound on ln P[|X| > w]
+    def outside_hi(w: int) -> mpfr:  # upper bound on ln P[|X| > w]
         return (log_two_over + log_q * (w + 1)).hi
 
     target = ar.q(a).log().lo
@@ -805,12 +831,14 @@ def gaussian_variance(sigma2: Number) -> float:
 
 def _log_sf(s: Fraction, m: int) -> Interval:
     """ln P[Y ≥ m] for Y ~ N_Z(0, s)."""
+
     def compute(ar: Arith, slow: bool) -> Interval:
         if m >= 1:
             return log_tail(s, m, ar, allow_slow=slow) - log_normaliser(s, ar)
         # P[Y ≥ m] = 1 − P[Y ≥ 1 − m] (symmetry), and P[Y ≥ 1 − m] ≤ 1/2
         upper = (log_tail(s, 1 - m, ar, allow_slow=slow) - log_normaliser(s, ar)).exp()
         return (-upper).log1p()
+
     return _enclose(compute)
 
 
@@ -845,7 +873,7 @@ def gaussian_cdf(x: Number, sigma2: Number) -> float:
     return float(_AR.near.exp(_log_sf(s, -m).hi))
 
 
-def gaussian_interval(sigma2: Number, alpha: Number) -> Tuple[int, int]:
+def gaussian_interval(sigma2: Number, alpha: Number) -> tuple[int, int]:
     """(−w, w), w the smallest integer with P[|Y| ≤ w] ≥ 1 − α for Y ~ N_Z(0, σ²).
 
     Error bars for a released count: the noise lies in [−w, w] with probability
@@ -855,7 +883,7 @@ def gaussian_interval(sigma2: Number, alpha: Number) -> Tuple[int, int]:
     """
     s = _positive(sigma2, "sigma2")
     a = _probability(alpha, "alpha")
-    target = _AR.q(a / 2).log().lo          # P[|Y| > w] = 2·P[Y ≥ w + 1]
+    target = _AR.q(a / 2).log().lo  # P[|Y| > w] = 2·P[Y ≥ w + 1]
 
     def ok(w: int) -> bool:
         return _log_sf(s, w + 1).hi <= target
@@ -863,7 +891,7 @@ def gaussian_interval(sigma2: Number, alpha: Number) -> Tuple[int, int]:
     hi = 1
     while not ok(hi):
         hi *= 2
-    lo = -1                                  # ok(lo) is false or lo < 0
+    lo = -1  # ok(lo) is false or lo < 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if ok(mid):
@@ -884,7 +912,7 @@ def _grid_up(x: Fraction) -> Fraction:
         while x * Fraction(10) ** (-e) < 10 ** (GRID_DIGITS - 1):
             e -= 1
     scaled = x / Fraction(10) ** e
-    digits = -((-scaled.numerator) // scaled.denominator)     # ceil
+    digits = -((-scaled.numerator) // scaled.denominator)  # ceil
     return Fraction(digits) * Fraction(10) ** e
 
 
@@ -892,7 +920,7 @@ def _grid_step(x: Fraction, up: bool) -> Fraction:
     """The next grid point above (or below) the grid point x."""
     e = 0
     scaled = x
-    while scaled.denominator != 1 or scaled.numerator >= 10 ** GRID_DIGITS:
+    while scaled.denominator != 1 or scaled.numerator >= 10**GRID_DIGITS:
         if scaled.denominator != 1:
             scaled *= 10
             e -= 1
@@ -904,7 +932,7 @@ def _grid_step(x: Fraction, up: bool) -> Fraction:
         e -= 1
     d = scaled.numerator + (1 if up else -1)
     if d < 10 ** (GRID_DIGITS - 1):
-        d, e = 10 ** GRID_DIGITS - 1, e - 1
+        d, e = 10**GRID_DIGITS - 1, e - 1
     return Fraction(d) * Fraction(10) ** e
 
 
@@ -927,8 +955,9 @@ def _smallest_grid(works: Callable[[Fraction], bool], good: Fraction) -> Fractio
             bad = mid
 
 
-def calibrate_gaussian(eps: Number, delta: Number, sensitivity: Sensitivity = 1, k: int = 1,
-                       method: str = "exact") -> Fraction:
+def calibrate_gaussian(
+    eps: Number, delta: Number, sensitivity: Sensitivity = 1, k: int = 1, method: str = "exact"
+) -> Fraction:
     """The σ² of N_Z(0, σ²) noise that provably gives (ε, δ)-DP for k queries.
 
     Returns the smallest σ² with ``GRID_DIGITS`` (4) significant decimal digits

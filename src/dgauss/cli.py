@@ -15,6 +15,7 @@ the full shape; a ``.txt`` path gets one decimal integer per line, for
 samples of any size.  The summary (rate, mean, sample variance) is computed
 from exact integer sums.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,9 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Iterator, List, Optional, Sequence
 
 import gmpy2
 import numpy as np
@@ -88,7 +89,7 @@ class Distribution:
         """The distribution in the summary's notation, e.g. ``N_Z(0, 100)``."""
         return f"{self.symbol}({_digits(self.mu)}, {self.text})"
 
-    def draw(self, size: int, rng: Optional[np.random.Generator], workers: int = 1) -> np.ndarray:
+    def draw(self, size: int, rng: np.random.Generator | None, workers: int = 1) -> np.ndarray:
         """Draw ``size`` samples in the sampler's default dtype, on ``workers`` threads."""
         return self.sampler(self.param, size, mu=self.mu, rng=rng, workers=workers)
 
@@ -128,13 +129,13 @@ class Moments:
         self.total_sq += sum(v * v for v in values)
         self.count += len(values)
 
-    def mean(self) -> Optional[Fraction]:
+    def mean(self) -> Fraction | None:
         """The exact sample mean, or None before any sample."""
         if self.count == 0:
             return None
         return self.mu + Fraction(self.total, self.count)
 
-    def variance(self) -> Optional[Fraction]:
+    def variance(self) -> Fraction | None:
         """The exact sample variance (divisor ``count - 1``), or None below two samples."""
         if self.count < 2:
             return None
@@ -178,7 +179,7 @@ class Progress:
             sys.stderr.flush()
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``dgauss`` command line.
 
     Parameters
@@ -201,8 +202,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         status = args.command(args)
         sys.stdout.flush()
-    except OSError as exc:      # stdout closed (``| head``) or full (``> /dev/full``)
-        with contextlib.suppress(OSError):   # and do not fail again at interpreter exit
+    except OSError as exc:  # stdout closed (``| head``) or full (``> /dev/full``)
+        with contextlib.suppress(OSError):  # and do not fail again at interpreter exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         print(f"dgauss: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILURE
@@ -214,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dgauss",
         description="Exact discrete Gaussian and discrete Laplace noise for differential privacy, "
-                    "and its privacy accounting.",
+        "and its privacy accounting.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {dgauss.__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -223,27 +224,54 @@ def build_parser() -> argparse.ArgumentParser:
         "sample",
         help="draw samples, optionally streaming them to a .npy or .txt file",
         description="Draw exact samples in chunks and print the rate, mean and sample variance. "
-                    "Parameters are exact rationals: '100', '1/3', '2.5', '1e100'.",
+        "Parameters are exact rationals: '100', '1/3', '2.5', '1e100'.",
     )
     sample.set_defaults(command=run_sample)
     _add_noise_choice(sample, "sample", "mu, ")
-    sample.add_argument("-n", dest="count", metavar="N", required=True, type=_nonnegative_int,
-                        help="number of samples (any size; use -o to keep them)")
-    sample.add_argument("-o", dest="output", metavar="PATH",
-                        help="write the samples to PATH: .npy (int64) or .txt (one integer "
-                             "per line, any size); without -o they are discarded")
+    sample.add_argument(
+        "-n",
+        dest="count",
+        metavar="N",
+        required=True,
+        type=_nonnegative_int,
+        help="number of samples (any size; use -o to keep them)",
+    )
+    sample.add_argument(
+        "-o",
+        dest="output",
+        metavar="PATH",
+        help="write the samples to PATH: .npy (int64) or .txt (one integer "
+        "per line, any size); without -o they are discarded",
+    )
     sample.add_argument("--mu", default="0", metavar="MU", help="the integer centre (default 0)")
-    sample.add_argument("--seed", type=_nonnegative_int, metavar="S",
-                        help="use numpy.random.default_rng(S): reproducible, for tests and "
-                             "simulations only, never to protect real data (default: the "
-                             "operating system's CSPRNG)")
-    sample.add_argument("--chunk", type=_positive_int, default=DEFAULT_CHUNK, metavar="C",
-                        help=f"samples drawn per call (default {DEFAULT_CHUNK:,})")
-    sample.add_argument("--workers", type=_workers, default=1, metavar="W",
-                        help="threads per chunk: a positive int, or -1 for every core (default 1; "
-                             "needs the OS CSPRNG, not --seed)")
-    sample.add_argument("--no-progress", action="store_true",
-                        help="no progress bar (it is shown only when stderr is a terminal)")
+    sample.add_argument(
+        "--seed",
+        type=_nonnegative_int,
+        metavar="S",
+        help="use numpy.random.default_rng(S): reproducible, for tests and "
+        "simulations only, never to protect real data (default: the "
+        "operating system's CSPRNG)",
+    )
+    sample.add_argument(
+        "--chunk",
+        type=_positive_int,
+        default=DEFAULT_CHUNK,
+        metavar="C",
+        help=f"samples drawn per call (default {DEFAULT_CHUNK:,})",
+    )
+    sample.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="W",
+        help="threads per chunk: a positive int, or -1 for every core (default 1; "
+        "needs the OS CSPRNG, not --seed)",
+    )
+    sample.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (it is shown only when stderr is a terminal)",
+    )
     _add_calibrate(commands)
     _add_account(commands)
     return parser
@@ -252,10 +280,16 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_noise_choice(parser: argparse.ArgumentParser, verb: str, centre: str) -> None:
     """The required choice of --sigma2 SIGMA2 or --laplace SCALE."""
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--sigma2", metavar="SIGMA2",
-                       help=f"{verb} the discrete Gaussian N_Z({centre or '0, '}SIGMA2), SIGMA2 > 0")
-    which.add_argument("--laplace", metavar="SCALE",
-                       help=f"{verb} the discrete Laplace Lap_Z({centre}SCALE), SCALE > 0")
+    which.add_argument(
+        "--sigma2",
+        metavar="SIGMA2",
+        help=f"{verb} the discrete Gaussian N_Z({centre or '0, '}SIGMA2), SIGMA2 > 0",
+    )
+    which.add_argument(
+        "--laplace",
+        metavar="SCALE",
+        help=f"{verb} the discrete Laplace Lap_Z({centre}SCALE), SCALE > 0",
+    )
 
 
 def run_sample(args: argparse.Namespace) -> int:
@@ -270,16 +304,24 @@ def run_sample(args: argparse.Namespace) -> int:
     rng = None
     if args.seed is not None:
         if args.workers != 1:
-            print("dgauss sample: error: --workers needs the OS CSPRNG: --seed gives one "
-                  "sequential stream, which threads cannot share reproducibly", file=sys.stderr)
+            print(
+                "dgauss sample: error: --workers needs the OS CSPRNG: --seed gives one "
+                "sequential stream, which threads cannot share reproducibly",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         rng = np.random.default_rng(args.seed)
-        print("dgauss: warning: --seed makes the noise reproducible; never use seeded "
-              "output to protect real data", file=sys.stderr)
+        print(
+            "dgauss: warning: --seed makes the noise reproducible; never use seeded "
+            "output to protect real data",
+            file=sys.stderr,
+        )
 
     moments = Moments(dist.mu)
-    progress = Progress(args.count, enabled=(not args.no_progress and sys.stderr.isatty()
-                                             and args.count > args.chunk))
+    progress = Progress(
+        args.count,
+        enabled=(not args.no_progress and sys.stderr.isatty() and args.count > args.chunk),
+    )
     start = time.perf_counter()
     try:
         with _open_output(args.output, args.count) as write:
@@ -294,8 +336,11 @@ def run_sample(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     except MemoryError:
         progress.close()
-        print(f"dgauss sample: error: --chunk {args.chunk} samples do not fit in memory; "
-              "give a smaller --chunk", file=sys.stderr)
+        print(
+            f"dgauss sample: error: --chunk {args.chunk} samples do not fit in memory; "
+            "give a smaller --chunk",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     except KeyboardInterrupt:
         progress.close()
@@ -312,14 +357,28 @@ def _distribution(args: argparse.Namespace) -> Distribution:
     mu = _params.integer(args.mu, "--mu")
     if args.sigma2 is not None:
         sigma2 = _params.positive(args.sigma2, "--sigma2")
-        return Distribution("N_Z", "--sigma2", args.sigma2.strip(), sigma2, mu,
-                            dgauss.sample_gaussian, _params.gaussian_int64_safe(sigma2, mu))
+        return Distribution(
+            "N_Z",
+            "--sigma2",
+            args.sigma2.strip(),
+            sigma2,
+            mu,
+            dgauss.sample_gaussian,
+            _params.gaussian_int64_safe(sigma2, mu),
+        )
     scale = _params.positive(args.laplace, "--laplace")
-    return Distribution("Lap_Z", "--laplace", args.laplace.strip(), scale, mu,
-                        dgauss.sample_laplace, _params.laplace_int64_safe(scale, mu))
+    return Distribution(
+        "Lap_Z",
+        "--laplace",
+        args.laplace.strip(),
+        scale,
+        mu,
+        dgauss.sample_laplace,
+        _params.laplace_int64_safe(scale, mu),
+    )
 
 
-def _check_output(path: Optional[str], dist: Distribution) -> None:
+def _check_output(path: str | None, dist: Distribution) -> None:
     """ValueError unless ``path`` is None, a .txt path, or a .npy path for int64 samples."""
     if path is None:
         return
@@ -331,7 +390,8 @@ def _check_output(path: Optional[str], dist: Distribution) -> None:
         raise ValueError(
             f"-o {path}: {dist.label} samples may not fit the int64 of a .npy file "
             f"(that needs {dist.option} <= {bound} and |mu| <= 2**62); "
-            "write to a .txt path instead")
+            "write to a .txt path instead"
+        )
 
 
 def _suffix(path: str) -> str:
@@ -339,7 +399,7 @@ def _suffix(path: str) -> str:
 
 
 @contextlib.contextmanager
-def _open_output(path: Optional[str], count: int) -> Iterator[Write]:
+def _open_output(path: str | None, count: int) -> Iterator[Write]:
     """A function writing one chunk to ``path`` (checked already), or discarding it.
 
     The chunks go to a temporary file beside ``path``, renamed over it only when the
@@ -349,8 +409,9 @@ def _open_output(path: Optional[str], count: int) -> Iterator[Write]:
     if path is None:
         yield lambda chunk: None
         return
-    fd, temporary = tempfile.mkstemp(prefix=".dgauss-", suffix=_suffix(path),
-                                     dir=os.path.dirname(os.path.abspath(path)))
+    fd, temporary = tempfile.mkstemp(
+        prefix=".dgauss-", suffix=_suffix(path), dir=os.path.dirname(os.path.abspath(path))
+    )
     try:
         if _suffix(path) == ".npy":
             with os.fdopen(fd, "wb") as f:
@@ -360,7 +421,7 @@ def _open_output(path: Optional[str], count: int) -> Iterator[Write]:
         else:
             with os.fdopen(fd, "w", encoding="ascii") as f:
                 yield lambda chunk: f.writelines(line + "\n" for line in _decimal_lines(chunk))
-        mask = os.umask(0)                       # mkstemp made it 0600; give it the usual mode
+        mask = os.umask(0)  # mkstemp made it 0600; give it the usual mode
         os.umask(mask)
         os.chmod(temporary, 0o666 & ~mask)
         os.replace(temporary, path)
@@ -370,7 +431,7 @@ def _open_output(path: Optional[str], count: int) -> Iterator[Write]:
         raise
 
 
-def _decimal_lines(chunk: np.ndarray) -> List[str]:
+def _decimal_lines(chunk: np.ndarray) -> list[str]:
     """The samples in decimal, one string each."""
     if chunk.dtype == np.int64:
         return [str(v) for v in chunk.tolist()]
@@ -390,8 +451,9 @@ def _chunk_sizes(count: int, chunk: int) -> Iterator[int]:
         yield rest
 
 
-def _summary(dist: Distribution, moments: Moments, elapsed: float,
-             path: Optional[str]) -> List[str]:
+def _summary(
+    dist: Distribution, moments: Moments, elapsed: float, path: str | None
+) -> list[str]:
     """The lines printed at the end of a run."""
     rate = moments.count / max(elapsed, 1e-9) / 1e6
     destination = f"written to {path}" if path else "not kept (use -o PATH to save them)"
@@ -403,7 +465,7 @@ def _summary(dist: Distribution, moments: Moments, elapsed: float,
     ]
 
 
-def _approx(value: Optional[Fraction]) -> str:
+def _approx(value: Fraction | None) -> str:
     """``value`` to SUMMARY_DIGITS significant digits, at any magnitude (no float overflow)."""
     if value is None:
         return "n/a"
@@ -426,8 +488,9 @@ def _workers(text: str) -> int:
     except ValueError:
         value = 0
     if (value < 1 and value != -1) or value > _params.MAX_WORKERS:
-        raise argparse.ArgumentTypeError(f"must be a positive int up to {_params.MAX_WORKERS} "
-                                         f"or -1 (every core), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be a positive int up to {_params.MAX_WORKERS} or -1 (every core), got {text!r}"
+        )
     return value
 
 
@@ -466,31 +529,40 @@ DEFAULT_DELTA = "1e-5,1e-6,1e-9"
 TINY_DELTA = 1e-300
 
 #: The accounting's parameter names, and the options that give them.
-_OPTION_OF = {"eps": "--eps", "delta": "--delta", "k": "--k", "sensitivity": "--sensitivity",
-              "sigma2": "--sigma2", "scale": "--laplace"}
+_OPTION_OF = {
+    "eps": "--eps",
+    "delta": "--delta",
+    "k": "--k",
+    "sensitivity": "--sensitivity",
+    "sigma2": "--sigma2",
+    "scale": "--laplace",
+}
 
-_QUERIES_HELP = ("--k and --sensitivity describe the queries: K answers (composition), each an "
-                 "integer vector whose values on neighbouring inputs differ by at most the "
-                 "sensitivity, a positive int or a worst-case difference vector such as 1,-1,2 "
-                 "(the discrete Laplace takes its l1 norm).")
+_QUERIES_HELP = (
+    "--k and --sensitivity describe the queries: K answers (composition), each an "
+    "integer vector whose values on neighbouring inputs differ by at most the "
+    "sensitivity, a positive int or a worst-case difference vector such as 1,-1,2 "
+    "(the discrete Laplace takes its l1 norm)."
+)
 
 
 def _add_calibrate(commands: argparse._SubParsersAction) -> None:
     calibrate = commands.add_parser(
         "calibrate",
         help="the noise that gives (eps, delta)-DP: discrete Gaussian (exact and zCDP "
-             "accounting) beside the discrete Laplace",
+        "accounting) beside the discrete Laplace",
         description="Print, for a target (eps, delta) over K queries, the smallest noise parameter "
-                    "(4 significant digits) that provably reaches it by three routes: the "
-                    "discrete Gaussian with exact accounting (Theorems 7 and 15), the discrete "
-                    "Gaussian with zCDP accounting (Corollary 13), and the discrete Laplace; with "
-                    "each one's noise variance, standard deviation and 95% interval. "
-                    "Parameters are exact rationals: '1', '0.5', '1/3', '1e-6'. " + _QUERIES_HELP,
+        "(4 significant digits) that provably reaches it by three routes: the "
+        "discrete Gaussian with exact accounting (Theorems 7 and 15), the discrete "
+        "Gaussian with zCDP accounting (Corollary 13), and the discrete Laplace; with "
+        "each one's noise variance, standard deviation and 95% interval. "
+        "Parameters are exact rationals: '1', '0.5', '1/3', '1e-6'. " + _QUERIES_HELP,
     )
     calibrate.set_defaults(command=run_calibrate)
     calibrate.add_argument("--eps", required=True, metavar="EPS", help="the target epsilon, > 0")
-    calibrate.add_argument("--delta", required=True, metavar="DELTA",
-                           help="the target delta, 0 < DELTA < 1, e.g. 1e-6")
+    calibrate.add_argument(
+        "--delta", required=True, metavar="DELTA", help="the target delta, 0 < DELTA < 1, e.g. 1e-6"
+    )
     _add_query_options(calibrate)
     _one_line_errors(calibrate)
 
@@ -500,39 +572,55 @@ def _add_account(commands: argparse._SubParsersAction) -> None:
         "account",
         help="the privacy of given noise: delta at several eps and eps at several delta",
         description="Print the privacy of N_Z(0, SIGMA2) or Lap_Z(SCALE) noise on K queries: "
-                    "delta at each eps and eps at each delta, for the discrete Gaussian by "
-                    "exact accounting (Theorems 7 and 15) and by zCDP (Corollary 13, rho = "
-                    "K*|sensitivity|^2/(2*SIGMA2)); for the discrete Laplace by its exact "
-                    "composition (Eq. 49), with its pure eps = "
-                    "K*sensitivity/SCALE. Every delta "
-                    "and eps is rounded up. " + _QUERIES_HELP,
+        "delta at each eps and eps at each delta, for the discrete Gaussian by "
+        "exact accounting (Theorems 7 and 15) and by zCDP (Corollary 13, rho = "
+        "K*|sensitivity|^2/(2*SIGMA2)); for the discrete Laplace by its exact "
+        "composition (Eq. 49), with its pure eps = "
+        "K*sensitivity/SCALE. Every delta "
+        "and eps is rounded up. " + _QUERIES_HELP,
     )
     account.set_defaults(command=run_account)
     _add_noise_choice(account, "account for", "")
-    account.add_argument("--eps", default=DEFAULT_EPS, metavar="LIST",
-                         help=f"comma-separated eps >= 0 at which to print delta "
-                              f"(default {DEFAULT_EPS})")
-    account.add_argument("--delta", default=DEFAULT_DELTA, metavar="LIST",
-                         help=f"comma-separated 0 < delta < 1 at which to print eps "
-                              f"(default {DEFAULT_DELTA})")
+    account.add_argument(
+        "--eps",
+        default=DEFAULT_EPS,
+        metavar="LIST",
+        help=f"comma-separated eps >= 0 at which to print delta (default {DEFAULT_EPS})",
+    )
+    account.add_argument(
+        "--delta",
+        default=DEFAULT_DELTA,
+        metavar="LIST",
+        help=f"comma-separated 0 < delta < 1 at which to print eps (default {DEFAULT_DELTA})",
+    )
     _add_query_options(account)
     _one_line_errors(account)
 
 
 def _add_query_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--k", type=_positive_int, default=1, metavar="K",
-                        help="the number of queries answered (composition; default 1)")
-    parser.add_argument("--sensitivity", default="1", metavar="S",
-                        help="a positive int, or a comma-separated difference vector such as "
-                             "1,-1,2 (write --sensitivity=-1,2 when it starts with a minus; "
-                             "default 1)")
+    parser.add_argument(
+        "--k",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="the number of queries answered (composition; default 1)",
+    )
+    parser.add_argument(
+        "--sensitivity",
+        default="1",
+        metavar="S",
+        help="a positive int, or a comma-separated difference vector such as "
+        "1,-1,2 (write --sensitivity=-1,2 when it starts with a minus; "
+        "default 1)",
+    )
 
 
 def _one_line_errors(parser: argparse.ArgumentParser) -> None:
     """Make ``parser`` report a usage error in one line (no usage block) and exit 2."""
+
     def error(message: str):
-        parser.exit(EXIT_USAGE, f"{parser.prog}: error: {message} "
-                                f"(see '{parser.prog} --help')\n")
+        parser.exit(EXIT_USAGE, f"{parser.prog}: error: {message} (see '{parser.prog} --help')\n")
+
     parser.error = error  # type: ignore[method-assign]
 
 
@@ -585,11 +673,11 @@ def _option_message(exc: Exception) -> str:
     text = str(exc)
     match = re.match(r"(\w+)\b", text)
     if match and match.group(1) in _OPTION_OF:
-        return _OPTION_OF[match.group(1)] + text[match.end():]
+        return _OPTION_OF[match.group(1)] + text[match.end() :]
     return text
 
 
-def _accounting_errors(command: str, body: Callable[[], List[str]]) -> int:
+def _accounting_errors(command: str, body: Callable[[], list[str]]) -> int:
     """Run ``body`` and print its lines; report a bad parameter or a failure in one line."""
     try:
         lines = body()
@@ -597,8 +685,9 @@ def _accounting_errors(command: str, body: Callable[[], List[str]]) -> int:
         print(f"dgauss {command}: error: {_option_message(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except ArithmeticError as exc:
-        print(f"dgauss {command}: error: cannot compute this: {_option_message(exc)}",
-              file=sys.stderr)
+        print(
+            f"dgauss {command}: error: cannot compute this: {_option_message(exc)}", file=sys.stderr
+        )
         return EXIT_FAILURE
     except KeyboardInterrupt:
         print(f"dgauss {command}: interrupted", file=sys.stderr)
@@ -614,8 +703,8 @@ class Route:
     name: str
     symbol: str
     param: Fraction
-    variance: Optional[float]   # None: beyond the float range
-    width: int                  # the interval is [-width, width]
+    variance: float | None  # None: beyond the float range
+    width: int  # the interval is [-width, width]
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
@@ -623,43 +712,78 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return _accounting_errors("calibrate", lambda: _calibration(args))
 
 
-def _calibration(args: argparse.Namespace) -> List[str]:
+def _calibration(args: argparse.Namespace) -> list[str]:
     """The lines ``calibrate`` prints."""
     queries = _queries(args)
     eps, delta = args.eps.strip(), args.delta.strip()
     sens, k = queries.sensitivity, queries.k
-    gauss = [("discrete Gaussian, exact", accounting.calibrate_gaussian(eps, delta, sens, k, method="exact")),
-             ("discrete Gaussian, zCDP", accounting.calibrate_gaussian(eps, delta, sens, k, method="zcdp"))]
-    routes = [Route(name, "sigma2", s, _or_none(accounting.gaussian_variance, s),
-                    accounting.gaussian_interval(s, INTERVAL_ALPHA)[1]) for name, s in gauss]
+    gauss = [
+        (
+            "discrete Gaussian, exact",
+            accounting.calibrate_gaussian(eps, delta, sens, k, method="exact"),
+        ),
+        (
+            "discrete Gaussian, zCDP",
+            accounting.calibrate_gaussian(eps, delta, sens, k, method="zcdp"),
+        ),
+    ]
+    routes = [
+        Route(
+            name,
+            "sigma2",
+            s,
+            _or_none(accounting.gaussian_variance, s),
+            accounting.gaussian_interval(s, INTERVAL_ALPHA)[1],
+        )
+        for name, s in gauss
+    ]
     scale = accounting.calibrate_laplace(eps, delta, queries.l1, k)
-    routes.append(Route("discrete Laplace", "scale", scale,
-                        _or_none(accounting.laplace_variance, scale),
-                        accounting.laplace_interval(scale, INTERVAL_ALPHA)[1]))
+    routes.append(
+        Route(
+            "discrete Laplace",
+            "scale",
+            scale,
+            _or_none(accounting.laplace_variance, scale),
+            accounting.laplace_interval(scale, INTERVAL_ALPHA)[1],
+        )
+    )
 
     confidence = f"{float(100 * (1 - INTERVAL_ALPHA)):g}% interval"
     header = ["route", "parameter", "variance", "std dev", confidence]
-    rows = [[r.name, f"{r.symbol} = {_grid_text(r.param)}", _utility(r.variance),
-             _utility(None if r.variance is None else math.sqrt(r.variance)),
-             "+-" + _digits(r.width)] for r in routes]
-    laplace_note = (f" (l1 norm {queries.l1} for the Laplace)"
-                    if isinstance(queries.sensitivity, tuple) else "")
-    lines = [f"dgauss calibrate: (eps, delta) = ({eps}, {delta}) over "
-             f"{queries.describe()}{laplace_note}"]
+    rows = [
+        [
+            r.name,
+            f"{r.symbol} = {_grid_text(r.param)}",
+            _utility(r.variance),
+            _utility(None if r.variance is None else math.sqrt(r.variance)),
+            "+-" + _digits(r.width),
+        ]
+        for r in routes
+    ]
+    laplace_note = (
+        f" (l1 norm {queries.l1} for the Laplace)" if isinstance(queries.sensitivity, tuple) else ""
+    )
+    lines = [
+        f"dgauss calibrate: (eps, delta) = ({eps}, {delta}) over {queries.describe()}{laplace_note}"
+    ]
     lines += _table(header, rows, right=(2, 3, 4))
     exact, zcdp, laplace = (r.variance for r in routes)
     if exact is not None and zcdp is not None:
         lines.append(f"  exact accounting needs {_relative(exact, zcdp)} variance than zCDP")
     if laplace is not None and exact is not None:
-        lines.append(f"  the discrete Laplace needs {_relative(laplace, exact)} variance than "
-                     "the exact discrete Gaussian")
-    lines.append(f"  (each parameter is the smallest with {accounting.GRID_DIGITS} significant digits "
-                 "that provably reaches the target;")
+        lines.append(
+            f"  the discrete Laplace needs {_relative(laplace, exact)} variance than "
+            "the exact discrete Gaussian"
+        )
+    lines.append(
+        f"  (each parameter is the smallest with {accounting.GRID_DIGITS} significant digits "
+        "that provably reaches the target;"
+    )
     lines.append("   variance and std dev are per coordinate of each query)")
     return lines
 
 
-def _or_none(function: Callable[[Fraction], float], value: Fraction) -> Optional[float]:
+def _or_none(function: Callable[[Fraction], float], value: Fraction) -> float | None:
     """function(value), or None when the result exceeds the float range."""
     try:
         return function(value)
@@ -667,7 +791,7 @@ def _or_none(function: Callable[[Fraction], float], value: Fraction) -> Optional
         return None
 
 
-def _utility(value: Optional[float]) -> str:
+def _utility(value: float | None) -> str:
     if value is None:
         return "> 1.8e308"
     return f"{value:#.{UTILITY_DIGITS}g}".replace(".e", "e").rstrip(".")
@@ -713,13 +837,18 @@ def _pad(value: decimal.Decimal, digits: int) -> decimal.Decimal:
     return value
 
 
-def _table(header: List[str], rows: List[List[str]], right: Sequence[int] = ()) -> List[str]:
+def _table(header: list[str], rows: list[list[str]], right: Sequence[int] = ()) -> list[str]:
     """``header`` and ``rows`` in aligned columns, indented; columns in ``right`` flush right."""
     widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
 
-    def line(cells: List[str]) -> str:
-        return "  " + "   ".join(c.rjust(w) if i in right else c.ljust(w)
-                                 for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    def line(cells: list[str]) -> str:
+        return (
+            "  "
+            + "   ".join(
+                c.rjust(w) if i in right else c.ljust(w)
+                for i, (c, w) in enumerate(zip(cells, widths))
+            ).rstrip()
+        )
 
     return [line(header)] + [line(row) for row in rows]
 
@@ -729,13 +858,13 @@ def run_account(args: argparse.Namespace) -> int:
     return _accounting_errors("account", lambda: _account(args))
 
 
-def _values(text: str) -> List[str]:
+def _values(text: str) -> list[str]:
     """A comma-separated list, each entry stripped (an empty one is left for the accounting
     to refuse by name)."""
     return [part.strip() for part in text.split(",")]
 
 
-def _account(args: argparse.Namespace) -> List[str]:
+def _account(args: argparse.Namespace) -> list[str]:
     """The lines ``account`` prints."""
     queries = _queries(args)
     sens, k = queries.sensitivity, queries.k
@@ -743,33 +872,52 @@ def _account(args: argparse.Namespace) -> List[str]:
     if args.sigma2 is not None:
         sigma2 = args.sigma2.strip()
         rho = k * accounting.gaussian_rho(sigma2, sens)
-        lines = [f"dgauss account: N_Z(0, {sigma2}) noise on {queries.describe()}",
-                 f"  zCDP: rho = k*|sensitivity|^2/(2*sigma2) = {_rho_text(rho)}"]
-        delta_rows = [[e, _delta_text(lambda log: accounting.gaussian_delta(sigma2, e, sens, k,
-                                                                             log=log)),
-                       _delta_text(lambda log: accounting.cdp_delta(rho, e, log=log))]
-                      for e in epsilons]
-        eps_rows = [[d, _rounded_up(accounting.gaussian_epsilon(sigma2, d, sens, k)),
-                     _rounded_up(accounting.cdp_eps(rho, d))] for d in deltas]
+        lines = [
+            f"dgauss account: N_Z(0, {sigma2}) noise on {queries.describe()}",
+            f"  zCDP: rho = k*|sensitivity|^2/(2*sigma2) = {_rho_text(rho)}",
+        ]
+        delta_rows = [
+            [
+                e,
+                _delta_text(lambda log: accounting.gaussian_delta(sigma2, e, sens, k, log=log)),
+                _delta_text(lambda log: accounting.cdp_delta(rho, e, log=log)),
+            ]
+            for e in epsilons
+        ]
+        eps_rows = [
+            [
+                d,
+                _rounded_up(accounting.gaussian_epsilon(sigma2, d, sens, k)),
+                _rounded_up(accounting.cdp_eps(rho, d)),
+            ]
+            for d in deltas
+        ]
         lines += [""] + _table(["eps", "delta, exact", "delta, zCDP"], delta_rows, right=(1, 2))
         lines += [""] + _table(["delta", "eps, exact", "eps, zCDP"], eps_rows, right=(1, 2))
-        lines.append("  (exact: Theorems 7/15; zCDP: Corollary 13; rounded up to "
-                     f"{PRIVACY_DIGITS} significant digits)")
+        lines.append(
+            "  (exact: Theorems 7/15; zCDP: Corollary 13; rounded up to "
+            f"{PRIVACY_DIGITS} significant digits)"
+        )
         return lines
     scale = args.laplace.strip()
-    accounting.laplace_epsilon(scale, queries.l1)                  # checks --laplace
-    pure = Fraction(k * queries.l1) / _params.positive(scale, "--laplace")   # exactly
-    lines = [f"dgauss account: Lap_Z(0, {scale}) noise on {queries.describe()}",
-             f"  pure eps = k*|sensitivity|_1/scale = {_rounded_up(pure)} (delta = 0)"]
-    delta_rows = [[e, _delta_text(lambda log: accounting.laplace_delta(scale, e, queries.l1, k,
-                                                                        log=log))]
-                  for e in epsilons]
-    eps_rows = [[d, _rounded_up(accounting.laplace_epsilon(scale, queries.l1, k, delta=d))]
-                for d in deltas]
+    accounting.laplace_epsilon(scale, queries.l1)  # checks --laplace
+    pure = Fraction(k * queries.l1) / _params.positive(scale, "--laplace")  # exactly
+    lines = [
+        f"dgauss account: Lap_Z(0, {scale}) noise on {queries.describe()}",
+        f"  pure eps = k*|sensitivity|_1/scale = {_rounded_up(pure)} (delta = 0)",
+    ]
+    delta_rows = [
+        [e, _delta_text(lambda log: accounting.laplace_delta(scale, e, queries.l1, k, log=log))]
+        for e in epsilons
+    ]
+    eps_rows = [
+        [d, _rounded_up(accounting.laplace_epsilon(scale, queries.l1, k, delta=d))] for d in deltas
+    ]
     lines += [""] + _table(["eps", "delta, exact"], delta_rows, right=(1,))
     lines += [""] + _table(["delta", "eps, exact"], eps_rows, right=(1,))
-    lines.append("  (exact composition, Eq. 49; rounded up to "
-                 f"{PRIVACY_DIGITS} significant digits)")
+    lines.append(
+        f"  (exact composition, Eq. 49; rounded up to {PRIVACY_DIGITS} significant digits)"
+    )
     return lines
 
 

@@ -59,14 +59,15 @@ The public functions take the same arguments as :func:`dgauss.sample_gaussian`,
 :func:`dgauss.sample_laplace` and :func:`dgauss.sample_bernoulli_exp`, and
 share their parameter checking.  They run about a thousand times slower.
 """
+
 from __future__ import annotations
 
 import contextlib
 import functools
 import math
 import os
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable, Optional, Tuple
 
 import numpy as np
 
@@ -74,10 +75,27 @@ from dgauss import _api
 from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
 
 __all__ = [
-    "BitStream", "uniform", "bernoulli", "fair_bit", "exp_neg_floor", "bernoulli_exp_digits",
-    "bernoulli_exp", "bernoulli_exp_by_digits", "geometric_by_inversion", "geometric_exp1",
-    "split_bits", "uniform_split", "Block", "laplace_attempt", "discrete_laplace", "discrete_gaussian",
-    "sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "fill", "open_stream",
+    "BitStream",
+    "uniform",
+    "bernoulli",
+    "fair_bit",
+    "exp_neg_floor",
+    "bernoulli_exp_digits",
+    "bernoulli_exp",
+    "bernoulli_exp_by_digits",
+    "geometric_by_inversion",
+    "geometric_exp1",
+    "split_bits",
+    "uniform_split",
+    "Block",
+    "laplace_attempt",
+    "discrete_laplace",
+    "discrete_gaussian",
+    "sample_gaussian",
+    "sample_laplace",
+    "sample_bernoulli_exp",
+    "fill",
+    "open_stream",
 ]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -101,13 +119,13 @@ class BitStream:
     decisions = False
     stop_at_restart = False
 
-    def __init__(self, next_word: Callable[[], int], budget: Optional[int] = None):
+    def __init__(self, next_word: Callable[[], int], budget: int | None = None):
         self._next_word = next_word
-        self._word = 0          # the current word; its low `_avail` bits are unread
+        self._word = 0  # the current word; its low `_avail` bits are unread
         self._avail = 0
         self._budget = budget
         self.words_taken = 0
-        self._bits_taken = 0    # bits of the words taken (the last word of a tape may be short)
+        self._bits_taken = 0  # bits of the words taken (the last word of a tape may be short)
 
     def bits(self, k: int) -> int:
         """The next ``k`` bits as an integer, first bit most significant."""
@@ -193,11 +211,11 @@ def bernoulli(bits: BitStream, p: Fraction) -> bool:
     r = n
     while r != 0:
         r *= 2
-        digit = r >= d          # the next binary digit of p
+        digit = r >= d  # the next binary digit of p
         if digit:
             r -= d
         if bits.bit() != digit:
-            return digit        # U < p exactly when U has 0 where p has 1
+            return digit  # U < p exactly when U has 0 where p has 1
     return False
 
 
@@ -227,7 +245,7 @@ def exp_neg_floor(gamma: Fraction, k: int) -> int:
     while True:
         w = k + guard
         a, b = _exp_neg_floor_unit(Fraction(1), w), _exp_neg_floor_unit(gamma - q, w)
-        lo = (a ** q * b) >> (w * q + guard)
+        lo = (a**q * b) >> (w * q + guard)
         hi = ((a + 1) ** q * (b + 1)) >> (w * q + guard)
         if lo == hi:
             return lo
@@ -279,7 +297,7 @@ def bernoulli_exp_digits(bits: BitStream, gamma: Fraction) -> bool:
         return bits.decide(("bernoulli_exp", gamma), 2) == 1
     j = 0
     while True:
-        if j % 64 == 0:                 # digits come in blocks of 64, as in the core
+        if j % 64 == 0:  # digits come in blocks of 64, as in the core
             k = j + 64
             block = exp_neg_floor(gamma, k)
         digit = (block >> (k - 1 - j)) & 1
@@ -342,7 +360,7 @@ def geometric_by_inversion(bits: BitStream, t: int) -> int:
         a = 2 * a + bits.bit()
         j += 1
         if a == 0:
-            continue            # every exp(-x/t) below 2**-j shares R's digits
+            continue  # every exp(-x/t) below 2**-j shares R's digits
         x = 1
         while True:
             f = exp_neg_floor(Fraction(x, t), j)
@@ -350,7 +368,7 @@ def geometric_by_inversion(bits: BitStream, t: int) -> int:
                 break
             x += 1
         if f < a:
-            return x - 1        # thresholds 1 .. x-1 lie above R, none inside its interval
+            return x - 1  # thresholds 1 .. x-1 lie above R, none inside its interval
 
 
 def geometric_exp1(bits: BitStream) -> int:
@@ -381,16 +399,16 @@ def uniform_split(bits: BitStream, m: int, r: int) -> tuple:
     k = (m - 1).bit_length()
     while True:
         x = 0
-        for i in reversed(range(k)):       # digit i of m - 1, most significant first
+        for i in reversed(range(k)):  # digit i of m - 1, most significant first
             digit = ((m - 1) >> i) & 1
             b = bits.bit()
             x = 2 * x + b
             if b != digit:
                 break
         else:
-            return divmod(x, 1 << r)       # x = m - 1
-        if b < digit:                      # below m - 1: the other i bits are free
-            if i >= r:                     # read the rest of H; L stays unread
+            return divmod(x, 1 << r)  # x = m - 1
+        if b < digit:  # below m - 1: the other i bits are free
+            if i >= r:  # read the rest of H; L stays unread
                 return (x << (i - r)) | bits.bits(i - r), None
             return divmod((x << i) | bits.bits(i), 1 << r)
 
@@ -401,7 +419,7 @@ class Block:
 
     __slots__ = ("a", "low", "r", "negative")
 
-    def __init__(self, a: int, low: Optional[int], r: int, negative: int):
+    def __init__(self, a: int, low: int | None, r: int, negative: int):
         self.a, self.low, self.r, self.negative = a, low, r, negative
 
     def read_low(self, bits: BitStream) -> int:
@@ -411,7 +429,7 @@ class Block:
         return self.low
 
 
-def laplace_attempt(bits: BitStream, t: int, s: int) -> Optional[Block]:
+def laplace_attempt(bits: BitStream, t: int, s: int) -> Block | None:
     """One attempt of Algorithm 2 up to the factors that need U's low bits.
 
     U, D ~ Bernoulli(exp(-U/t)), V and the sign B, with U = H 2**r + L and D
@@ -430,7 +448,7 @@ def laplace_attempt(bits: BitStream, t: int, s: int) -> Optional[Block]:
     return _signed(bits, (h << r) + t * v, low, r, s)
 
 
-def _signed(bits: BitStream, a: int, low: Optional[int], r: int, s: int) -> Optional[Block]:
+def _signed(bits: BitStream, a: int, low: int | None, r: int, s: int) -> Block | None:
     """B ~ Bernoulli(1/2), rejecting B = 1 with Y = floor((a + L)/s) = 0 (L read at once if a < s)."""
     block = Block(a, low, r, fair_bit(bits))
     if block.negative and a < s and (a + block.read_low(bits)) // s == 0:
@@ -444,8 +462,8 @@ def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
         block = laplace_attempt(bits, t, s)
         if block is not None:
             low = block.read_low(bits)
-            if bernoulli_exp(bits, Fraction(low, t)):       # D's second factor
-                y = (block.a + low) // s                    # X = U + tV; Y = floor(X/s)
+            if bernoulli_exp(bits, Fraction(low, t)):  # D's second factor
+                y = (block.a + low) // s  # X = U + tV; Y = floor(X/s)
                 return -y if block.negative else y
         restart(bits)
 
@@ -459,7 +477,7 @@ def discrete_gaussian(bits: BitStream, sigma2: Fraction) -> int:
     at a is drawn before L is read, and one Bernoulli covers D's second factor
     and the rest of the acceptance after.
     """
-    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1   # floor(sigma) + 1
+    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1  # floor(sigma) + 1
     while True:
         block = laplace_attempt(bits, t, 1)
         if block is not None:
@@ -481,7 +499,7 @@ def open_stream(source):
     if source is None:
         return BitStream(_os_word)
     if isinstance(source, Tape):
-        words = iter(source.words[source.position:].tolist())
+        words = iter(source.words[source.position :].tolist())
         return BitStream(lambda: next(words), budget=source.bits_left)
     if isinstance(source, DecisionTape):
         return DecisionStream(source)
@@ -489,8 +507,15 @@ def open_stream(source):
     return BitStream(lambda: ct.next_uint64(ct.state))
 
 
-def fill(kind: int, num: int, den: int, mu: int, source, out: np.ndarray,
-         next_slice: Optional[Callable[[], Optional[Tuple[int, int]]]] = None) -> int:
+def fill(
+    kind: int,
+    num: int,
+    den: int,
+    mu: int,
+    source,
+    out: np.ndarray,
+    next_slice: Callable[[], tuple[int, int] | None] | None = None,
+) -> int:
     """The oracle's backend, with the same contract as ``dgauss._core.fill``."""
     if next_slice is not None and source is not None:
         raise ValueError("next_slice needs source=None (the OS CSPRNG)")
@@ -515,8 +540,9 @@ def fill(kind: int, num: int, den: int, mu: int, source, out: np.ndarray,
                 else:
                     value = discrete_laplace(stream, num, den) + mu
                 if out.dtype != object and not INT64_MIN <= value <= INT64_MAX:
-                    raise OverflowError("a sample does not fit in int64; pass dtype=object "
-                                        "to get exact Python ints")
+                    raise OverflowError(
+                        "a sample does not fit in int64; pass dtype=object to get exact Python ints"
+                    )
                 out[i] = value
     return stream.bits_used
 

@@ -28,6 +28,7 @@ Run it as a command::
     python -m dgauss.testing gaussian 1/2 --target 1e-3
     python -m dgauss.testing bernoulli_exp 7/3 --oracle
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,10 @@ import heapq
 import itertools
 import math
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any
 
 import gmpy2
 import numpy as np
@@ -47,9 +49,19 @@ from dgauss import _api, _core, _params, reference
 from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
 
 __all__ = [
-    "Tape", "DecisionTape", "Exhausted", "Restart",
-    "SAMPLERS", "sampler", "enumerate_bits", "enumerate_decisions", "Enumeration",
-    "pmf_bounds", "check", "Check", "main",
+    "Tape",
+    "DecisionTape",
+    "Exhausted",
+    "Restart",
+    "SAMPLERS",
+    "sampler",
+    "enumerate_bits",
+    "enumerate_decisions",
+    "Enumeration",
+    "pmf_bounds",
+    "check",
+    "Check",
+    "main",
 ]
 
 #: What the checker can run: name -> (kind, is Bernoulli-valued).
@@ -57,8 +69,8 @@ SAMPLERS = {
     "gaussian": (_api.GAUSSIAN, False),
     "laplace": (_api.LAPLACE, False),
     "bernoulli_exp": (_api.BERNOULLI_EXP, True),
-    "bernoulli": (_api.BERNOULLI, True),    # the primitive Bernoulli(p), 0 <= p <= 1
-    "uniform": (_api.UNIFORM, False),       # the primitive uniform(m), integer m >= 1
+    "bernoulli": (_api.BERNOULLI, True),  # the primitive Bernoulli(p), 0 <= p <= 1
+    "uniform": (_api.UNIFORM, False),  # the primitive uniform(m), integer m >= 1
 }
 
 Draw = Callable[[Any], Any]
@@ -78,7 +90,12 @@ def sampler(name: str, param, *, oracle: bool = False) -> Draw:
     value = _params.to_fraction(param, "param")
     if name == "uniform" and (value.denominator != 1 or value < 1):
         raise ValueError(f"param of uniform must be an integer >= 1, got {param!r}")
-    if name in ("bernoulli", "bernoulli_exp") and value < 0 or name in ("gaussian", "laplace") and value <= 0:
+    if (
+        name in ("bernoulli", "bernoulli_exp")
+        and value < 0
+        or name in ("gaussian", "laplace")
+        and value <= 0
+    ):
         raise ValueError(f"param out of range for {name}: {param!r}")
     fill = reference.fill if oracle else _core.fill
     dtype = np.bool_ if boolean else object
@@ -94,6 +111,7 @@ def sampler(name: str, param, *, oracle: bool = False) -> Draw:
 
 
 # ---- enumeration -----------------------------------------------------------
+
 
 @dataclass
 class Enumeration:
@@ -120,8 +138,8 @@ class Enumeration:
         The resolution asked for; :attr:`complete` says whether it was reached.
     """
 
-    mass: Dict[Any, Tuple[mpq, mpq]] = field(default_factory=dict)
-    restart: Tuple[mpq, mpq] = (mpq(0), mpq(0))
+    mass: dict[Any, tuple[mpq, mpq]] = field(default_factory=dict)
+    restart: tuple[mpq, mpq] = (mpq(0), mpq(0))
     resolved_lo: mpq = mpq(0)
     runs: int = 0
     regenerative: bool = False
@@ -132,7 +150,7 @@ class Enumeration:
         """Upper bound on the mass of the tapes not followed to their end."""
         return 1 - self.resolved_lo
 
-    def bounds(self, value) -> Tuple[mpq, mpq]:
+    def bounds(self, value) -> tuple[mpq, mpq]:
         """Exact lower and upper bounds on the sampler's P[value] implied by the enumeration.
 
         Without restarts, P = A + (part of the unresolved mass U).  With them,
@@ -160,8 +178,9 @@ class Enumeration:
         return self.width <= self.target
 
 
-def _enumerate(draw: Draw, make_source, root, extend, branches, target, max_runs,
-               regenerative) -> Enumeration:
+def _enumerate(
+    draw: Draw, make_source, root, extend, branches, target, max_runs, regenerative
+) -> Enumeration:
     """Best-first search over tape prefixes: the most probable unfinished prefix next.
 
     ``make_source(prefix)`` builds the tape, ``extend(prefix, outcome)`` a
@@ -170,7 +189,7 @@ def _enumerate(draw: Draw, make_source, root, extend, branches, target, max_runs
     """
     result = Enumeration(regenerative=regenerative, target=target)
     order = itertools.count()
-    heap: List[tuple] = [(-1.0, next(order), root, (mpq(1), mpq(1)))]
+    heap: list[tuple] = [(-1.0, next(order), root, (mpq(1), mpq(1)))]
     while heap and result.runs < max_runs:
         if result.runs % 16 == 0 and result.width <= target:
             break
@@ -182,7 +201,9 @@ def _enumerate(draw: Draw, make_source, root, extend, branches, target, max_runs
             for outcome, (p_lo, p_hi) in branches(exc.request):
                 if p_hi > 0:
                     child = (w_lo * p_lo, w_hi * p_hi)
-                    heapq.heappush(heap, (-float(child[1]), next(order), extend(prefix, outcome), child))
+                    heapq.heappush(
+                        heap, (-float(child[1]), next(order), extend(prefix, outcome), child)
+                    )
             continue
         except Restart:
             result.restart = _add(result.restart, (w_lo, w_hi))
@@ -192,7 +213,7 @@ def _enumerate(draw: Draw, make_source, root, extend, branches, target, max_runs
     return result
 
 
-def _add(a: Tuple[mpq, mpq], b: Tuple[mpq, mpq]) -> Tuple[mpq, mpq]:
+def _add(a: tuple[mpq, mpq], b: tuple[mpq, mpq]) -> tuple[mpq, mpq]:
     return a[0] + b[0], a[1] + b[1]
 
 
@@ -220,7 +241,7 @@ def _decision_branches(request):
     if what == "bernoulli":
         p = mpq(arg.numerator, arg.denominator)
         return ((1, (p, p)), (0, (1 - p, 1 - p)))
-    if what == "bernoulli_exp":    # exp(-arg) in [f, f + 1) / 2**256
+    if what == "bernoulli_exp":  # exp(-arg) in [f, f + 1) / 2**256
         f = reference.exp_neg_floor(arg, EXP_BOUND_BITS)
         lo, hi = mpq(f, 1 << EXP_BOUND_BITS), mpq(f + 1, 1 << EXP_BOUND_BITS)
         return ((1, (lo, hi)), (0, (1 - hi, 1 - lo)))
@@ -236,21 +257,36 @@ def enumerate_bits(draw: Draw, *, target: float = 1e-3, max_runs: int = 2_000_00
     Each run on a tape of L bits that finishes has probability exactly 2**-L;
     a run that asks for one more bit is extended by 0 and by 1.
     """
-    return _enumerate(draw, lambda prefix: Tape.from_int(*prefix), (0, 0),
-                      lambda prefix, bit: ((prefix[0] << 1) | bit, prefix[1] + 1),
-                      _bit_branches, mpq(Fraction(target)), max_runs, regenerative=False)
+    return _enumerate(
+        draw,
+        lambda prefix: Tape.from_int(*prefix),
+        (0, 0),
+        lambda prefix, bit: ((prefix[0] << 1) | bit, prefix[1] + 1),
+        _bit_branches,
+        mpq(Fraction(target)),
+        max_runs,
+        regenerative=False,
+    )
 
 
-def enumerate_decisions(draw: Draw, *, target: float = 1e-3, max_runs: int = 2_000_000,
-                        stop_at_restart: bool = True) -> Enumeration:
+def enumerate_decisions(
+    draw: Draw, *, target: float = 1e-3, max_runs: int = 2_000_000, stop_at_restart: bool = True
+) -> Enumeration:
     """Run ``draw`` on decision tapes, most probable first, merging restarts.
 
     Stops when every output probability is pinned to within ``target``
     (:attr:`Enumeration.width`) or after ``max_runs`` runs.
     """
-    return _enumerate(draw, lambda prefix: DecisionTape(prefix, stop_at_restart=stop_at_restart), (),
-                      lambda prefix, outcome: prefix + (outcome,),
-                      _decision_branches, mpq(Fraction(target)), max_runs, regenerative=stop_at_restart)
+    return _enumerate(
+        draw,
+        lambda prefix: DecisionTape(prefix, stop_at_restart=stop_at_restart),
+        (),
+        lambda prefix, outcome: prefix + (outcome,),
+        _decision_branches,
+        mpq(Fraction(target)),
+        max_runs,
+        regenerative=stop_at_restart,
+    )
 
 
 # ---- rigorous bounds on the true distribution -------------------------------
@@ -262,7 +298,7 @@ def _ctx(down: bool):
     return gmpy2.context(precision=PRECISION, round=gmpy2.RoundDown if down else gmpy2.RoundUp)
 
 
-def _exp_neg(q: mpq) -> Tuple[mpfr, mpfr]:
+def _exp_neg(q: mpq) -> tuple[mpfr, mpfr]:
     """Lower and upper bounds on exp(-q), q >= 0 rational."""
     with _ctx(down=False):
         q_hi = mpfr(q)
@@ -290,11 +326,11 @@ class _GaussianNormaliser:
             tail = 2 * q_hi ** (reach + 1) / one_minus_q
             self.hi = sum(highs, mpfr(0)) + tail
 
-    def weight(self, y: int) -> Tuple[mpfr, mpfr]:
+    def weight(self, y: int) -> tuple[mpfr, mpfr]:
         return _exp_neg(mpq(y * y) / (2 * self.sigma2))
 
 
-def pmf_bounds(name: str, param) -> Callable[[Any], Tuple[Any, Any]]:
+def pmf_bounds(name: str, param) -> Callable[[Any], tuple[Any, Any]]:
     """``bounds(value) -> (lo, hi)`` with lo <= P[value] <= hi for the named distribution, rigorously."""
     q = _params.to_fraction(param, "param")
     q = mpq(q.numerator, q.denominator)
@@ -326,6 +362,7 @@ def pmf_bounds(name: str, param) -> Callable[[Any], Tuple[Any, Any]]:
             with _ctx(down=False):
                 hi = c_hi * e_hi
             return lo, hi
+
         return laplace
     if name == "gaussian":
         z = _GaussianNormaliser(q)
@@ -339,11 +376,13 @@ def pmf_bounds(name: str, param) -> Callable[[Any], Tuple[Any, Any]]:
             with _ctx(down=False):
                 hi = w_hi / z.lo
             return lo, hi
+
         return gaussian
     raise ValueError(f"name must be one of {sorted(SAMPLERS)}, got {name!r}")
 
 
 # ---- the check -----------------------------------------------------------------
+
 
 @dataclass
 class Check:
@@ -355,7 +394,7 @@ class Check:
     """
 
     enumeration: Enumeration
-    failures: List[tuple]
+    failures: list[tuple]
     values_checked: int
 
     @property
@@ -364,13 +403,23 @@ class Check:
 
     def report(self) -> str:
         e = self.enumeration
-        verdict = "FAILED" if self.failures else "ok" if e.complete else "INCONCLUSIVE (target not reached)"
-        lines = [f"{verdict}: {self.values_checked} values checked, "
-                 f"{e.runs} runs, unresolved mass {float(e.unresolved):.3g}, "
-                 f"restart mass {float(e.restart[1]):.3g}, resolution {float(e.width):.3g}"]
+        verdict = (
+            "FAILED"
+            if self.failures
+            else "ok"
+            if e.complete
+            else "INCONCLUSIVE (target not reached)"
+        )
+        lines = [
+            f"{verdict}: {self.values_checked} values checked, "
+            f"{e.runs} runs, unresolved mass {float(e.unresolved):.3g}, "
+            f"restart mass {float(e.restart[1]):.3g}, resolution {float(e.width):.3g}"
+        ]
         for value, elo, ehi, tlo, thi in self.failures[:20]:
-            lines.append(f"  value {value!r}: sampler P in [{float(elo):.9g}, {float(ehi):.9g}], "
-                         f"true P in [{float(tlo):.9g}, {float(thi):.9g}]")
+            lines.append(
+                f"  value {value!r}: sampler P in [{float(elo):.9g}, {float(ehi):.9g}], "
+                f"true P in [{float(tlo):.9g}, {float(thi):.9g}]"
+            )
         return "\n".join(lines)
 
 
@@ -401,8 +450,15 @@ def check(enumeration: Enumeration, name: str, param) -> Check:
     return Check(enumeration, failures, len(values))
 
 
-def enumerate_sampler(name: str, param, *, oracle: bool = False, target: float = 1e-3,
-                      max_runs: int = 2_000_000, level: Optional[str] = None) -> Enumeration:
+def enumerate_sampler(
+    name: str,
+    param,
+    *,
+    oracle: bool = False,
+    target: float = 1e-3,
+    max_runs: int = 2_000_000,
+    level: str | None = None,
+) -> Enumeration:
     """Enumerate one draw of a named sampler: bit level for the Bernoulli samplers and
     uniform, decision level (with restarts merged) for the Laplace and the Gaussian."""
     draw = sampler(name, param, oracle=oracle)
@@ -412,24 +468,40 @@ def enumerate_sampler(name: str, param, *, oracle: bool = False, target: float =
     return enumerate_decisions(draw, target=target, max_runs=max_runs)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dgauss.testing NAME PARAM``: enumerate one draw and check it."""
-    parser = argparse.ArgumentParser(prog="python -m dgauss.testing",
-                                     description="Check a dgauss sampler's exact distribution by "
-                                                 "enumerating its random tapes.")
+    parser = argparse.ArgumentParser(
+        prog="python -m dgauss.testing",
+        description="Check a dgauss sampler's exact distribution by enumerating its random tapes.",
+    )
     parser.add_argument("name", choices=sorted(SAMPLERS))
     parser.add_argument("param", help="the parameter, e.g. 1/2 (sigma^2, scale, gamma, p or m)")
-    parser.add_argument("--target", type=float, default=1e-3,
-                        help="stop when every probability is pinned to within this (default 1e-3)")
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=1e-3,
+        help="stop when every probability is pinned to within this (default 1e-3)",
+    )
     parser.add_argument("--max-runs", type=int, default=2_000_000)
-    parser.add_argument("--oracle", action="store_true", help="check dgauss.reference, not the core")
-    parser.add_argument("--level", choices=("bits", "decisions"),
-                        help="tape level (default: bits for Bernoulli samplers and uniform, "
-                             "decisions for laplace and gaussian)")
+    parser.add_argument(
+        "--oracle", action="store_true", help="check dgauss.reference, not the core"
+    )
+    parser.add_argument(
+        "--level",
+        choices=("bits", "decisions"),
+        help="tape level (default: bits for Bernoulli samplers and uniform, "
+        "decisions for laplace and gaussian)",
+    )
     args = parser.parse_args(argv)
     try:
-        enumeration = enumerate_sampler(args.name, args.param, oracle=args.oracle, target=args.target,
-                                        max_runs=args.max_runs, level=args.level)
+        enumeration = enumerate_sampler(
+            args.name,
+            args.param,
+            oracle=args.oracle,
+            target=args.target,
+            max_runs=args.max_runs,
+            level=args.level,
+        )
         result = check(enumeration, args.name, args.param)
     except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

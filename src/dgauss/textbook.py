@@ -16,6 +16,7 @@ randomness; it lets the enumeration merge the loop's identical restarts.
 >>> isinstance(textbook.discrete_gaussian(bits, Fraction(2)), int)
 True
 """
+
 import math
 from fractions import Fraction
 
@@ -32,7 +33,7 @@ def bernoulli_exp(bits: BitStream, gamma: Fraction) -> bool:
                 break
             k = k + 1
         return k % 2 == 1
-    for _ in range(gamma.numerator // gamma.denominator):       # ⌊γ⌋ times
+    for _ in range(gamma.numerator // gamma.denominator):  # ⌊γ⌋ times
         b = bernoulli_exp(bits, Fraction(1))
         if not b:
             return False
@@ -59,16 +60,15 @@ def discrete_laplace(bits: BitStream, t: int, s: int = 1) -> int:
         if b and y == 0:
             restart(bits)
             continue
-        return -y if b else y                                    # (1 − 2B)·Y
+        return -y if b else y  # (1 − 2B)·Y
 
 
 def discrete_gaussian(bits: BitStream, sigma2: Fraction) -> int:
     """Algorithm 3: the discrete Gaussian N_Z(0, σ²) for rational σ² > 0."""
-    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1    # ⌊σ⌋ + 1, no float
+    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1  # ⌊σ⌋ + 1, no float
     while True:
         y = discrete_laplace(bits, t)
         c = bernoulli_exp(bits, (abs(y) - sigma2 / t) ** 2 / (2 * sigma2))
         if c:
             return y
         restart(bits)
-
