@@ -49,6 +49,7 @@ import numpy as np
 
 import dgauss
 from dgauss import _core, reference
+from dgauss._kinds import Kind
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -175,9 +176,9 @@ def entropy_bits(kind: str, param: Fraction) -> float:
 def bits_per_sample(kind: str, param: Fraction, n: int) -> float:
     """Random bits the compiled core consumed per sample, from the OS source."""
     codes = {
-        "gaussian": _core.GAUSSIAN,
-        "laplace": _core.LAPLACE,
-        "bernoulli_exp": _core.BERNOULLI_EXP,
+        "gaussian": Kind.DISCRETE_GAUSSIAN,
+        "laplace": Kind.DISCRETE_LAPLACE,
+        "bernoulli_exp": Kind.BERNOULLI_EXP,
     }
     out = np.empty(n, dtype=np.bool_ if kind == "bernoulli_exp" else object)
     return _core.fill(codes[kind], param.numerator, param.denominator, 0, None, out) / n

@@ -27,7 +27,8 @@ import numpy as np
 
 import dgauss
 from bench import rates
-from dgauss import _api, _core
+from dgauss import _core, _driver
+from dgauss._kinds import Kind
 
 
 def per_thread(sigma2: Fraction, n: int, calls: int = 4):
@@ -57,10 +58,10 @@ def per_thread(sigma2: Fraction, n: int, calls: int = 4):
     one, threads, gaps = [], {}, []
     for _ in range(calls):
         runs.clear()
-        _api.draw(fill, _api.GAUSSIAN, sigma2, n, 0, None, dtype, 1)
+        _driver.draw(fill, Kind.DISCRETE_GAUSSIAN, sigma2, n, 0, None, dtype, 1)
         one += runs
         runs.clear()
-        _api.draw(fill, _api.GAUSSIAN, sigma2, n, 0, None, dtype, -1)
+        _driver.draw(fill, Kind.DISCRETE_GAUSSIAN, sigma2, n, 0, None, dtype, -1)
         caller = threading.main_thread().ident
         for i, run in enumerate(sorted(runs, key=lambda r: r[0] != caller)):  # caller first
             threads.setdefault(i, []).append(run)

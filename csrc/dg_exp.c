@@ -111,7 +111,6 @@ static dg_u128 mul_fix(dg_u128 a, dg_u128 b)
     return (dg_u128)ah * bh + (m1 >> 64) + (m2 >> 64);
 }
 
-int dg_exp_test_force_exact = 0;      /* test hook: every fixed-point computation gives up */
 
 /*
  * exp(-x) for 0 <= x < 1 from the bits of x_fix = 2**128 x:
@@ -178,7 +177,7 @@ int dg_exp_neg_prefix_fix(dg_u128 x_fix, dg_u128 slack, uint64_t *prefix)
                 mul_fix(exp_level[2][(unsigned)(x_fix >> 104) & 255],
                         exp_level[3][(unsigned)(x_fix >> 96) & 255]));
     v = mul_fix(v, f);
-    if (dg_exp_test_force_exact || v < slack || v > ~(dg_u128)0 - FIX_ERROR)
+    if (v < slack || v > ~(dg_u128)0 - FIX_ERROR)
         return 0;           /* x tiny (exp(-x) within 11 units of 1), or a huge slack */
     if ((uint64_t)((v - slack) >> 64) != (uint64_t)((v + FIX_ERROR) >> 64))
         return 0;           /* the interval straddles a multiple of 2**64 */
@@ -197,11 +196,11 @@ static uint64_t prefix_exact(const mpz_t n, const mpz_t d)
     return w;
 }
 
-uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d)
+uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d, int fixed_point)
 {
     uint64_t hi, lo, r, w;
     mpz_t nz, dz;
-    if (n < d) {
+    if (fixed_point && n < d) {
         hi = dg_div_shift64(n, d, &r);          /* floor(2**128 n/d), two words */
         lo = dg_div_shift64(r, d, &r);
         if (dg_exp_neg_prefix_fix(((dg_u128)hi << 64) | lo, 1, &w))
@@ -214,12 +213,12 @@ uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d)
     return w;
 }
 
-uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d)
+uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d, int fixed_point)
 {
     mpz_t x;
     uint64_t w;
     int ok = 0;
-    if (mpz_cmp(n, d) < 0) {
+    if (fixed_point && mpz_cmp(n, d) < 0) {
         mpz_init(x);
         mpz_mul_2exp(x, n, 128);
         mpz_fdiv_q(x, x, d);                    /* floor(2**128 n/d) < 2**128 */
@@ -232,8 +231,9 @@ uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d)
 /* ---- the table for Algorithm 2 --------------------------------------- */
 
 void dg_exp_table_init(dg_exp_table *tab, const mpz_t t, unsigned long shift, uint64_t e_hi,
-                       uint64_t e_lo, uint64_t *prefix)
+                       uint64_t e_lo, uint64_t *prefix, int fixed_point)
 {
+    tab->fixed_point = fixed_point;
     tab->shift = shift;
     tab->t = t;
     tab->e = ((dg_u128)e_hi << 64) | e_lo;
@@ -263,10 +263,10 @@ uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u)
             x = mul_fix(x, tab->e);
     }
     w = (uint64_t)(x >> 64);
-    if ((uint64_t)((x + 2 * (dg_u128)u - 1) >> 64) != w || dg_exp_test_force_exact) {
+    if ((uint64_t)((x + 2 * (dg_u128)u - 1) >> 64) != w || !tab->fixed_point) {
         mpz_init_set_ui(n, u);
         mpz_mul_2exp(n, n, tab->shift);
-        w = dg_exp_neg_prefix_mpz(n, tab->t);
+        w = dg_exp_neg_prefix_mpz(n, tab->t, tab->fixed_point);
         mpz_clear(n);
     }
     tab->prefix[u] = w;
@@ -320,7 +320,7 @@ uint64_t dg_geometric_table_size(uint64_t t)
  * up to the first zero word; the rest stay zero.
  */
 void dg_geometric_table_init(dg_geometric_table *g, uint64_t t, uint64_t e_hi, uint64_t e_lo,
-                             uint64_t *thr)
+                             uint64_t *thr, int fixed_point)
 {
     dg_u128 e = ((dg_u128)e_hi << 64) | e_lo, p = e;
     uint64_t x, last = dg_geometric_table_size(t) - 1, word;
@@ -333,7 +333,7 @@ void dg_geometric_table_init(dg_geometric_table *g, uint64_t t, uint64_t e_hi, u
         if (x > 1)
             p = mul_fix(p, e);
         word = (uint64_t)(p >> 64);
-        if ((uint64_t)((p + 2 * (dg_u128)x - 1) >> 64) != word || dg_exp_test_force_exact) {
+        if ((uint64_t)((p + 2 * (dg_u128)x - 1) >> 64) != word || !fixed_point) {
             dg_exp_neg_floor(f, x, t, 64);
             word = mpz_get_ui(f);
         }

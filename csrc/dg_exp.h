@@ -57,8 +57,8 @@ int dg_exp_neg_prefix_fix(dg_u128 x_fix, dg_u128 slack, uint64_t *prefix);
 
 /* floor(2**64 exp(-n/d)), the first 64 digits, for 0 < n <= d: the fixed
  * point above, or GMP when it cannot decide. */
-uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d);
-uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d);
+uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d, int fixed_point);
+uint64_t dg_exp_neg_prefix_mpz(const mpz_t n, const mpz_t d, int fixed_point);
 
 /*
  * Algorithm 2's table: digits of p_u = exp(-u 2**shift / t) for u = 1 .. size - 1,
@@ -73,17 +73,15 @@ typedef struct dg_exp_table {
     mpz_srcptr t;       /* kept alive by the caller */
     dg_u128 e;          /* floor(2**128 exp(-2**shift / t)) */
     uint64_t *prefix;   /* floor(2**64 p_u), or 0 while not computed (p_u > 1/e) */
+    int fixed_point;    /* 0: every word by GMP (the same words; for tests) */
 } dg_exp_table;
 
 /* `prefix` must hold `size` zeroed words, (size - 1) 2**shift < t;
  * e_hi 2**64 + e_lo = floor(2**128 exp(-2**shift / t)). */
 void dg_exp_table_init(dg_exp_table *tab, const mpz_t t, unsigned long shift, uint64_t e_hi,
-                       uint64_t e_lo, uint64_t *prefix);
+                       uint64_t e_lo, uint64_t *prefix, int fixed_point);
 uint64_t dg_exp_table_compute(dg_exp_table *tab, uint64_t u);
 
-/* Test hook, not API: non-zero makes every fixed-point computation (table
- * words, dg_exp_neg_prefix_fix) give up, so that GMP computes every word. */
-extern int dg_exp_test_force_exact;
 
 /* floor(2**64 exp(-u 2**shift / t)) for 1 <= u < size. */
 static inline uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
@@ -132,7 +130,7 @@ typedef struct dg_geometric_table {
 uint64_t dg_geometric_table_size(uint64_t t);
 /* Fills `thr` (dg_geometric_table_size(t) words) from e_hi 2**64 + e_lo = floor(2**128 exp(-1/t)). */
 void dg_geometric_table_init(dg_geometric_table *g, uint64_t t, uint64_t e_hi, uint64_t e_lo,
-                             uint64_t *thr);
+                             uint64_t *thr, int fixed_point);
 
 /* The bit-at-a-time comparison (GMP thresholds), after the first `nknown`
  * bits of R, given left-aligned in `known`, were taken: for ties at 64 digits. */

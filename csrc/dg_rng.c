@@ -106,84 +106,32 @@ static int read_urandom(unsigned char *p, size_t n, int *err)
     return DG_OK;
 }
 
-/* ---- test hooks (dgauss._core._os_test_hook), not API ------------------
- * fail_after >= 0: that many more fills succeed, then `fail_count` fills fail
- * with `fail_errno`.  fake: reads return the little-endian bytes of the words
- * splitmix64(0), splitmix64(1), ... (as tests/test_randomness.py computes
- * them) at most 7 at a time, and every third read fails with EINTR, so the tests can check that
- * short reads are joined and interrupted reads retried, never taken as data,
- * and that the buffered OS path reads the bits a tape of those words gives.
- * The tests run these hooks from one thread. */
-static struct {
-    int fail_after, fail_count, fail_errno;
-    int fake;
-    uint64_t fake_next, fake_calls;
-} dg_os_hook = {-1, 0, 0, 0, 0, 0};
-
-void dg_os_test_hook(int fail_after, int fail_count, int fail_errno, int fake)
+/* One read of at most n bytes from getrandom(2): bytes read, or -1 with errno; -2 when this
+ * system has no getrandom(2). */
+static long getrandom_read(void *arg, unsigned char *p, size_t n)
 {
-    dg_os_hook.fail_after = fail_after;
-    dg_os_hook.fail_count = fail_count;
-    dg_os_hook.fail_errno = fail_errno;
-    dg_os_hook.fake = fake;
-    dg_os_hook.fake_next = 0;
-    dg_os_hook.fake_calls = 0;
-}
-
-static int injected_failure(void)
-{
-    if (dg_os_hook.fail_after < 0 || dg_os_hook.fail_count == 0)
-        return 0;
-    if (dg_os_hook.fail_after > 0) {
-        dg_os_hook.fail_after--;
-        return 0;
-    }
-    dg_os_hook.fail_count--;
-    return 1;
-}
-
-/* Word j of the fake source: Steele, Lea and Flood's SplitMix64 output j. */
-static uint64_t splitmix64(uint64_t j)
-{
-    uint64_t z = (j + 1) * UINT64_C(0x9E3779B97F4A7C15);
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-/* One read attempt: bytes read (possibly fewer than n), or -1 with errno. */
-static long os_read(unsigned char *p, size_t n)
-{
-    if (dg_os_hook.fake) {
-        size_t i, k = n < 7 ? n : 7;
-        if (++dg_os_hook.fake_calls % 3 == 0) {
-            errno = EINTR;
-            return -1;
-        }
-        for (i = 0; i < k; i++, dg_os_hook.fake_next++)
-            p[i] = (unsigned char)(splitmix64(dg_os_hook.fake_next / 8) >> (8 * (dg_os_hook.fake_next % 8)));
-        return (long)k;
-    }
+    (void)arg;
 #if defined(DG_HAVE_GETRANDOM)
     return syscall(SYS_getrandom, p, n, 0);
 #else
-    return -2; /* use read_urandom */
+    (void)p;
+    (void)n;
+    return -2;
 #endif
 }
 
-int dg_fill_os(void *ctx, uint64_t *words, size_t n)
+/* n words from `read`, joining short reads and retrying EINTR, or from /dev/urandom when
+ * getrandom(2) is missing (-2 or ENOSYS).  On failure the words are zeroed (never stale
+ * bits) and errno goes to ((dg_os_ctx *)ctx)->err. */
+static int fill_words(dg_read_fn read, void *arg, void *ctx, uint64_t *words, size_t n)
 {
     unsigned char *p = (unsigned char *)words;
     size_t left = n * sizeof(uint64_t);
     int err = 0;
     int rc = DG_OK;
 
-    if (injected_failure()) {
-        err = dg_os_hook.fail_errno;
-        rc = DG_ERR_ENTROPY;
-    }
-    while (rc == DG_OK && left > 0) {
-        long got = os_read(p, left);
+    while (left > 0) {
+        long got = read(arg, p, left);
         if (got == -2 || (got < 0 && errno == ENOSYS)) { /* no getrandom(2) */
             rc = read_urandom(p, left, &err);
             break;
@@ -199,9 +147,60 @@ int dg_fill_os(void *ctx, uint64_t *words, size_t n)
         left -= (size_t)got;
     }
     if (rc != DG_OK) {
-        memset(words, 0, n * sizeof(uint64_t)); /* never leave stale bits */
+        memset(words, 0, n * sizeof(uint64_t));
         if (ctx != NULL)
             ((dg_os_ctx *)ctx)->err = err;
     }
     return rc;
+}
+
+int dg_fill_os(void *ctx, uint64_t *words, size_t n)
+{
+    return fill_words(getrandom_read, NULL, ctx, words, n);
+}
+
+/* ---- a scripted OS source, for tests (dgauss.testing.ScriptedOS) ------------------------
+ * Per call: nothing here is global, and dg_fill_os above cannot be made to read anything
+ * but the OS. */
+
+/* Word j of the fake source: Steele, Lea and Flood's SplitMix64 output j. */
+static uint64_t splitmix64(uint64_t j)
+{
+    uint64_t z = (j + 1) * UINT64_C(0x9E3779B97F4A7C15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* fake: the little-endian bytes of splitmix64(0), splitmix64(1), ..., at most 7 per read,
+ * and every third read interrupted (EINTR); else the OS. */
+static long scripted_read(void *arg, unsigned char *p, size_t n)
+{
+    dg_os_script *s = (dg_os_script *)arg;
+    size_t i, k = n < 7 ? n : 7;
+    if (!s->fake)
+        return getrandom_read(NULL, p, n);
+    if (++s->fake_calls % 3 == 0) {
+        errno = EINTR;
+        return -1;
+    }
+    for (i = 0; i < k; i++, s->fake_next++)
+        p[i] = (unsigned char)(splitmix64(s->fake_next / 8) >> (8 * (s->fake_next % 8)));
+    return (long)k;
+}
+
+int dg_fill_scripted(void *ctx, uint64_t *words, size_t n)
+{
+    dg_os_script *s = (dg_os_script *)ctx;
+    if (s->fail_after >= 0 && s->fail_count > 0) {
+        if (s->fail_after > 0) {
+            s->fail_after--;
+        } else {
+            s->fail_count--;
+            memset(words, 0, n * sizeof(uint64_t));
+            s->os.err = s->fail_errno;
+            return DG_ERR_ENTROPY;
+        }
+    }
+    return fill_words(scripted_read, s, &s->os, words, n);
 }

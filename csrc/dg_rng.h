@@ -71,8 +71,20 @@ void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
 typedef struct dg_os_ctx { int err; } dg_os_ctx;
 int dg_fill_os(void *ctx, uint64_t *words, size_t n);
 
-/* Test hook, not API: see dg_rng.c. */
-void dg_os_test_hook(int fail_after, int fail_count, int fail_errno, int fake);
+/* One read of at most n bytes: bytes read, or -1 with errno, or -2 for "no getrandom(2)". */
+typedef long (*dg_read_fn)(void *arg, unsigned char *p, size_t n);
+
+/* For tests, per call: an OS source that, after `fail_after` successful fills (>= 0),
+ * fails `fail_count` of them with `fail_errno`; and, when `fake`, reads the bytes of the
+ * SplitMix64 words 0, 1, 2, ... in short reads, every third interrupted by EINTR, through
+ * the loop dg_fill_os uses (so tests can check that short reads are joined and interrupted
+ * reads retried, never taken as data).  ctx is a dg_os_script. */
+typedef struct dg_os_script {
+    dg_os_ctx os;
+    int fail_after, fail_count, fail_errno, fake;
+    uint64_t fake_next, fake_calls;
+} dg_os_script;
+int dg_fill_scripted(void *ctx, uint64_t *words, size_t n);
 
 /* Refill `cur` with the next word (fewer than 64 bits when bit_budget runs
  * low; DG_ERR_EXHAUSTED when it is 0).  Returns 0, or -1 with status set. */

@@ -7,6 +7,7 @@ exact rational bounds.  These tests check the words against the oracle and
 force each fallback.
 """
 
+import functools
 import math
 import random
 from fractions import Fraction
@@ -15,7 +16,8 @@ import numpy as np
 import pytest
 
 import dgauss
-from dgauss import _api, _core, reference
+from dgauss import _core, _driver, reference
+from dgauss._kinds import Kind
 from dgauss.testing import Tape
 
 
@@ -79,8 +81,7 @@ def test_exp_neg_floor_is_the_floor():
     assert f <= lo * 2**k and hi * 2**k < f + 1
 
 
-@pytest.mark.parametrize("force_exact", [False, True], ids=["fixed-point", "gmp-fallback"])
-def test_table_words_match_oracle(force_exact):
+def test_table_words_match_oracle(fixed_point):
     """floor(2**64 exp(-H 2**r/t)) for every H below 80 blocks and samples above, r = 0 up to
     t = 4096 (the table of exp(-U/t)) and past it, on words and on GMP."""
     rng = random.Random(7)
@@ -89,31 +90,25 @@ def test_table_words_match_oracle(force_exact):
         + [1000, 1001, 4095, 4096, 4097, 10**6 + 1, 2**63 + 1, 10**50 + 1]
         + rng.sample(range(80, 4096), 6)
     )
-    _core._exp_test_hook(force_exact)
-    try:
-        for t in ts:
-            r = reference.split_bits(t)
-            blocks = ((t - 1) >> r) + 1
-            hs = (
-                list(range(1, blocks))
-                if blocks < 80
-                else sorted(rng.sample(range(1, blocks), 60)) + [blocks - 1]
-            )
-            want = [reference.exp_neg_floor(Fraction(h << r, t), 64) for h in hs]
-            assert _core.exp_table(t, hs) == want, t
-    finally:
-        _core._exp_test_hook(False)
+    for t in ts:
+        r = reference.split_bits(t)
+        blocks = ((t - 1) >> r) + 1
+        hs = (
+            list(range(1, blocks))
+            if blocks < 80
+            else sorted(rng.sample(range(1, blocks), 60)) + [blocks - 1]
+        )
+        want = [reference.exp_neg_floor(Fraction(h << r, t), 64) for h in hs]
+        assert _core.exp_table(t, hs, fixed_point) == want, t
 
 
 def test_forced_table_fallback_gives_the_same_samples():
     """Every table word from GMP instead of fixed point: the same samples, the same bits."""
     runs = []
-    for force_exact in (False, True):
-        _core._exp_test_hook(force_exact)
-        try:
-            runs.append(dgauss.sample_gaussian(1000, 3000, rng=np.random.default_rng(5)).tolist())
-        finally:
-            _core._exp_test_hook(False)
+    for fixed_point in (True, False):
+        fill = functools.partial(_core.fill, fixed_point=fixed_point)
+        gen = np.random.default_rng(5)
+        runs.append(_driver.sample(fill, Kind.DISCRETE_GAUSSIAN, 1000, 3000, 0, gen, None).tolist())
     assert runs[0] == runs[1]
     assert runs[0] == reference.sample_gaussian(1000, 3000, rng=np.random.default_rng(5)).tolist()
 
@@ -134,7 +129,7 @@ def test_digits_past_the_first_word(match):
     tape_bits = digits[:match] + ("1" if next_digit == "0" else "0")
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=np.bool_)
-        used = fill(_api.BERNOULLI_EXP, 1, 1, 0, Tape(tape_bits + "1" * 64), out)
+        used = fill(Kind.BERNOULLI_EXP, 1, 1, 0, Tape(tape_bits + "1" * 64), out)
         assert bool(out[0]) == (next_digit == "1")
         assert used == match + 1
 
@@ -150,7 +145,7 @@ def test_laplace_table_digits_past_the_first_word(t, u):
     tape = format(u, f"0{k}b") + digits[:70] + ("0" if accept else "1") + rest
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=object)
-        assert fill(_api.LAPLACE, t, 1, 0, Tape(tape), out) == len(tape)
+        assert fill(Kind.DISCRETE_LAPLACE, t, 1, 0, Tape(tape), out) == len(tape)
         assert out[0] == (u if accept else 0)
 
 
@@ -199,7 +194,7 @@ def test_word_bernoulli_past_the_first_word(gamma, match):
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=np.bool_)
         used = fill(
-            _api.BERNOULLI_EXP, gamma.numerator, gamma.denominator, 0, Tape(tape + tail), out
+            Kind.BERNOULLI_EXP, gamma.numerator, gamma.denominator, 0, Tape(tape + tail), out
         )
         results.append((bool(out[0]), used))
     assert results[0] == results[1]
@@ -236,7 +231,7 @@ def test_gmp_bernoulli_first_digits_from_the_top_words(n, d, match):
     results = []
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=np.bool_)
-        used = fill(_api.BERNOULLI, n, d, 0, Tape(tape + tail), out)
+        used = fill(Kind.BERNOULLI, n, d, 0, Tape(tape + tail), out)
         results.append((bool(out[0]), used))
     assert results[0] == results[1]
     # the bits read depend only on n/d: the reduced ratio reads the same
@@ -244,7 +239,7 @@ def test_gmp_bernoulli_first_digits_from_the_top_words(n, d, match):
     out = np.empty(1, dtype=np.bool_)
     assert (
         bool(out[0]),
-        _core.fill(_api.BERNOULLI, f.numerator, f.denominator, 0, Tape(tape + tail), out),
+        _core.fill(Kind.BERNOULLI, f.numerator, f.denominator, 0, Tape(tape + tail), out),
     ) == results[0]
 
 
@@ -254,8 +249,8 @@ def test_gmp_bernoulli_stops_where_an_unreduced_expansion_ends():
     n, d = 7 * 3**50, 32 * 3**50
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=np.bool_)
-        assert fill(_api.BERNOULLI, n, d, 0, Tape("00111"), out) == 5 and not out[0]
-        assert fill(_api.BERNOULLI, n, d, 0, Tape("0010"), out) == 4 and out[0]
+        assert fill(Kind.BERNOULLI, n, d, 0, Tape("00111"), out) == 5 and not out[0]
+        assert fill(Kind.BERNOULLI, n, d, 0, Tape("0010"), out) == 4 and out[0]
 
 
 def test_gmp_bernoulli_agrees_on_random_tapes():
@@ -276,8 +271,8 @@ def test_gmp_bernoulli_agrees_on_random_tapes():
             tape = _primitive_digits(n, d, j) + tape
         out_c = np.empty(1, dtype=np.bool_)
         out_o = np.empty(1, dtype=np.bool_)
-        used_c = _core.fill(_api.BERNOULLI, n, d, 0, Tape(tape), out_c)
-        used_o = reference.fill(_api.BERNOULLI, n, d, 0, Tape(tape), out_o)
+        used_c = _core.fill(Kind.BERNOULLI, n, d, 0, Tape(tape), out_c)
+        used_o = reference.fill(Kind.BERNOULLI, n, d, 0, Tape(tape), out_o)
         assert (bool(out_c[0]), used_c) == (bool(out_o[0]), used_o), (n, d)
 
 
@@ -344,8 +339,7 @@ def test_fixed_point_declines_next_to_a_word_boundary():
         assert _core.exp_neg_prefix(x_fix, 2**128) == want
 
 
-@pytest.mark.parametrize("force_exact", [False, True], ids=["fixed-point", "gmp-fallback"])
-def test_exp_neg_prefix_matches_oracle(force_exact):
+def test_exp_neg_prefix_matches_oracle(fixed_point):
     """Words (d < 2**64, two divisions) and GMP integers (d >= 2**64) alike."""
     rng = random.Random(5)
     cases = [
@@ -362,12 +356,9 @@ def test_exp_neg_prefix_matches_oracle(force_exact):
     for bits in (3, 20, 40, 63, 64, 65, 100, 300):
         d = rng.randrange(2, 2**bits)
         cases.append((rng.randrange(1, d), d))
-    _core._exp_test_hook(force_exact)
-    try:
-        for n, d in cases:
-            assert _core.exp_neg_prefix(n, d) == reference.exp_neg_floor(Fraction(n, d), 64), (n, d)
-    finally:
-        _core._exp_test_hook(False)
+    for n, d in cases:
+        want = reference.exp_neg_floor(Fraction(n, d), 64)
+        assert _core.exp_neg_prefix(n, d, fixed_point) == want, (n, d)
 
 
 # --- Algorithm 3's acceptance by digits (t <= EXP_TABLE_MAX) ---
@@ -384,15 +375,12 @@ GAUSSIAN_CASES = [
 
 
 @pytest.mark.parametrize("sigma2", GAUSSIAN_CASES, ids=str)
-@pytest.mark.parametrize("force_exact", [False, True], ids=["fixed-point", "gmp-fallback"])
-def test_gaussian_acceptance_parity(sigma2, force_exact):
+def test_gaussian_acceptance_parity(sigma2, fixed_point):
     """Core and oracle, the same generator: the same samples, with every digit word from
     fixed point or (forced) from GMP."""
-    _core._exp_test_hook(force_exact)
-    try:
-        a = dgauss.sample_gaussian(sigma2, 400, rng=np.random.default_rng(8), dtype=object)
-    finally:
-        _core._exp_test_hook(False)
+    fill = functools.partial(_core.fill, fixed_point=fixed_point)
+    gen = np.random.default_rng(8)
+    a = _driver.sample(fill, Kind.DISCRETE_GAUSSIAN, sigma2, 400, 0, gen, object)
     b = reference.sample_gaussian(sigma2, 400, rng=np.random.default_rng(8), dtype=object)
     assert a.tolist() == b.tolist()
 
@@ -423,13 +411,13 @@ def test_gaussian_acceptance_uncached_and_cached(x):
     results = []
     for fill in (_core.fill, reference.fill):
         out = np.empty(3, dtype=object)
-        used = fill(_api.GAUSSIAN, 2, 1, 0, Tape(tape + tail), out)
+        used = fill(Kind.DISCRETE_GAUSSIAN, 2, 1, 0, Tape(tape + tail), out)
         results.append((out.tolist(), used))
     assert results[0] == results[1]
     # The tape alone is one Laplace draw of exactly x, in the core as in the oracle.
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=object)
-        assert fill(_api.LAPLACE, 2, 1, 0, Tape(tape), out) == len(tape) and out[0] == x
+        assert fill(Kind.DISCRETE_LAPLACE, 2, 1, 0, Tape(tape), out) == len(tape) and out[0] == x
 
 
 @pytest.mark.parametrize("match", [0, 5, 63, 64, 65, 130])
@@ -445,7 +433,7 @@ def test_gaussian_acceptance_digits_past_the_first_word(match):
     results = []
     for fill in (_core.fill, reference.fill):
         out = np.empty(1, dtype=object)
-        used = fill(_api.GAUSSIAN, 10, 1, 0, Tape(tape + tail), out)
+        used = fill(Kind.DISCRETE_GAUSSIAN, 10, 1, 0, Tape(tape + tail), out)
         results.append((out[0], used))
         if accept:
             assert out[0] == 0 and used == len(tape)

@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 from gmpy2 import mpq
 
-from dgauss import _api, _core, reference
+from dgauss import reference
+from dgauss._kinds import Kind
 from dgauss.testing import (
     DecisionTape,
     Exhausted,
@@ -45,8 +46,6 @@ SCALES = [1, Fraction(7, 3), 10]
 BIG_SIGMA2 = Fraction(2**70 + 1, 2**69)  # d t = 2**70: the acceptance test runs on GMP
 SIGMA2 = [Fraction(1, 2), 1, 2, 10, BIG_SIGMA2]
 
-WHO = [pytest.param(False, id="core"), pytest.param(True, id="oracle")]
-
 
 def assert_exact(name, param, *, oracle, target=1e-3, level=None, max_runs=2_000_000):
     enumeration = enumerate_sampler(
@@ -60,7 +59,6 @@ def assert_exact(name, param, *, oracle, target=1e-3, level=None, max_runs=2_000
 # ---- the primitives, on bit tapes ------------------------------------------------
 
 
-@pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize(
     "p",
     [
@@ -80,16 +78,14 @@ def test_bernoulli_primitive(p, oracle):
     assert_exact("bernoulli", p, oracle=oracle, target=1e-9)
 
 
-@pytest.mark.parametrize("fill", [_core.fill, reference.fill], ids=["core", "oracle"])
 def test_bernoulli_on_gmp_stops_where_the_expansion_ends(fill):
     # p = 3/2^70 = 0.0^68 11: bits equal to all 70 digits leave remainder 0, so U >= p
     # is certain and nothing more is read (the tape holds no 71st bit).
     out = np.empty(1, dtype=np.bool_)
-    assert fill(_api.BERNOULLI, 3, 2**70, 0, Tape("0" * 68 + "11"), out) == 70 and not out[0]
-    assert fill(_api.BERNOULLI, 3, 2**70, 0, Tape("0" * 68 + "10"), out) == 70 and out[0]
+    assert fill(Kind.BERNOULLI, 3, 2**70, 0, Tape("0" * 68 + "11"), out) == 70 and not out[0]
+    assert fill(Kind.BERNOULLI, 3, 2**70, 0, Tape("0" * 68 + "10"), out) == 70 and out[0]
 
 
-@pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("m", [1, 2, 3, 7, 64, 1000], ids=str)
 def test_uniform_primitive(m, oracle):
     assert_exact("uniform", m, oracle=oracle, target=1e-3 if m > 64 else 1e-9)
@@ -98,7 +94,6 @@ def test_uniform_primitive(m, oracle):
 # ---- Bernoulli(exp(-gamma)) --------------------------------------------------------
 
 
-@pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("gamma", GAMMAS, ids=str)
 def test_bernoulli_exp_bits(gamma, oracle):
     if oracle and gamma == 12:
@@ -106,14 +101,12 @@ def test_bernoulli_exp_bits(gamma, oracle):
     assert_exact("bernoulli_exp", gamma, oracle=oracle, level="bits")
 
 
-@pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("gamma", GAMMAS, ids=str)
 def test_bernoulli_exp_decisions(gamma, oracle):
     assert_exact("bernoulli_exp", gamma, oracle=oracle, level="decisions", target=1e-6)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("gamma", [0, Fraction(1, 3), 1, Fraction(7, 3)], ids=str)
 def test_bernoulli_exp_bits_deep(gamma, oracle):
     if oracle and gamma == Fraction(7, 3):
@@ -129,13 +122,11 @@ def test_bernoulli_exp_bits_oracle_gamma_12():
 # ---- the discrete Laplace and the discrete Gaussian, on decision tapes ------------
 
 
-@pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("scale", SCALES, ids=str)
 def test_laplace(scale, oracle):
     assert_exact("laplace", scale, oracle=oracle)
 
 
-@pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("sigma2", SIGMA2, ids=str)
 def test_gaussian(sigma2, oracle):
     # the oracle's larger cases take ~10 s at 1e-3: 1e-2 here, 1e-3 in the slow suite

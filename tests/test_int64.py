@@ -8,6 +8,7 @@ import pytest
 import dgauss
 from _parity import assert_same, both
 from dgauss import _core, reference
+from dgauss._kinds import Kind
 
 INT64_MAX = 2**63 - 1
 
@@ -114,20 +115,20 @@ def test_gmp_to_int_round_trips_at_every_size(by_bytes):
         values.append(2**bits - 1)
     for v in values:
         for x in (v, -v):
-            got, has_digits = _core._int_test_hook(x, by_bytes)
+            got = _core.int_roundtrip(x, by_bytes)
             assert type(got) is int and got == x, (x, by_bytes)
-    if not by_bytes and not has_digits:
+    if not by_bytes and not _core.INT_DIGITS:
         pytest.skip("this Python has no digit writer: both runs took the byte path")
 
 
 @pytest.mark.parametrize(
     "kind,num,den,mu,chunk",
     [
-        (_core.GAUSSIAN, 10**100, 1, 0, 4096),  # the usual huge case: the largest stretch
-        (_core.LAPLACE, 1, 10**6, 0, 4096),  # t/s < 1 (no negative size)
-        (_core.GAUSSIAN, 2 ** (2**21), 1, 0, 7),  # 2**20-bit values
-        (_core.LAPLACE, 3, 1, 2 ** (2**20), 7),  # small noise on a 2**20-bit mu
-        (_core.GAUSSIAN, 1, 1, -(2 ** (2**16)), 127),
+        (Kind.DISCRETE_GAUSSIAN, 10**100, 1, 0, 4096),  # the usual huge case: the largest stretch
+        (Kind.DISCRETE_LAPLACE, 1, 10**6, 0, 4096),  # t/s < 1 (no negative size)
+        (Kind.DISCRETE_GAUSSIAN, 2 ** (2**21), 1, 0, 7),  # 2**20-bit values
+        (Kind.DISCRETE_LAPLACE, 3, 1, 2 ** (2**20), 7),  # small noise on a 2**20-bit mu
+        (Kind.DISCRETE_GAUSSIAN, 1, 1, -(2 ** (2**16)), 127),
     ],
     ids=[
         "gaussian-1e100",
@@ -140,12 +141,15 @@ def test_gmp_to_int_round_trips_at_every_size(by_bytes):
 def test_object_stretches_keep_about_a_mebibyte_of_values(kind, num, den, mu, chunk):
     """Samples go into an object array in stretches (the GIL held for the Python ints): up to
     4096 of them, fewer when values are large, so that GMP keeps about 1 MiB of them."""
-    assert _core._object_chunk_test_hook(kind, num, den, mu) == chunk
+    assert _core.object_chunk(kind, num, den, mu) == chunk
 
 
 @pytest.mark.parametrize(
     "kind,param,n,mu",
-    [(_core.GAUSSIAN, Fraction(5, 2), 9000, 0), (_core.LAPLACE, 3, 300, 2 ** (2**16))],
+    [
+        (Kind.DISCRETE_GAUSSIAN, Fraction(5, 2), 9000, 0),
+        (Kind.DISCRETE_LAPLACE, 3, 300, 2 ** (2**16)),
+    ],
     ids=["4096", "127"],
 )
 def test_object_output_across_stretches_parity(kind, param, n, mu):

@@ -16,7 +16,8 @@ import pytest
 
 import dgauss
 from _parity import assert_parity
-from dgauss import _api, _core, reference
+from dgauss import _core, reference
+from dgauss._kinds import Kind
 from dgauss.testing import Tape, check, enumerate_sampler
 
 
@@ -33,14 +34,9 @@ def _thresholds(t):
     return words
 
 
-@pytest.mark.parametrize("force_exact", [False, True], ids=["fixed-point", "gmp-fallback"])
-def test_threshold_words_match_oracle(force_exact):
-    _core._exp_test_hook(force_exact)
-    try:
-        for t in range(1, reference.INVERSION_MAX + 1):
-            assert _core.geometric_thresholds(t) == _thresholds(t), t
-    finally:
-        _core._exp_test_hook(False)
+def test_threshold_words_match_oracle(fixed_point):
+    for t in range(1, reference.INVERSION_MAX + 1):
+        assert _core.geometric_thresholds(t, fixed_point) == _thresholds(t), t
 
 
 def test_threshold_table_rejects_t_out_of_range():
@@ -75,7 +71,7 @@ def test_tie_with_a_threshold_runs_the_slow_path(t):
     for x in (2, 3, last // 2, last - 1, last):
         for _ in range(4):
             tape = format(thresholds[x - 1], "064b") + _bits(gen.integers(0, 2**64, 4, np.uint64))
-            (value,), used = _run_both(_api.LAPLACE, t, tape, 1)
+            (value,), used = _run_both(Kind.DISCRETE_LAPLACE, t, tape, 1)
             assert used >= 66  # bit 65 was read
             below = thresholds[x] if x < last else 0
             if thresholds[x - 2] != thresholds[x - 1] != below:
@@ -95,7 +91,7 @@ def test_r_all_zero_for_64_bits_runs_the_slow_path(t):
             + "1"
             + _bits(np.random.default_rng(lead).integers(0, 2**64, 4, np.uint64))
         )
-        (value,), used = _run_both(_api.LAPLACE, t, tape, 1)
+        (value,), used = _run_both(Kind.DISCRETE_LAPLACE, t, tape, 1)
         assert abs(value) > n_nonzero and used > 65 + lead
 
 
@@ -104,7 +100,7 @@ def test_a_tie_spanning_two_words_after_an_earlier_draw():
     they tie with a threshold: the slow path starts from 64 - k known bits plus the next word."""
     t = 2
     words = np.random.default_rng(9).integers(0, 2**64, 1, np.uint64)
-    (v,), k = _run_both(_api.LAPLACE, t, _bits(words), 1)
+    (v,), k = _run_both(Kind.DISCRETE_LAPLACE, t, _bits(words), 1)
     assert 1 <= k <= 40
     first = _bits(words)[:k]  # exactly the bits of the first draw
     thresholds = _thresholds(t)
@@ -116,7 +112,7 @@ def test_a_tie_spanning_two_words_after_an_earlier_draw():
                 + format(thresholds[x - 1], "064b")
                 + _bits(gen.integers(0, 2**64, 4, np.uint64))
             )
-            (a, b), used = _run_both(_api.LAPLACE, t, tape, 2)
+            (a, b), used = _run_both(Kind.DISCRETE_LAPLACE, t, tape, 2)
             assert a == v and abs(b) in (x - 1, x) and used >= k + 65
 
 
@@ -125,7 +121,7 @@ def test_a_tie_spanning_two_words_after_an_earlier_draw():
 )
 def test_laplace_parity_around_the_limit(scale):
     """t <= 8 by inversion (with s > 1 too), t = 9 and 17 by U, D and V: core and oracle agree."""
-    assert_parity(_api.LAPLACE, scale, 500)
+    assert_parity(Kind.DISCRETE_LAPLACE, scale, 500)
 
 
 @pytest.mark.parametrize("sigma2", [Fraction(1, 2), 1, 10, 63, 64], ids=str)
@@ -141,13 +137,13 @@ def test_inversion_reads_other_bits_than_u_d_v():
     without inversion reads other bits."""
     words = np.random.default_rng(12).integers(0, 2**64, size=64, dtype=np.uint64)
     used_inversion = reference.fill(
-        _api.LAPLACE, 8, 1, 0, Tape.from_words(words), np.empty(50, dtype=object)
+        Kind.DISCRETE_LAPLACE, 8, 1, 0, Tape.from_words(words), np.empty(50, dtype=object)
     )
     saved = reference.INVERSION_MAX
     reference.INVERSION_MAX = 0
     try:
         used_udv = reference.fill(
-            _api.LAPLACE, 8, 1, 0, Tape.from_words(words), np.empty(50, dtype=object)
+            Kind.DISCRETE_LAPLACE, 8, 1, 0, Tape.from_words(words), np.empty(50, dtype=object)
         )
     finally:
         reference.INVERSION_MAX = saved

@@ -13,7 +13,8 @@ import pytest
 
 import dgauss
 from _parity import assert_same, both
-from dgauss import _api, reference
+from dgauss import reference
+from dgauss._kinds import Kind
 
 SIGMA2 = [
     Fraction(1, 2**64),  # floor(gamma(1)) in [2**62, 2**64): that block is not cached
@@ -54,38 +55,38 @@ BIT_GENERATORS = [np.random.PCG64, np.random.MT19937, np.random.Philox, np.rando
 @pytest.mark.parametrize("sigma2", SIGMA2, ids=str)
 def test_gaussian_parity(sigma2):
     n = 300 if sigma2 >= 10**20 else 1500
-    assert_same(both(_api.GAUSSIAN, sigma2, n, dtype=object))
+    assert_same(both(Kind.DISCRETE_GAUSSIAN, sigma2, n, dtype=object))
 
 
 @pytest.mark.parametrize("scale", SCALES, ids=str)
 def test_laplace_parity(scale):
-    assert_same(both(_api.LAPLACE, scale, 1500, dtype=object))
+    assert_same(both(Kind.DISCRETE_LAPLACE, scale, 1500, dtype=object))
 
 
 @pytest.mark.parametrize("gamma", GAMMAS, ids=str)
 def test_bernoulli_exp_parity(gamma):
-    assert_same(both(_api.BERNOULLI_EXP, gamma, 2000, dtype=np.bool_))
+    assert_same(both(Kind.BERNOULLI_EXP, gamma, 2000, dtype=np.bool_))
 
 
 @pytest.mark.parametrize("bitgen", BIT_GENERATORS, ids=lambda b: b.__name__)
 def test_parity_across_bit_generators(bitgen):
     """next_uint64 differs from random_raw for some generators: both sides must use next_uint64."""
-    assert_same(both(_api.GAUSSIAN, Fraction(5, 2), 1000, bitgen=bitgen))
+    assert_same(both(Kind.DISCRETE_GAUSSIAN, Fraction(5, 2), 1000, bitgen=bitgen))
 
 
 @pytest.mark.parametrize(
     "mu", [0, 1, -1, 2**31, 2**62, -(2**62), 2**63 - 1, 2**63, -(2**63), 2**64, -(2**64)]
 )
 def test_mu_boundaries_parity(mu):
-    assert_same(both(_api.LAPLACE, 3, 200, mu=mu, dtype=object))
+    assert_same(both(Kind.DISCRETE_LAPLACE, 3, 200, mu=mu, dtype=object))
 
 
 @pytest.mark.parametrize(
     "kind,param",
     [
-        (_api.GAUSSIAN, 10**100),
-        (_api.GAUSSIAN, Fraction(10**41, 7)),
-        (_api.LAPLACE, Fraction(10**30 + 1, 3)),
+        (Kind.DISCRETE_GAUSSIAN, 10**100),
+        (Kind.DISCRETE_GAUSSIAN, Fraction(10**41, 7)),
+        (Kind.DISCRETE_LAPLACE, Fraction(10**30 + 1, 3)),
     ],
     ids=str,
 )

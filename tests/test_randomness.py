@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import dgauss
-from dgauss import _core, reference
-from dgauss.testing import Tape
+from dgauss import reference
+from dgauss.testing import ScriptedOS, Tape
 
 
 def test_default_source_is_not_reproducible():
@@ -109,31 +109,25 @@ def test_shared_generator_is_locked():
     assert len(results) == 80 and len(set(results)) == 80
 
 
-@pytest.fixture
-def os_hook():
-    """The OS-read test hook of the compiled core, reset after each test."""
-    yield _core._os_test_hook
-    _core._os_test_hook()
-
-
 @pytest.mark.parametrize("sampler", [dgauss.sample_gaussian, dgauss.sample_laplace])
-def test_entropy_failure_raises_then_recovers(sampler, os_hook):
-    os_hook(fail_after=0, fail_count=1, fail_errno=errno.EIO)
+def test_entropy_failure_raises(sampler):
+    """A failed read of the OS source raises OSError with its errno (the scripted OS source
+    runs the OS path's buffer and read loop, failing where told)."""
     with pytest.raises(OSError) as info:
-        sampler(100, 1000)
+        sampler(100, 1000, rng=ScriptedOS(fail_after=0, fail_count=1, fail_errno=errno.EIO))
     assert info.value.errno == errno.EIO
-    assert sampler(100, 1000).shape == (1000,)  # the failure has cleared
+    # the same path without the failure: the script reads the OS
+    assert sampler(100, 1000, rng=ScriptedOS()).shape == (1000,)
 
 
-def test_entropy_failure_mid_batch_returns_nothing(os_hook):
+def test_entropy_failure_mid_batch_returns_nothing():
     """A batch whose later reads fail raises as a whole; no partly filled array escapes."""
-    os_hook(fail_after=3, fail_count=1, fail_errno=errno.EAGAIN)
+    script = ScriptedOS(fail_after=3, fail_count=1, fail_errno=errno.EAGAIN)
     with pytest.raises(OSError) as info:
-        dgauss.sample_gaussian(10**100, 2000)  # needs far more than 3 reads
+        dgauss.sample_gaussian(10**100, 2000, rng=script)  # needs far more than 3 reads
     assert info.value.errno == errno.EAGAIN
-    os_hook(fail_after=3, fail_count=1, fail_errno=errno.EAGAIN)
     with pytest.raises(OSError):
-        dgauss.sample_gaussian(100, 10**6)
+        dgauss.sample_gaussian(100, 10**6, rng=script)  # each call starts from the script
 
 
 def splitmix64(j):
@@ -154,7 +148,7 @@ def splitmix64(j):
         (dgauss.sample_laplace, Fraction(10**40, 3), 2000),
     ],
 )
-def test_os_path_reads_the_bits_of_a_tape(sampler, param, n, os_hook):
+def test_os_path_reads_the_bits_of_a_tape(sampler, param, n):
     """The fake OS source serves the bytes of known words at most 7 per read, every third
     read interrupted: the samples must equal those drawn from a tape of exactly those words.
     So short reads are joined, interrupted reads retried (never taken as data), and the
@@ -162,8 +156,7 @@ def test_os_path_reads_the_bits_of_a_tape(sampler, param, n, os_hook):
     one-word-at-a-time tape path reads, at a small sigma^2 and where U's low bits span words."""
     words = [splitmix64(j) for j in range(60 * n)]
     expected = sampler(param, n, rng=Tape.from_words(words))
-    os_hook(fake=True)
-    got = sampler(param, n)
+    got = sampler(param, n, rng=ScriptedOS(fake=True))
     assert got.tolist() == expected.tolist()
 
 

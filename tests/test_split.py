@@ -14,30 +14,17 @@ H equals t - 1's top bits), and pin the identity itself.
 import math
 import random
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import pytest
 from gmpy2 import mpq
 
-import dgauss
 from _parity import assert_parity
-from dgauss import _api, _core, reference
+from dgauss import _core, _driver, reference
+from dgauss._kinds import Kind
 from dgauss.reference import open_stream
 from dgauss.testing import Exhausted, Tape, check, enumerate_bits, enumerate_sampler, sampler
-
-WHO = [pytest.param(False, id="core"), pytest.param(True, id="oracle")]
-
-
-@pytest.fixture
-def high_bits(monkeypatch):
-    """Set HIGH_BITS in core and oracle alike (restored afterwards)."""
-
-    def set_bits(k):
-        _core._split_test_hook(k)
-        monkeypatch.setattr(reference, "HIGH_BITS", k)
-
-    yield set_bits
-    _core._split_test_hook()
 
 
 def test_split_is_shared():
@@ -47,10 +34,14 @@ def test_split_is_shared():
     assert reference.split_bits(4096) == 0 and reference.split_bits(4097) == 1
 
 
-def test_split_hook_rejects_out_of_range():
+def test_high_bits_out_of_range_is_refused():
     for k in (0, 13):
-        with pytest.raises(ValueError, match="high_bits must be in"):
-            _core._split_test_hook(k)
+        for split_bits in (_core.split_bits, reference.split_bits):
+            with pytest.raises(ValueError, match="high_bits must be in"):
+                split_bits(5, k)
+        for fill in (_core.fill, reference.fill):
+            with pytest.raises(ValueError, match="high_bits must be in"):
+                fill(Kind.DISCRETE_LAPLACE, 5, 1, 0, None, np.empty(1, np.int64), high_bits=k)
 
 
 def test_the_identity():
@@ -75,28 +66,25 @@ def test_the_identity():
 # ---- the distribution, on decision tapes, with the split forced onto small t ---------
 
 
-@pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("k", [1, 2])
 @pytest.mark.parametrize("sigma2", [64, Fraction(401, 2), 1000], ids=str)
-def test_gaussian_split_is_exact(sigma2, k, oracle, high_bits):
+def test_gaussian_split_is_exact(sigma2, k, oracle):
     """t = 9, 15, 32 with U's top k bits first: r = 3..5 low bits, read last."""
-    high_bits(k)
-    result = check(enumerate_sampler("gaussian", sigma2, oracle=oracle), "gaussian", sigma2)
+    enumeration = enumerate_sampler("gaussian", sigma2, oracle=oracle, high_bits=k)
+    result = check(enumeration, "gaussian", sigma2)
     assert result.ok, result.report()
 
 
-@pytest.mark.parametrize("oracle", WHO)
 @pytest.mark.parametrize("scale", [9, Fraction(13, 2), Fraction(100, 7)], ids=str)
-def test_laplace_split_is_exact(scale, oracle, high_bits):
-    high_bits(1)
-    result = check(enumerate_sampler("laplace", scale, oracle=oracle), "laplace", scale)
+def test_laplace_split_is_exact(scale, oracle):
+    enumeration = enumerate_sampler("laplace", scale, oracle=oracle, high_bits=1)
+    result = check(enumeration, "laplace", scale)
     assert result.ok, result.report()
 
 
-def test_a_wrong_last_factor_is_caught(high_bits, monkeypatch):
+def test_a_wrong_last_factor_is_caught(monkeypatch):
     """The checker notices if the last factor forgets L**2: L (2a)/(2 sigma^2) instead of
     L (2a + L)/(2 sigma^2) (the oracle with that one change)."""
-    high_bits(2)
     code = open(reference.__file__).read()
     start, end = code.index("def discrete_gaussian("), code.index("\ndef _os_word")
     assert code[start:end].count("low * (2 * a + low)") == 1
@@ -110,8 +98,8 @@ def test_a_wrong_last_factor_is_caught(high_bits, monkeypatch):
         namespace,
     )
     monkeypatch.setattr(reference, "discrete_gaussian", namespace["discrete_gaussian"])
-    result = check(enumerate_sampler("gaussian", 64, oracle=True), "gaussian", 64)
-    assert not result.ok
+    enumeration = enumerate_sampler("gaussian", 64, oracle=True, high_bits=2)
+    assert not check(enumeration, "gaussian", 64).ok
 
 
 # ---- uniform_split on bit tapes --------------------------------------------------------
@@ -188,35 +176,36 @@ def test_tight_tapes(name, param):
     "sigma2", [4097**2, 2**40 + 7, Fraction(10**30 + 1, 3), 2**126, 10**100], ids=str
 )
 def test_parity_past_the_split(sigma2):
-    assert_parity(_api.GAUSSIAN, sigma2, 500, dtype=object)
+    assert_parity(Kind.DISCRETE_GAUSSIAN, sigma2, 500, dtype=object)
 
 
-def test_forced_split_parity(high_bits):
+def test_forced_split_parity():
     """With the split forced onto small t (core and oracle), the same samples on the same bits;
     and the split is real: the oracle reads other bits than without it."""
 
     def gen():
         return np.random.default_rng(8)
 
-    def oracle_bits():
+    def oracle_bits(**options):
         words = gen().integers(0, 2**64, 64, dtype=np.uint64)
+        out = np.empty(40, dtype=object)
         return reference.fill(
-            _api.LAPLACE, 100, 1, 0, Tape.from_words(words), np.empty(40, dtype=object)
+            Kind.DISCRETE_LAPLACE, 100, 1, 0, Tape.from_words(words), out, **options
         )
 
-    plain = oracle_bits()
-    high_bits(3)
+    def both(kind, param):
+        return [
+            _driver.sample(partial(fill, high_bits=3), kind, param, 400, 0, gen(), None).tolist()
+            for fill in (_core.fill, reference.fill)
+        ]
+
     for sigma2 in (64, 1000, 10**6):
-        assert (
-            dgauss.sample_gaussian(sigma2, 400, rng=gen()).tolist()
-            == reference.sample_gaussian(sigma2, 400, rng=gen()).tolist()
-        )
+        core, oracle = both(Kind.DISCRETE_GAUSSIAN, sigma2)
+        assert core == oracle
     for scale in (9, Fraction(100, 7), 4096):
-        assert (
-            dgauss.sample_laplace(scale, 400, rng=gen()).tolist()
-            == reference.sample_laplace(scale, 400, rng=gen()).tolist()
-        )
-    assert oracle_bits() != plain
+        core, oracle = both(Kind.DISCRETE_LAPLACE, scale)
+        assert core == oracle
+    assert oracle_bits(high_bits=3) != oracle_bits()
 
 
 def test_table_words_past_the_split():
@@ -235,7 +224,7 @@ def test_inversion_with_a_huge_s(t, s):
     bits even when s does not fit a word (every sample is 0 there, so count the bits)."""
     words = np.random.default_rng(2).integers(0, 2**64, 200, dtype=np.uint64)
     used = [
-        fill(_api.LAPLACE, t, s, 0, Tape.from_words(words), np.empty(50, dtype=object))
+        fill(Kind.DISCRETE_LAPLACE, t, s, 0, Tape.from_words(words), np.empty(50, dtype=object))
         for fill in (_core.fill, reference.fill)
     ]
     assert used[0] == used[1]

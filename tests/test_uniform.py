@@ -7,7 +7,8 @@ for m of every size; the distribution itself is enumerated in test_exactness."""
 import numpy as np
 import pytest
 
-from dgauss import _api, _core, reference
+from dgauss import _core, reference
+from dgauss._kinds import Kind
 from dgauss.testing import Tape
 
 WHO = [_core.fill, reference.fill]
@@ -16,7 +17,7 @@ WHO = [_core.fill, reference.fill]
 def _draw(fill, m, bits):
     """One uniform(m) from the tape `bits`: (value, bits used)."""
     out = np.empty(1, dtype=object)
-    used = fill(_api.UNIFORM, m, 1, 0, Tape(bits), out)
+    used = fill(Kind.UNIFORM, m, 1, 0, Tape(bits), out)
     return int(out[0]), used
 
 
@@ -98,7 +99,7 @@ def test_core_and_oracle_agree_on_generators(m):
     for fill in WHO:
         gen = np.random.PCG64(m % 2**32)
         out = np.empty(400, dtype=object)
-        used = fill(_api.UNIFORM, m, 1, 0, gen, out)
+        used = fill(Kind.UNIFORM, m, 1, 0, gen, out)
         results.append((out.tolist(), used, gen.random_raw(4).tolist()))
     assert results[0] == results[1]
     assert all(0 <= x < m for x in results[0][0])
@@ -109,5 +110,5 @@ def test_a_failed_try_costs_a_few_bits_not_k():
     # rereading whole tries would average 1.87 * 167 = 312 bits per draw.
     m, n = 10**50 + 1, 4000
     out = np.empty(n, dtype=object)
-    used = _core.fill(_api.UNIFORM, m, 1, 0, np.random.PCG64(7), out)
+    used = _core.fill(Kind.UNIFORM, m, 1, 0, np.random.PCG64(7), out)
     assert 167 <= used / n < 172

@@ -1,6 +1,7 @@
 """workers=: batches shared out over threads slice by slice, each thread with its own OS bit stream."""
 
 import errno
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -8,7 +9,9 @@ import pytest
 
 import dgauss
 from _stats import ALPHA, chi2_gof, gaussian_pmf
-from dgauss import _api, _core, reference
+from dgauss import _core, _driver, reference
+from dgauss._kinds import Kind
+from dgauss.testing import ScriptedOS
 
 
 @pytest.mark.parametrize("workers", [2, 3, -1])
@@ -21,36 +24,42 @@ def test_parallel_batch_has_the_right_distribution(workers):
 def test_slices_are_independent_streams():
     """No stretch of the output repeats (threads sharing or copying a bit stream would repeat one
     wherever their slices start, so every 16-sample window is compared, not fixed quarters)."""
-    x = dgauss.sample_laplace(10**6, 8 * _api.MIN_SLICE, workers=4)
+    x = dgauss.sample_laplace(10**6, 8 * _driver.MIN_SLICE, workers=4)
     windows = np.lib.stride_tricks.sliding_window_view(x, 16)
     assert len({w.tobytes() for w in windows}) == len(windows)
 
 
 def test_the_stream_test_catches_a_repeated_stream():
     """The check above fails when two slices start from the same bits."""
-    x = dgauss.sample_laplace(10**6, 8 * _api.MIN_SLICE, rng=np.random.default_rng(3))
+    x = dgauss.sample_laplace(10**6, 8 * _driver.MIN_SLICE, rng=np.random.default_rng(3))
     y = np.concatenate([x[:5000], x[:5000], x[10000:]])  # a slice replayed
     windows = np.lib.stride_tricks.sliding_window_view(y, 16)
     assert len({w.tobytes() for w in windows}) < len(windows)
 
 
 def test_every_sampler_and_dtype_takes_workers():
-    assert dgauss.sample_bernoulli_exp("1/2", (2, _api.MIN_SLICE), workers=2).shape == (
+    assert dgauss.sample_bernoulli_exp("1/2", (2, _driver.MIN_SLICE), workers=2).shape == (
         2,
-        _api.MIN_SLICE,
+        _driver.MIN_SLICE,
     )
-    big = dgauss.sample_gaussian(10**100, 2 * _api.MIN_SLICE, workers=2)
-    assert big.dtype == object and all(type(v) is int for v in big[:: _api.MIN_SLICE // 4])
+    big = dgauss.sample_gaussian(10**100, 2 * _driver.MIN_SLICE, workers=2)
+    assert big.dtype == object and all(type(v) is int for v in big[:: _driver.MIN_SLICE // 4])
     assert reference.sample_gaussian(1, 5, workers=2).shape == (5,)  # small: one thread
 
 
 def test_failure_in_any_slice_raises():
-    _core._os_test_hook(fail_after=4, fail_count=1, fail_errno=errno.EIO)
-    try:
-        with pytest.raises(OSError):
-            dgauss.sample_gaussian(100, 8 * _api.MIN_SLICE, workers=4)
-    finally:
-        _core._os_test_hook()
+    """One thread's source fails after 4 reads (the others read the OS): the batch raises."""
+    script = ScriptedOS(fail_after=4, fail_count=1, fail_errno=errno.EIO)
+    calls = itertools.count()
+
+    def fill(kind, num, den, mu, source, out, next_slice=None):
+        mine = script if next(calls) == 0 else source
+        return _core.fill(kind, num, den, mu, mine, out, next_slice)
+
+    n = 8 * _driver.MIN_SLICE
+    with pytest.raises(OSError) as info:
+        _driver.draw(fill, Kind.DISCRETE_GAUSSIAN, Fraction(100), n, 0, None, np.int64, 4)
+    assert info.value.errno == errno.EIO
 
 
 @pytest.mark.parametrize(
@@ -76,12 +85,12 @@ def test_fill_takes_only_the_slices_it_is_given(fill):
     element; next_slice needs the OS source."""
     out = np.full(40, np.iinfo(np.int64).min)  # a value N_Z(0, 1) never takes
     taken = iter([(3, 9), (20, 21), (30, 40)])
-    bits = fill(_api.GAUSSIAN, 1, 1, 0, None, out, lambda: next(taken, None))
+    bits = fill(Kind.DISCRETE_GAUSSIAN, 1, 1, 0, None, out, lambda: next(taken, None))
     filled = out != np.iinfo(np.int64).min
     assert filled.tolist() == [3 <= i < 9 or i == 20 or 30 <= i < 40 for i in range(40)]
     assert bits > 0
     with pytest.raises(ValueError, match="next_slice"):
-        fill(_api.GAUSSIAN, 1, 1, 0, np.random.PCG64(0), out, lambda: None)
+        fill(Kind.DISCRETE_GAUSSIAN, 1, 1, 0, np.random.PCG64(0), out, lambda: None)
 
 
 def test_slices_taken_by_racing_threads_cover_the_batch_once():
@@ -89,7 +98,7 @@ def test_slices_taken_by_racing_threads_cover_the_batch_once():
     import threading
 
     count = 1_000_003
-    next_slice = _api._Slices(count, 8)
+    next_slice = _driver._Slices(count, 8)
     taken, lock = [], threading.Lock()
 
     def worker():
@@ -112,17 +121,19 @@ def test_slices_shrink_as_the_batch_runs_out():
     """Guided slices: each is ceil(left / (GUIDE * threads)), never under the tail size but for
     the very last, so that threads on unequal cores run out of work together."""
     count, threads, tail = 1_000_003, 2, 1000
-    next_slice = _api._Slices(count, threads, tail)
+    next_slice = _driver._Slices(count, threads, tail)
     sizes, left = [], count
     while (s := next_slice()) is not None:
         sizes.append(s[1] - s[0])
-        assert sizes[-1] == min(left, _api.MAX_SLICE, max(tail, -(-left // (_api.GUIDE * threads))))
+        assert sizes[-1] == min(
+            left, _driver.MAX_SLICE, max(tail, -(-left // (_driver.GUIDE * threads)))
+        )
         left -= sizes[-1]
-    assert left == 0 and sizes[0] == -(-count // (_api.GUIDE * threads))
+    assert left == 0 and sizes[0] == -(-count // (_driver.GUIDE * threads))
     assert sizes == sorted(sizes, reverse=True) and sizes[-2] == tail and 0 < sizes[-1] <= tail
     assert len(sizes) < 100  # few slices: each costs a GIL round trip
-    huge = _api._Slices(10**10, threads)
-    assert huge() == (0, _api.MAX_SLICE)  # a thread can always stop within 2**22 samples
+    huge = _driver._Slices(10**10, threads)
+    assert huge() == (0, _driver.MAX_SLICE)  # a thread can always stop within 2**22 samples
 
 
 def test_a_slow_thread_takes_less_of_the_batch():
@@ -143,8 +154,8 @@ def test_a_slow_thread_takes_less_of_the_batch():
             )  # first taker 10x slower
         return 0
 
-    count = 4 * _api.MIN_SLICE
-    _api.draw(fill, _api.GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2)
+    count = 4 * _driver.MIN_SLICE
+    _driver.draw(fill, Kind.DISCRETE_GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2)
     slow = taken[first[0]]
     assert sum(taken.values()) == count and count - slow > 3 * slow
 
@@ -166,7 +177,9 @@ def test_an_error_in_one_thread_stops_the_others(error):
             time.sleep(0.001)
         return 0
 
-    count = 64 * _api.MIN_SLICE
+    count = 64 * _driver.MIN_SLICE
     with pytest.raises(error, match="this slice failed"):
-        _api.draw(fill, _api.GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2)
+        _driver.draw(
+            fill, Kind.DISCRETE_GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2
+        )
     assert sum(taken) < count // 2

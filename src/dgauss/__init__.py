@@ -16,8 +16,34 @@ never optimistically (the paper's Sections 2–4).
 test oracle); docs/contract.md documents the bit-consumption contract they share.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from dgauss import accounting
-from dgauss._api import sample_bernoulli_exp, sample_gaussian, sample_laplace
 
 __all__ = ["sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "accounting"]
 __version__ = "0.1.0"
+
+_SAMPLERS = ("sample_gaussian", "sample_laplace", "sample_bernoulli_exp")
+
+
+def __getattr__(name: str) -> Any:
+    """The samplers, loaded with the compiled core on first use (PEP 562), so that the
+    pure-Python parts (``dgauss.reference``, ``dgauss.accounting``) import without it."""
+    if name in _SAMPLERS:
+        try:
+            from dgauss import _api
+        except ImportError as exc:
+            raise ImportError(
+                f"dgauss.{name} needs dgauss's compiled core, which does not import ({exc}); "
+                "build it with `python3 -m pip install .` (needs GMP's headers, see README)"
+            ) from exc
+        value = getattr(_api, name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'dgauss' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SAMPLERS))

@@ -29,11 +29,14 @@ cdef extern from "dg_rng.h" nogil:
 
     ctypedef struct dg_os_ctx:
         int err
+    ctypedef struct dg_os_script:
+        dg_os_ctx os
+        int fail_after, fail_count, fail_errno, fake
 
     void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
                      uint64_t *buf, size_t cap, size_t first_block)
     int dg_fill_os(void *ctx, uint64_t *words, size_t n)
-    void dg_os_test_hook(int fail_after, int fail_count, int fail_errno, int fake)
+    int dg_fill_scripted(void *ctx, uint64_t *words, size_t n)
     uint64_t dg_bits_used(const dg_rng *rng)
     int dg_bit(dg_rng *rng)
     uint64_t dg_bits(dg_rng *rng, unsigned k)
@@ -85,19 +88,19 @@ cdef extern from "dg_exp.h" nogil:
     void dg_exp_init()
     void dg_exp_neg_floor(mpz_ptr out, uint64_t n, uint64_t d, unsigned long k)
     void dg_exp_neg_floor_mpz(mpz_ptr out, mpz_srcptr n, mpz_srcptr d, unsigned long k)
-    uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d)
-    uint64_t dg_exp_neg_prefix_mpz(mpz_srcptr n, mpz_srcptr d)
+    uint64_t dg_exp_neg_prefix(uint64_t n, uint64_t d, int fixed_point)
+    uint64_t dg_exp_neg_prefix_mpz(mpz_srcptr n, mpz_srcptr d, int fixed_point)
     int dg_exp_digits_tail_mpz(dg_rng *rng, mpz_srcptr n, mpz_srcptr d)
     void dg_exp_table_init(dg_exp_table *tab, mpz_srcptr t, unsigned long shift, uint64_t e_hi,
-                           uint64_t e_lo, uint64_t *prefix)
+                           uint64_t e_lo, uint64_t *prefix, int fixed_point)
     uint64_t dg_exp_table_prefix(dg_exp_table *tab, uint64_t u)
-    int dg_exp_test_force_exact
     enum:
         DG_INVERSION_MAX
     ctypedef struct dg_geometric_table:
         uint64_t t
         uint64_t count
     uint64_t dg_geometric_table_size(uint64_t t)
-    void dg_geometric_table_init(dg_geometric_table *g, uint64_t t, uint64_t e_hi, uint64_t e_lo, uint64_t *thr)
+    void dg_geometric_table_init(dg_geometric_table *g, uint64_t t, uint64_t e_hi, uint64_t e_lo, uint64_t *thr,
+                                 int fixed_point)
     int dg_geometric_exp(dg_rng *rng, const dg_geometric_table *g, uint64_t *out)
     int dg_bernoulli_exp_digits(dg_rng *rng, uint64_t prefix, uint64_t n, uint64_t d)

@@ -1,7 +1,9 @@
-"""Finite random sources for testing: bit tapes and decision tapes.
+"""Random sources for testing: bit tapes, decision tapes, a scripted OS source.
 
-Both are accepted as ``rng`` by the compiled core and by the oracle
-(:mod:`dgauss.reference`), and are re-exported by :mod:`dgauss.testing`.
+Tapes are accepted as ``rng`` by the compiled core and by the oracle
+(:mod:`dgauss.reference`); :class:`ScriptedOS` by the compiled core only.  All
+are re-exported by :mod:`dgauss.testing`.  Each is a per-call source: nothing
+here changes what a call with ``rng=None`` reads (the operating system).
 """
 
 from __future__ import annotations
@@ -128,4 +130,30 @@ class DecisionTape:
         return f"DecisionTape({self.outcomes.tolist()}, stop_at_restart={self.stop_at_restart})"
 
 
-SOURCES = (Tape, DecisionTape)
+class ScriptedOS:
+    """The compiled core's operating-system source with faults and fake bytes, for one call.
+
+    The words go through the same buffered path and read loop as ``rng=None``
+    (csrc/dg_rng.c), but from this object's script: after ``fail_after`` successful
+    refills (``-1``: never), ``fail_count`` refills fail with ``fail_errno``; and with
+    ``fake=True`` the bytes read are those of the SplitMix64 words 0, 1, 2, ... (see
+    ``tests/test_randomness.py``) in reads of at most 7 bytes, every third read
+    interrupted by EINTR.  Without ``fake`` the bytes are the operating system's.
+    Only the call it is passed to is affected (each call starts from the script).
+    """
+
+    def __init__(
+        self, *, fail_after: int = -1, fail_count: int = 0, fail_errno: int = 5, fake: bool = False
+    ):
+        for name, value in (
+            ("fail_after", fail_after),
+            ("fail_count", fail_count),
+            ("fail_errno", fail_errno),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or not -1 <= value < 2**31:
+                raise ValueError(f"{name} must be an int in [-1, 2**31), got {value!r}")
+        self.fail_after, self.fail_count, self.fail_errno = fail_after, fail_count, fail_errno
+        self.fake = bool(fake)
+
+
+SOURCES = (Tape, DecisionTape, ScriptedOS)

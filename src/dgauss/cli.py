@@ -451,9 +451,7 @@ def _chunk_sizes(count: int, chunk: int) -> Iterator[int]:
         yield rest
 
 
-def _summary(
-    dist: Distribution, moments: Moments, elapsed: float, path: str | None
-) -> list[str]:
+def _summary(dist: Distribution, moments: Moments, elapsed: float, path: str | None) -> list[str]:
     """The lines printed at the end of a run."""
     rate = moments.count / max(elapsed, 1e-9) / 1e6
     destination = f"written to {path}" if path else "not kept (use -o PATH to save them)"

@@ -71,8 +71,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _api
-from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
+from dgauss import _driver
+from dgauss._kinds import Kind
+from dgauss._sources import DecisionTape, Exhausted, Restart, ScriptedOS, Tape
 
 __all__ = [
     "BitStream",
@@ -379,9 +380,12 @@ def geometric_exp1(bits: BitStream) -> int:
     return v
 
 
-def split_bits(t: int) -> int:
-    """r: Algorithm 2 draws U = H 2**r + L with H < 2**HIGH_BITS first and L < 2**r last."""
-    return max(0, (t - 1).bit_length() - HIGH_BITS)
+def split_bits(t: int, high_bits: int = HIGH_BITS) -> int:
+    """r: Algorithm 2 draws U = H 2**r + L with H < 2**high_bits first and L < 2**r last
+    (tests lower ``high_bits`` to split small t, in the core and here alike)."""
+    if not 1 <= high_bits <= HIGH_BITS:
+        raise ValueError(f"high_bits must be in [1, {HIGH_BITS}], got {high_bits!r}")
+    return max(0, (t - 1).bit_length() - high_bits)
 
 
 def uniform_split(bits: BitStream, m: int, r: int) -> tuple:
@@ -429,7 +433,7 @@ class Block:
         return self.low
 
 
-def laplace_attempt(bits: BitStream, t: int, s: int) -> Block | None:
+def laplace_attempt(bits: BitStream, t: int, s: int, high_bits: int = HIGH_BITS) -> Block | None:
     """One attempt of Algorithm 2 up to the factors that need U's low bits.
 
     U, D ~ Bernoulli(exp(-U/t)), V and the sign B, with U = H 2**r + L and D
@@ -440,7 +444,7 @@ def laplace_attempt(bits: BitStream, t: int, s: int) -> Block | None:
     """
     if t <= INVERSION_MAX:
         return _signed(bits, geometric_by_inversion(bits, t), 0, 0, s)
-    r = split_bits(t)
+    r = split_bits(t, high_bits)
     h, low = uniform_split(bits, t, r)
     if not bernoulli_exp_digits(bits, Fraction(h << r, t)):
         return None
@@ -456,10 +460,10 @@ def _signed(bits: BitStream, a: int, low: int | None, r: int, s: int) -> Block |
     return block
 
 
-def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
+def discrete_laplace(bits: BitStream, t: int, s: int, high_bits: int = HIGH_BITS) -> int:
     """Algorithm 2: one sample of Lap_Z(t/s), integers s, t >= 1."""
     while True:
-        block = laplace_attempt(bits, t, s)
+        block = laplace_attempt(bits, t, s, high_bits)
         if block is not None:
             low = block.read_low(bits)
             if bernoulli_exp(bits, Fraction(low, t)):  # D's second factor
@@ -468,7 +472,7 @@ def discrete_laplace(bits: BitStream, t: int, s: int) -> int:
         restart(bits)
 
 
-def discrete_gaussian(bits: BitStream, sigma2: Fraction) -> int:
+def discrete_gaussian(bits: BitStream, sigma2: Fraction, high_bits: int = HIGH_BITS) -> int:
     """Algorithm 3: one sample of N_Z(0, sigma2), rational sigma2 > 0.
 
     Y ~ Lap_Z(t) is accepted with probability exp(-gamma(|Y|)), gamma(y) =
@@ -479,7 +483,7 @@ def discrete_gaussian(bits: BitStream, sigma2: Fraction) -> int:
     """
     t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1  # floor(sigma) + 1
     while True:
-        block = laplace_attempt(bits, t, 1)
+        block = laplace_attempt(bits, t, 1, high_bits)
         if block is not None:
             a = block.a
             if bernoulli_exp_by_digits(bits, (a - sigma2 / t) ** 2 / (2 * sigma2)):
@@ -503,6 +507,8 @@ def open_stream(source):
         return BitStream(lambda: next(words), budget=source.bits_left)
     if isinstance(source, DecisionTape):
         return DecisionStream(source)
+    if isinstance(source, ScriptedOS):
+        raise TypeError("the oracle has no scripted OS source (it belongs to the compiled core)")
     ct = source.ctypes
     return BitStream(lambda: ct.next_uint64(ct.state))
 
@@ -515,10 +521,15 @@ def fill(
     source,
     out: np.ndarray,
     next_slice: Callable[[], tuple[int, int] | None] | None = None,
+    *,
+    high_bits: int = HIGH_BITS,
+    fixed_point: bool = True,
 ) -> int:
-    """The oracle's backend, with the same contract as ``dgauss._core.fill``."""
+    """The oracle's backend, with the same contract as ``dgauss._core.fill`` (``fixed_point``
+    is accepted for symmetry: the oracle computes every digit exactly)."""
     if next_slice is not None and source is not None:
         raise ValueError("next_slice needs source=None (the OS CSPRNG)")
+    split_bits(1, high_bits)  # checks high_bits
     stream = open_stream(source)
     lock = source.lock if isinstance(source, np.random.BitGenerator) else contextlib.nullcontext()
     param = Fraction(num, den)
@@ -526,19 +537,19 @@ def fill(
     with lock, _advancing(source, stream):
         for start, stop in slices:
             for i in range(start, stop):
-                if kind == _api.BERNOULLI_EXP:
+                if kind == Kind.BERNOULLI_EXP:
                     out[i] = bernoulli_exp(stream, param)
                     continue
-                if kind == _api.BERNOULLI:
+                if kind == Kind.BERNOULLI:
                     out[i] = bernoulli(stream, param)
                     continue
-                if kind == _api.UNIFORM:
+                if kind == Kind.UNIFORM:
                     out[i] = uniform(stream, num)
                     continue
-                if kind == _api.GAUSSIAN:
-                    value = discrete_gaussian(stream, param) + mu
+                if kind == Kind.DISCRETE_GAUSSIAN:
+                    value = discrete_gaussian(stream, param, high_bits) + mu
                 else:
-                    value = discrete_laplace(stream, num, den) + mu
+                    value = discrete_laplace(stream, num, den, high_bits) + mu
                 if out.dtype != object and not INT64_MIN <= value <= INT64_MAX:
                     raise OverflowError(
                         "a sample does not fit in int64; pass dtype=object to get exact Python ints"
@@ -559,14 +570,14 @@ def _advancing(source, stream):
 
 def sample_gaussian(sigma2, size=None, *, mu=0, rng=None, dtype=None, workers=None):
     """:func:`dgauss.sample_gaussian`, computed by the oracle (threads give it no speed)."""
-    return _api.sample(fill, _api.GAUSSIAN, sigma2, size, mu, rng, dtype, workers)
+    return _driver.sample(fill, Kind.DISCRETE_GAUSSIAN, sigma2, size, mu, rng, dtype, workers)
 
 
 def sample_laplace(scale, size=None, *, mu=0, rng=None, dtype=None, workers=None):
     """:func:`dgauss.sample_laplace`, computed by the oracle."""
-    return _api.sample(fill, _api.LAPLACE, scale, size, mu, rng, dtype, workers)
+    return _driver.sample(fill, Kind.DISCRETE_LAPLACE, scale, size, mu, rng, dtype, workers)
 
 
 def sample_bernoulli_exp(gamma, size=None, *, rng=None, workers=None):
     """:func:`dgauss.sample_bernoulli_exp`, computed by the oracle."""
-    return _api.sample(fill, _api.BERNOULLI_EXP, gamma, size, 0, rng, None, workers)
+    return _driver.sample(fill, Kind.BERNOULLI_EXP, gamma, size, 0, rng, None, workers)

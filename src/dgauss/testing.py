@@ -45,10 +45,12 @@ import gmpy2
 import numpy as np
 from gmpy2 import mpfr, mpq
 
-from dgauss import _api, _core, _params, reference
-from dgauss._sources import DecisionTape, Exhausted, Restart, Tape
+from dgauss import _params, reference
+from dgauss._kinds import Kind
+from dgauss._sources import DecisionTape, Exhausted, Restart, ScriptedOS, Tape
 
 __all__ = [
+    "ScriptedOS",
     "Tape",
     "DecisionTape",
     "Exhausted",
@@ -66,23 +68,24 @@ __all__ = [
 
 #: What the checker can run: name -> (kind, is Bernoulli-valued).
 SAMPLERS = {
-    "gaussian": (_api.GAUSSIAN, False),
-    "laplace": (_api.LAPLACE, False),
-    "bernoulli_exp": (_api.BERNOULLI_EXP, True),
-    "bernoulli": (_api.BERNOULLI, True),  # the primitive Bernoulli(p), 0 <= p <= 1
-    "uniform": (_api.UNIFORM, False),  # the primitive uniform(m), integer m >= 1
+    "gaussian": (Kind.DISCRETE_GAUSSIAN, False),
+    "laplace": (Kind.DISCRETE_LAPLACE, False),
+    "bernoulli_exp": (Kind.BERNOULLI_EXP, True),
+    "bernoulli": (Kind.BERNOULLI, True),  # the primitive Bernoulli(p), 0 <= p <= 1
+    "uniform": (Kind.UNIFORM, False),  # the primitive uniform(m), integer m >= 1
 }
 
 Draw = Callable[[Any], Any]
 
 
-def sampler(name: str, param, *, oracle: bool = False) -> Draw:
+def sampler(name: str, param, *, oracle: bool = False, **fill_options: Any) -> Draw:
     """One draw of sampler ``name`` at ``param`` from a given source.
 
     Returns a callable ``draw(source)``: it runs the compiled core (or, with
     ``oracle=True``, :mod:`dgauss.reference`) once on ``source`` (a
     :class:`Tape`, :class:`DecisionTape` or NumPy generator) and returns the
-    value (``bool`` for Bernoulli samplers, ``int`` otherwise).
+    value (``bool`` for Bernoulli samplers, ``int`` otherwise).  ``fill_options``
+    go to the backend's ``fill`` for this draw only (``high_bits``, ``fixed_point``).
     """
     if name not in SAMPLERS:
         raise ValueError(f"name must be one of {sorted(SAMPLERS)}, got {name!r}")
@@ -97,13 +100,18 @@ def sampler(name: str, param, *, oracle: bool = False) -> Draw:
         and value <= 0
     ):
         raise ValueError(f"param out of range for {name}: {param!r}")
-    fill = reference.fill if oracle else _core.fill
+    if oracle:
+        fill = reference.fill
+    else:
+        from dgauss import _core  # here, not at the top: the oracle's checks run without it
+
+        fill = _core.fill
     dtype = np.bool_ if boolean else object
     num, den = value.numerator, value.denominator
 
     def draw(source):
         out = np.empty(1, dtype=dtype)
-        fill(kind, num, den, 0, source, out)
+        fill(kind, num, den, 0, source, out, **fill_options)
         return bool(out[0]) if boolean else int(out[0])
 
     draw.__name__ = f"{'oracle' if oracle else 'core'}_{name}({value})"
@@ -458,10 +466,12 @@ def enumerate_sampler(
     target: float = 1e-3,
     max_runs: int = 2_000_000,
     level: str | None = None,
+    **fill_options: Any,
 ) -> Enumeration:
     """Enumerate one draw of a named sampler: bit level for the Bernoulli samplers and
-    uniform, decision level (with restarts merged) for the Laplace and the Gaussian."""
-    draw = sampler(name, param, oracle=oracle)
+    uniform, decision level (with restarts merged) for the Laplace and the Gaussian
+    (``fill_options``: as for :func:`sampler`)."""
+    draw = sampler(name, param, oracle=oracle, **fill_options)
     level = level or ("decisions" if name in ("gaussian", "laplace") else "bits")
     if level == "bits":
         return enumerate_bits(draw, target=target, max_runs=max_runs)
