@@ -37,6 +37,9 @@ cdef enum:
     ACCEPT_CACHE_PER_T = 8      # Algorithm 3 caches the blocks with V < 8 (P(V >= 8) = exp(-8))
 
 cdef extern from *:
+    int __builtin_clzll(unsigned long long x) nogil
+
+cdef extern from *:
     """
     #if defined(__GNUC__) || defined(__clang__)
     #define dg_prefetch(p) __builtin_prefetch(p)
@@ -81,6 +84,7 @@ cdef struct LaplaceParams:
 cdef enum AcceptState:
     ACCEPT_DIGITS = 1   # gamma has a fractional part; `prefix` holds its digits
     ACCEPT_WHOLE = 2    # gamma is an integer
+    ACCEPT_HUGE = 3     # floor(gamma) >= 2**64 (known; the value itself is not kept)
 
 cdef struct Acceptance:
     # Algorithm 3's acceptance at one block start a: exp(-gamma) = exp(-1)**whole * exp(-frac)
@@ -90,7 +94,8 @@ cdef struct Acceptance:
 
 cdef struct AcceptEntry:
     # an Acceptance in Algorithm 3's cache, 16 bytes (four to a cache line): tag = 0 while
-    # unknown, else whole * 4 + state; blocks with whole >= 2**62 are not cached
+    # unknown, else whole * 4 + state (ACCEPT_HUGE: whole = 0); blocks with
+    # 2**62 <= floor(gamma) < 2**64 are not cached
     uint64_t tag
     uint64_t prefix
 
@@ -534,8 +539,25 @@ cdef void gamma_numerator(Params *p, Work *w, Block *blk) noexcept nogil:
     mpz_mul(w.num, w.num, w.num)
 
 
+cdef bint gamma_is_huge(Params *p, Work *w, Block *blk) noexcept nogil:
+    """floor(gamma(a)) >= 2**64 shown from sizes alone, without the product (a d t - n)^2
+    (millions of bits when sigma^2 is tiny, e.g. 10**-1000000): with b(z) the bit length,
+    x = a d t >= 2**(b(a) + b(dt) - 2); when that is at least 2**(b(n) + 1) > 2n, x - n > x/2,
+    so gamma = (x - n)^2 / den > 2**(2 (b(a) + b(dt) - 3) - b(den))."""
+    cdef size_t ba, bx
+    if blk.big:
+        ba = mpz_sizeinbase(block_a(&p.lap, w, blk), 2)
+    elif blk.a == 0:
+        return False
+    else:
+        ba = 64 - <size_t>__builtin_clzll(blk.a)
+    bx = ba + mpz_sizeinbase(p.DT, 2)
+    return (bx >= mpz_sizeinbase(p.N, 2) + 3
+            and 2 * (bx - 3) >= mpz_sizeinbase(p.DEN, 2) + 64)
+
+
 cdef bint acceptance_of(Params *p, Work *w, Block *blk, Acceptance *e) noexcept nogil:
-    """*e for the block start a; False (e untouched) when floor(gamma(a)) does not fit a word."""
+    """*e for the block start a; False (e untouched) when floor(gamma(a)) >= 2**64."""
     cdef uint64_t a, diff, num, r
     cdef dg_u128 x_fix
     if p.small and not blk.big and dg_mul_u64(blk.a, p.dt, &a):
@@ -549,6 +571,8 @@ cdef bint acceptance_of(Params *p, Work *w, Block *blk, Acceptance *e) noexcept 
                 e.prefix = dg_exp_neg_prefix(r, p.den, p.fixed_point)
                 e.state = ACCEPT_DIGITS
             return True
+    if gamma_is_huge(p, w, blk):
+        return False
     # one division: w.whole = floor(2**128 gamma), whose top words are floor(gamma) and whose
     # low two words x_fix put frac = gamma - floor(gamma) in [x_fix, x_fix + 1) / 2**128
     gamma_numerator(p, w, blk)
@@ -580,14 +604,21 @@ cdef int fraction_by_digits(dg_rng *rng, Params *p, Work *w, Block *blk, uint64_
 
 
 cdef int accept_huge(dg_rng *rng, Params *p, Work *w, Block *blk) noexcept nogil:
-    """The acceptance when floor(gamma(a)) >= 2**64: its Bernoulli(exp(-1)) draws counted on GMP."""
-    cdef int c
-    gamma_numerator(p, w, blk)
-    mpz_fdiv_qr(w.whole, w.frac, w.num, p.DEN)
-    c = bernoulli_exp1_times_mpz(rng, w.whole)
+    """The acceptance when floor(gamma(a)) >= 2**64: the first 2**64 of its Bernoulli(exp(-1))
+    draws before gamma is computed (one fails first but with probability exp(-2**64)), the
+    rest counted on GMP -- the same draws in the same order as Algorithm 1."""
+    cdef int c = bernoulli_exp1_times(rng, (<dg_u128>1) << 64)
     if c != 1:
         return c
     # reached with probability exp(-2**64): kept exact all the same
+    gamma_numerator(p, w, blk)
+    mpz_fdiv_qr(w.whole, w.frac, w.num, p.DEN)
+    mpz_set_ui(w.num, 1)
+    mpz_mul_2exp(w.num, w.num, 64)
+    mpz_sub(w.whole, w.whole, w.num)
+    c = bernoulli_exp1_times_mpz(rng, w.whole)
+    if c != 1:
+        return c
     if mpz_sgn(w.frac) == 0:
         return 1
     return fraction_by_digits(rng, p, w, blk, dg_exp_neg_prefix_mpz(w.frac, p.DEN, p.fixed_point))
@@ -606,8 +637,12 @@ cdef int accept_block(dg_rng *rng, Params *p, Work *w, Block *blk) noexcept nogi
         e.whole = c.tag >> 2
         e.state = <AcceptState>(c.tag & 3)
         e.prefix = c.prefix
+        if e.state == ACCEPT_HUGE:
+            return accept_huge(rng, p, w, blk)
     else:
         if not acceptance_of(p, w, blk, &e):
+            if c != NULL:
+                c.tag = ACCEPT_HUGE
             return accept_huge(rng, p, w, blk)
         if c != NULL and e.whole < (<uint64_t>1) << 62:
             c.tag = e.whole << 2 | <uint64_t>e.state

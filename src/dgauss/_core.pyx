@@ -19,6 +19,7 @@ from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport uint64_t, int64_t, INT64_MAX, UINT64_MAX
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 cimport numpy as cnp
 from numpy.random cimport bitgen_t
@@ -53,7 +54,9 @@ if ({k.name: int(k) for k in _kinds.Kind} != {
 cdef enum:
     OS_BUFFER_WORDS = 2048     # 16 KiB: the largest single read from the OS
     OS_FIRST_BLOCK = 4         # the first read is small: scalar calls stay cheap
-    CHUNK = 65536              # samples per GIL-free stretch (signals checked between)
+    CHUNK = 1 << 20            # at most this many samples per GIL-free stretch, and
+    STRETCH_NS = 20000000      # about this long (20 ms): signals are checked between stretches
+    CHECK_MAX = 4096           # the clock is read at least every this many samples
     OBJECT_CHUNK = 4096        # at most this many samples per stretch when Python ints are
                                # made (with the GIL): fewer hand-overs of the GIL between threads
     OBJECT_CHUNK_BYTES = 1 << 20   # and about this many bytes of GMP values per stretch
@@ -137,12 +140,51 @@ cdef int value_to_i64(State *s, Value *v, int64_t *out) noexcept nogil:
     return DG_OK
 
 
-cdef int fill_native(State *s, char *out, bint is_bool, Py_ssize_t n) noexcept nogil:
-    """n samples into a bool or int64 buffer; a status code."""
+cdef struct Stretch:
+    # how long a GIL-free stretch runs: until STRETCH_NS have passed, by the clock, read after
+    # 1, 2, 4, ... samples and then every CHECK_MAX: so Ctrl-C is seen within about 2 STRETCH_NS
+    # however long a sample takes (parameters of millions of bits), at a negligible cost
+    # when samples take nanoseconds.  Where a stretch ends changes no sample.
+    int64_t deadline
+    Py_ssize_t next_check, interval
+
+
+cdef inline int64_t now_ns() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
+
+
+cdef inline void stretch_start(Stretch *st) noexcept nogil:
+    st.deadline = now_ns() + STRETCH_NS
+    st.next_check = 1
+    st.interval = 1
+
+
+cdef inline bint stretch_over(Stretch *st, Py_ssize_t i) noexcept nogil:
+    """True when the stretch has run its time (checked only at sample counts next_check)."""
+    if i < st.next_check:
+        return False
+    if now_ns() >= st.deadline:
+        return True
+    if st.interval < CHECK_MAX:
+        st.interval *= 2
+    st.next_check = i + st.interval
+    return False
+
+
+cdef int fill_native(State *s, char *out, bint is_bool, Py_ssize_t n,
+                     Py_ssize_t *done) noexcept nogil:
+    """Up to n samples into a bool or int64 buffer, for one stretch: *done of them; a status."""
     cdef Py_ssize_t i
     cdef Value v
     cdef int rc
+    cdef Stretch st
+    stretch_start(&st)
+    done[0] = 0
     for i in range(n):
+        if stretch_over(&st, i):
+            return DG_OK
         if draw(s, &v) < 0:
             return s.rng.status
         if is_bool:
@@ -151,16 +193,24 @@ cdef int fill_native(State *s, char *out, bint is_bool, Py_ssize_t n) noexcept n
             rc = value_to_i64(s, &v, &(<int64_t *>out)[i])
             if rc != DG_OK:
                 return rc
+        done[0] = i + 1
     return DG_OK
 
 
-cdef int fill_mpz(State *s, mpz_t *out, Py_ssize_t n) noexcept nogil:
+cdef int fill_mpz(State *s, mpz_t *out, Py_ssize_t n, Py_ssize_t *done) noexcept nogil:
+    """Up to n samples into GMP integers, for one stretch: *done of them; a status."""
     cdef Py_ssize_t i
     cdef Value v
+    cdef Stretch st
+    stretch_start(&st)
+    done[0] = 0
     for i in range(n):
+        if stretch_over(&st, i):
+            return DG_OK
         if draw(s, &v) < 0:
             return s.rng.status
         value_to_mpz(s, &v, out[i])
+        done[0] = i + 1
     return DG_OK
 
 
@@ -413,6 +463,7 @@ cdef class _Job:
     cdef uint64_t *geo_thr  # Algorithm 2's thresholds for the inversion
     cdef object source      # keeps a tape's arrays alive while C points into them
     cdef Py_ssize_t obj_chunk   # samples per stretch into an object array (vals has this many)
+    cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
 
     def __cinit__(self):
         _work_init(&self.s.w)
@@ -443,10 +494,29 @@ cdef class _Job:
         _params_clear(&self.s.p)
         _work_clear(&self.s.w)
 
+    cdef int reserve(self) except -1:
+        """MemoryError unless `headroom` bytes can be allocated now: GMP aborts the process when
+        an allocation fails, so the memory its numbers may need is tried first, with the GIL
+        held, before each stretch (and before the set-up's own arithmetic)."""
+        cdef void *probe = malloc(self.headroom)
+        if probe == NULL:
+            raise MemoryError(
+                f"dgauss needs about {self.headroom >> 20} MiB free for the exact arithmetic "
+                "of these parameters and could not get it")
+        free(probe)
+        return 0
+
     cdef int setup(self, int kind, object num, object den, object mu, object source,
                    unsigned long high_bits, bint fixed_point) except -1:
         cdef Params *p = &self.s.p
         cdef bitgen_t *bg
+        # GMP's largest numbers: Algorithm 3's (a d t - n)^2 2**128 and its divisor 2 n d t^2
+        # (t about sqrt(n/d)); a Laplace or Bernoulli parameter's n, d; mu; with room for
+        # GMP's scratch (a multiplication or division needs a few times its operands)
+        operand_bits = (2 * (num.bit_length() + 2 * den.bit_length() + 192)
+                        + abs(mu).bit_length() + 256)
+        self.headroom = 16 * (operand_bits // 8) + 4 * OBJECT_CHUNK_BYTES
+        self.reserve()
         self.s.kind = kind
         p.fixed_point = fixed_point
         int_to_mpz(p.N, num)
@@ -583,7 +653,7 @@ cdef class _Job:
         return ("bernoulli", Fraction(mpz_to_int(self.decider.want_a), mpz_to_int(self.decider.want_b)))
 
     cdef int run(self, cnp.ndarray out) except -1:
-        cdef Py_ssize_t n = out.shape[0], i = 0, m, k, item
+        cdef Py_ssize_t n = out.shape[0], i = 0, m, k, item, done = 0
         cdef int rc = DG_OK
         cdef char *data
         cdef bint is_bool
@@ -598,12 +668,13 @@ cdef class _Job:
                     mpz_init(self.vals[k])
             while i < n and rc == DG_OK:
                 m = min(self.obj_chunk, n - i)
+                self.reserve()
                 with nogil:
-                    rc = fill_mpz(&self.s, self.vals, m)
+                    rc = fill_mpz(&self.s, self.vals, m, &done)
                 if rc == DG_OK:
-                    for k in range(m):
+                    for k in range(done):
                         po[i + k] = mpz_to_int(self.vals[k])
-                i += m
+                i += done
                 PyErr_CheckSignals()
         else:
             data = <char *>cnp.PyArray_DATA(out)
@@ -611,9 +682,10 @@ cdef class _Job:
             item = out.itemsize
             while i < n and rc == DG_OK:
                 m = min(CHUNK, n - i)
+                self.reserve()
                 with nogil:
-                    rc = fill_native(&self.s, data + i * item, is_bool, m)
-                i += m
+                    rc = fill_native(&self.s, data + i * item, is_bool, m, &done)
+                i += done
                 PyErr_CheckSignals()
         if rc != DG_OK:
             self.raise_status(rc)
