@@ -203,14 +203,14 @@ class _Tail:
             integral = integral - (self.log_integral(m + self.delta) + ar.q(self.eps)).exp()
         # h(m)/2
         total = integral
-        for a, with_eps, weight in parts:
+        for _a, with_eps, weight in parts:
             total = total + weight * Fraction(-1 if with_eps else 1, 2)
         # Remainder: the lowest even order p = 2q whose bound is below 2^−56 (or 2^−bits/2)
         # of the sum so far (the derivative terms are small beside it), else the best order.
         goal = ar.dn.mul(total.lo, mpfr(2) ** -max(56, ar.bits // 2)) if total.lo > 0 else mpfr(0)
         p, bound = self._best_order(parts, sigma, goal)
         hermite = {}
-        for a, with_eps, weight in parts:
+        for a, _with_eps, _weight in parts:
             hermite[a] = _hermite_values(ar.q(a) / sigma, p)
         bern = _bernoulli_over_factorial(p)
         inv_sigma = 1 / sigma
@@ -238,7 +238,7 @@ class _Tail:
         # The whole-line bound is on ∫|f^{(p)}|, not scaled by f(a): each part contributes its
         # coefficient over F, 1/F or e^ε/F, i.e. e^{shift} or e^{shift + ε}.
         total_weight = ar.q(0)
-        for a, with_eps, weight in parts:
+        for _a, with_eps, _weight in parts:
             total_weight = total_weight + ar.q(self.shift + (self.eps if with_eps else 0)).exp()
         sqrt_e = ar.q(1).exp().sqrt()
         for p in range(2, EM_MAX_ORDER + 1, 2):
@@ -250,7 +250,7 @@ class _Tail:
             candidates = [glob.hi]
             local = ar.q(0)
             ok = True
-            for a, with_eps, weight in parts:
+            for a, _with_eps, weight in parts:
                 if a <= 0 or a * a < p * p * s:
                     ok = False
                     break

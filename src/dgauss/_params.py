@@ -115,7 +115,8 @@ def _ratio(numerator, denominator, name: str, value) -> Fraction:
 
 
 def _parse_str(text: str, name: str) -> Fraction:
-    """'3', '-1/3', '2.5', '.5', '1e100', '25e-1': exact, for numbers of any length up to the limits."""
+    """'3', '-1/3', '2.5', '.5', '1e100', '25e-1': exact, for numbers of any length up
+    to the limits."""
     ratio = _RATIO.match(text)
     if ratio is not None:
         sign, num, den = ratio.groups()

@@ -87,7 +87,7 @@ __all__ = [
 ]
 
 Number = Union[int, float, str, Fraction, "gmpy2.mpz", "gmpy2.mpq"]
-Sensitivity = Union[int, Sequence[int]]
+Sensitivity = int | Sequence[int]
 
 #: Significant decimal digits of a calibrated σ² or scale (rounded up).
 GRID_DIGITS = 4
@@ -718,7 +718,10 @@ def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> mpfr |
         lgk = _lngamma(ar, k + 1)
         negligible = -(2 * bits) // 3  # ln of about 2^−bits
 
-        def log_parts(l: int):
+        # the defaults bind this precision's ar, lgk and E0 (the loop rebinds them)
+        def log_parts(
+            l: int, ar: Arith = ar, lgk: Interval = lgk, E0: Interval = E0
+        ) -> tuple[Interval, Interval]:
             log_binom = lgk - _lngamma(ar, l + 1) - _lngamma(ar, k - l + 1) + E0 * l
             log_weight = (-(ar.q(eps - (2 * l - k) * e0).expm1())).log()
             return log_binom, log_weight

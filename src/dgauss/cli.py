@@ -451,9 +451,7 @@ def _chunk_sizes(count: int, chunk: int) -> Iterator[int]:
         yield rest
 
 
-def _summary(
-    dist: Distribution, moments: Moments, elapsed: float, path: str | None
-) -> list[str]:
+def _summary(dist: Distribution, moments: Moments, elapsed: float, path: str | None) -> list[str]:
     """The lines printed at the end of a run."""
     rate = moments.count / max(elapsed, 1e-9) / 1e6
     destination = f"written to {path}" if path else "not kept (use -o PATH to save them)"
@@ -846,7 +844,7 @@ def _table(header: list[str], rows: list[list[str]], right: Sequence[int] = ()) 
             "  "
             + "   ".join(
                 c.rjust(w) if i in right else c.ljust(w)
-                for i, (c, w) in enumerate(zip(cells, widths))
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
             ).rstrip()
         )
 
@@ -879,8 +877,8 @@ def _account(args: argparse.Namespace) -> list[str]:
         delta_rows = [
             [
                 e,
-                _delta_text(lambda log: accounting.gaussian_delta(sigma2, e, sens, k, log=log)),
-                _delta_text(lambda log: accounting.cdp_delta(rho, e, log=log)),
+                _delta_text(accounting.gaussian_delta, sigma2, e, sens, k),
+                _delta_text(accounting.cdp_delta, rho, e),
             ]
             for e in epsilons
         ]
@@ -907,8 +905,7 @@ def _account(args: argparse.Namespace) -> list[str]:
         f"  pure eps = k*|sensitivity|_1/scale = {_rounded_up(pure)} (delta = 0)",
     ]
     delta_rows = [
-        [e, _delta_text(lambda log: accounting.laplace_delta(scale, e, queries.l1, k, log=log))]
-        for e in epsilons
+        [e, _delta_text(accounting.laplace_delta, scale, e, queries.l1, k)] for e in epsilons
     ]
     eps_rows = [
         [d, _rounded_up(accounting.laplace_epsilon(scale, queries.l1, k, delta=d))] for d in deltas
@@ -930,12 +927,12 @@ def _rho_text(rho: Fraction) -> str:
     return approx
 
 
-def _delta_text(delta: Callable[[bool], float]) -> str:
-    """delta(log=False) rounded up, or from delta(log=True) when it is below TINY_DELTA."""
-    value = delta(False)
+def _delta_text(delta: Callable[..., float], *args: object) -> str:
+    """delta(*args) rounded up, or from delta(*args, log=True) when it is below TINY_DELTA."""
+    value = delta(*args, log=False)
     if value >= TINY_DELTA or value == 0:
         return _rounded_up(value)
-    return _rounded_up_from_log(delta(True))
+    return _rounded_up_from_log(delta(*args, log=True))
 
 
 def _rounded_up(value, digits: int = PRIVACY_DIGITS) -> str:
