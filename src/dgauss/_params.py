@@ -14,11 +14,15 @@ import operator
 import os
 import re
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from dgauss import _sources
 
+#: gmpy2's integer and rational types, for isinstance (empty without gmpy2)
+_GMPY_INT: tuple[type[Any], ...]
+_GMPY_RAT: tuple[type[Any], ...]
 try:  # gmpy2 is a dependency, but keep parsing usable without it
     import gmpy2
 

@@ -640,7 +640,7 @@ class Queries:
 
     k: int
     text: str
-    sensitivity: object
+    sensitivity: int | tuple[int, ...]
     l1: int
 
     def describe(self) -> str:
@@ -827,7 +827,8 @@ def _grid_text(value: Fraction) -> str:
 def _pad(value: decimal.Decimal, digits: int) -> decimal.Decimal:
     """``value`` with trailing zeros up to ``digits`` significant digits (17.9 -> 17.90)."""
     exponent = value.adjusted() - digits + 1
-    if value != 0 and value.as_tuple().exponent > exponent:
+    current = value.as_tuple().exponent  # an int for a finite value ('n', 'N', 'F' otherwise)
+    if value != 0 and isinstance(current, int) and current > exponent:
         with decimal.localcontext() as ctx:
             ctx.prec = max(ctx.prec, digits + 2)
             ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
