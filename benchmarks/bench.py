@@ -84,7 +84,10 @@ def rates(
 
 
 def adaptive_rate(draw: Callable[[int], object], budget: float = 3.0, cap: int = 20_000) -> float:
-    """Samples/s of a slow sampler: batches of 1, 2, 4, ... up to ``cap`` until ``budget`` s are spent."""
+    """Samples/s of a slow sampler.
+
+    Draws batches of 1, 2, 4, ... up to ``cap`` until ``budget`` s are spent.
+    """
     n, best, spent = 1, 0.0, 0.0
     while spent < budget:
         start = time.perf_counter()
@@ -329,7 +332,8 @@ def markdown(rows: list[dict], machine: str, mem: dict | None) -> str:
     if mem:
         lines += [
             "",
-            f"Memory: a 10^8-sample int64 batch ({mem['batch_output_bytes'] / 2**20:.0f} MiB of output) "
+            "Memory: a 10^8-sample int64 batch "
+            f"({mem['batch_output_bytes'] / 2**20:.0f} MiB of output) "
             f"peaks {mem['batch_peak_over_output_bytes'] / 2**20:.1f} MiB above its output; "
             "the CLI's peak RSS is "
             + ", ".join(

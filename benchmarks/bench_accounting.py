@@ -236,13 +236,16 @@ def run_cases(repeat: int) -> tuple[list[Row], list[str]]:
             rows.append(
                 Row(
                     f"(b) gaussian_delta, sigma2={sigma2}, eps={eps}, k=1",
+                    # default arguments bind this iteration's sigma2 and eps
                     measure(
-                        lambda: accounting.gaussian_delta(sigma2, eps),
-                        our_delta(lambda: accounting.gaussian_delta(sigma2, eps, log=True)),
+                        lambda s=sigma2, e=eps: accounting.gaussian_delta(s, e),
+                        our_delta(
+                            lambda s=sigma2, e=eps: accounting.gaussian_delta(s, e, log=True)
+                        ),
                         repeat,
                     ),
                     "dp_accounting PLD from_discrete_gaussian_mechanism + get_delta_for_epsilon",
-                    pld_side(lambda: pld_delta(pld, float(sigma2), float(eps))),
+                    pld_side(lambda s=sigma2, e=eps: pld_delta(pld, float(s), float(e))),
                 )
             )
 

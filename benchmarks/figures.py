@@ -110,7 +110,10 @@ def progress(msg: str) -> None:
 
 
 class Timer:
-    """Times calls into dgauss.accounting by name: count, total and slowest call (with its inputs)."""
+    """Times calls into dgauss.accounting by name.
+
+    Keeps the count, the total time and the slowest call (with its inputs).
+    """
 
     def __init__(self) -> None:
         self.stats: dict[str, list] = {}
@@ -242,10 +245,12 @@ def fig1(out: Path) -> Path:
         below = valid & np.isfinite(curves["exact"]) & ~(curves["bound5"] >= curves["exact"] - 1e-9)
         if below.any():
             i = int(np.argmax(below))
+            exact_i = mpmath.mpf(10) ** curves["exact"][i]
             progress(
-                f"fig1: sigma = {sigma}: bound (5) as printed is below the exact delta at {int(below.sum())} "
-                f"of {int(valid.sum())} eps where it applies (first: eps = {eps[i]:.4f}, (5) = "
-                f"{mpmath.nstr(b5[i], 4)}, exact = {mpmath.nstr(mpmath.mpf(10) ** curves['exact'][i], 4)})"
+                f"fig1: sigma = {sigma}: bound (5) as printed is below the exact delta at "
+                f"{int(below.sum())} of {int(valid.sum())} eps where it applies "
+                f"(first: eps = {eps[i]:.4f}, (5) = {mpmath.nstr(b5[i], 4)}, "
+                f"exact = {mpmath.nstr(exact_i, 4)})"
             )
         cbelow = (
             np.isfinite(curves["exact"])
@@ -254,7 +259,8 @@ def fig1(out: Path) -> Path:
         )
         if cbelow.any():
             progress(
-                f"fig1: sigma = {sigma}: WARNING: the corrected (5) is below the exact delta at {int(cbelow.sum())} eps"
+                f"fig1: sigma = {sigma}: WARNING: the corrected (5) is below the exact delta "
+                f"at {int(cbelow.sum())} eps"
             )
 
         styles = [
@@ -303,7 +309,8 @@ def fig1(out: Path) -> Path:
         bottom.set_ylim(min(-0.1, lo * 1.1), hi * 1.05 + 0.1)
         top.set_xlim(0, 5)
     fig.suptitle(
-        "Figure 1 (Canonne–Kamath–Steinke): approximate (ε, δ)-DP of one query with discrete Gaussian noise"
+        "Figure 1 (Canonne–Kamath–Steinke): approximate (ε, δ)-DP of one query "
+        "with discrete Gaussian noise"
     )
     fig.tight_layout()
     return save(fig, out, "fig1_delta_vs_eps.png")
@@ -366,7 +373,8 @@ def fig2(out: Path) -> Path:
     b.grid(True, alpha=0.3)
     b.legend(fontsize=9, loc="lower right")
     fig.suptitle(
-        "Figure 2 (Canonne–Kamath–Steinke): tails and variance of continuous, discrete and rounded Gaussians"
+        "Figure 2 (Canonne–Kamath–Steinke): tails and variance of continuous, "
+        "discrete and rounded Gaussians"
     )
     fig.tight_layout()
     return save(fig, out, "fig2_tails.png")
@@ -513,7 +521,8 @@ def left_data(with_exact: bool) -> dict[str, object]:
             ]
         )
         progress(
-            f"fig4: left panel, zCDP and Laplace at {len(EPS4)} values of eps (Laplace scale t = {t:.6f})"
+            f"fig4: left panel, zCDP and Laplace at {len(EPS4)} values of eps "
+            f"(Laplace scale t = {t:.6f})"
         )
     if with_exact and "exact" not in d:
         d["exact"] = clean_log10(
@@ -524,13 +533,17 @@ def left_data(with_exact: bool) -> dict[str, object]:
             ]
         )
         progress(
-            f"fig5: left panel, exact delta of the 100-fold composition at {len(EPS4)} values of eps"
+            "fig5: left panel, exact delta of the 100-fold composition "
+            f"at {len(EPS4)} values of eps"
         )
     return d  # type: ignore[return-value]
 
 
 def right_data(with_exact: bool) -> dict[str, object]:
-    """Figure 4 right: variance per query at (1, 1e-6) for the k in KS (exact calibration only for fig5)."""
+    """Figure 4 right: variance per query at (1, 1e-6) for the k in KS.
+
+    The exact calibration is computed only for fig5.
+    """
     d = _DATA.setdefault("right", {})
     if "zcdp" not in d:
         zc, lp = [], []
@@ -637,7 +650,7 @@ def fig4(out: Path) -> Path:
     b.plot(KS, R["zcdp"], "o-", color=C_DISCRETE, ms=4, label="discrete Gaussian (zCDP)")
     _right_axes(b)
     ratio = R["lap"][-1] / R["zcdp"][-1]
-    less = [k for k, l, g in zip(KS, R["lap"], R["zcdp"]) if l < g]
+    less = [k for k, l, g in zip(KS, R["lap"], R["zcdp"], strict=True) if l < g]
     b.text(
         0.97,
         0.05,
@@ -682,13 +695,14 @@ def fig5(out: Path) -> Path:
     _right_axes(b, xlabel=False)
     plt.setp(b.get_xticklabels(), visible=False)
     b.legend(fontsize=8.5, loc="upper left")
-    less_z = [k for k, l, g in zip(KS, R["lap"], R["zcdp"]) if l < g]
-    less_x = [k for k, l, g in zip(KS, R["lap"], R["exact"]) if l < g]
+    less_z = [k for k, l, g in zip(KS, R["lap"], R["zcdp"], strict=True) if l < g]
+    less_x = [k for k, l, g in zip(KS, R["lap"], R["exact"], strict=True) if l < g]
     b.text(
         0.97,
         0.05,
         "Laplace needs less variance than the Gaussian at\n"
-        f"k ∈ {{{', '.join(map(str, less_z))}}} (zCDP), k ∈ {{{', '.join(map(str, less_x))}}} (exact)",
+        f"k ∈ {{{', '.join(map(str, less_z))}}} (zCDP), "
+        f"k ∈ {{{', '.join(map(str, less_x))}}} (exact)",
         transform=b.transAxes,
         ha="right",
         va="bottom",
@@ -709,7 +723,8 @@ def fig5(out: Path) -> Path:
         fontsize=8.5,
     )
     fig.suptitle(
-        "Figure 4 redrawn with exact accounting (Theorem 15) beside the paper's zCDP curves (not in the paper)"
+        "Figure 4 redrawn with exact accounting (Theorem 15) "
+        "beside the paper's zCDP curves (not in the paper)"
     )
     fig.tight_layout()
     return save(fig, out, "fig5_exact_vs_zcdp.png")

@@ -300,7 +300,10 @@ class LossDistribution:
         return (lo + hi) / 2
 
     def epsilon(self, delta) -> mpf:
-        """smallest ε ≥ 0 with δ(ε) ≤ delta (δ(ε) is continuous and strictly decreasing while > 0)."""
+        """smallest ε ≥ 0 with δ(ε) ≤ delta.
+
+        δ(ε) is continuous and strictly decreasing while > 0.
+        """
         return epsilon_for_delta(self.delta, delta)
 
 
@@ -446,7 +449,11 @@ def cdp_eps(rho, delta) -> mpf:
     return _cdp_eps(Q(rho), Q(delta))
 
 
-def _illinois(f, lo, hi, rel=mpf(10) ** -45):
+#: _illinois's default relative tolerance, made once at import (as a default argument was)
+_ILLINOIS_REL = mpf(10) ** -45
+
+
+def _illinois(f, lo, hi, rel=_ILLINOIS_REL):
     """Root of a continuous f with f(lo) <= 0 < f(hi) (either orientation of lo < hi or lo > hi):
     Illinois regula falsi.  Returns (a, b) with f(a) <= 0 < f(b) and |a − b| tiny."""
     flo, fhi = f(lo), f(hi)

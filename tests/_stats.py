@@ -101,7 +101,7 @@ def chi2_gof(samples: np.ndarray, pmf: dict[int, float], min_expected: float = 2
     values, counts = np.unique(
         np.asarray(samples).astype(object).astype(np.int64), return_counts=True
     )
-    observed = dict(zip(values.tolist(), counts.tolist()))
+    observed = dict(zip(values.tolist(), counts.tolist(), strict=True))
     if any(x not in pmf for x in observed):
         return math.inf, 0, 0.0
     central = sorted(x for x, p in pmf.items() if p * n >= min_expected)

@@ -280,7 +280,8 @@ def test_python_dash_m(tmp_path):
 
 @pytest.mark.parametrize("workers", ["2", "-1"])
 def test_workers_fill_every_sample(tmp_path, workers):
-    """--workers splits each chunk across threads: all n samples arrive, with N_Z(0, 100)'s spread."""
+    """--workers splits each chunk across threads: all n samples arrive, with
+    N_Z(0, 100)'s spread."""
     path = tmp_path / "noise.npy"
     n = 300_000
     assert (

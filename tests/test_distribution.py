@@ -77,7 +77,8 @@ def test_bernoulli_exp_fits(gamma):
 
 
 def test_gof_has_power():
-    """The Gaussian test rejects samples whose sigma^2 is 5% off, and a Laplace in place of a Gaussian."""
+    """The Gaussian test rejects samples whose sigma^2 is 5% off, and a Laplace in place
+    of a Gaussian."""
     x = dgauss.sample_gaussian(105, N, rng=np.random.default_rng(15))
     assert chi2_gof(x, gaussian_pmf(Fraction(100)))[2] < ALPHA
     y = dgauss.sample_laplace(7, N, rng=np.random.default_rng(16))

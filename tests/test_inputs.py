@@ -198,7 +198,8 @@ def test_shapes_and_scalars():
 
 
 def test_oversized_parameters_are_refused_quickly():
-    """A parameter too large to handle safely raises instead of hanging or aborting (checked in a subprocess)."""
+    """A parameter too large to handle safely raises instead of hanging or aborting
+    (checked in a subprocess)."""
     code = (
         "import dgauss\n"
         "for bad in ['1e99999999', 10 ** 1300000, '1/' + '7' * 1300000]:\n"

@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from itertools import pairwise
 from statistics import NormalDist
 
 import numpy as np
@@ -156,7 +157,7 @@ def gaussian_coarse_bins(sigma2: Fraction) -> tuple[tuple[int, ...], tuple[float
 
     edges = tuple(edge(z) for z in _quantiles(NormalDist().inv_cdf))
     cdf = [0.0, *(below(e) for e in edges), 1.0]
-    return edges, tuple(b - a for a, b in zip(cdf, cdf[1:]))
+    return edges, tuple(b - a for a, b in pairwise(cdf))
 
 
 def _standard_laplace_quantile(q: float) -> float:
@@ -186,7 +187,7 @@ def laplace_coarse_bins(scale: Fraction) -> tuple[tuple[int, ...], tuple[float, 
     with localcontext() as ctx:
         ctx.prec = PREC
         cdf = [Decimal(0), *(laplace_below(e, scale) for e in edges), Decimal(1)]
-        return edges, tuple(float(b - a) for a, b in zip(cdf, cdf[1:]))
+        return edges, tuple(float(b - a) for a, b in pairwise(cdf))
 
 
 def gaussian_moments(sigma2: Fraction) -> tuple[Decimal, Decimal]:
@@ -518,7 +519,8 @@ def test_gaussian_moments_for_large_sigma():
 
 @pytest.mark.parametrize("sigma2", [10**4, 10**6], ids=str)
 def test_continuity_corrected_cdf_error(sigma2):
-    """The coarse Gaussian masses differ from exact sums of gaussian_pmf by at most 2 * 0.0101 / sigma^2."""
+    """The coarse Gaussian masses differ from exact sums of gaussian_pmf by at most
+    2 * 0.0101 / sigma^2."""
     edges, masses = gaussian_coarse_bins(Fraction(sigma2))
     pmf = gaussian_pmf(Fraction(sigma2))
     index = np.searchsorted(edges, list(pmf), side="right")

@@ -30,6 +30,7 @@ leaves MPFR's exponent range however large s or m is.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from fractions import Fraction
 from functools import cache, lru_cache
 from math import comb, factorial, isqrt
@@ -134,14 +135,18 @@ class _Tail:
         self.m0 = max(m, 0)
         self.shift = Fraction(self.m0 * self.m0, 2 * s)  # ln(1/F)
 
+    def log_coefficient(self, with_eps: bool) -> Fraction:
+        """ln of a part's coefficient over F: ln(1/F), or ln(e^ε/F) for the −e^ε part."""
+        if not with_eps:
+            return self.shift
+        assert self.eps is not None  # points() marks with_eps only when eps is given
+        return self.shift + self.eps
+
     # ln of the scaled weight of the point a with coefficient 1 or −e^ε
     def log_weight(self, a: int, with_eps: bool) -> Interval:
-        value = self.shift - Fraction(a * a, 2 * self.s)
-        if with_eps:
-            value += self.eps
-        return self.ar.q(value)
+        return self.ar.q(self.log_coefficient(with_eps) - Fraction(a * a, 2 * self.s))
 
-    def points(self):
+    def points(self) -> Iterator[tuple[int, bool]]:
         """(a, sign) pairs: h = Σ sign·e^{log_weight}·f(·)/f(a) shifted to a."""
         yield self.m, False
         if self.eps is not None:
@@ -203,14 +208,14 @@ class _Tail:
             integral = integral - (self.log_integral(m + self.delta) + ar.q(self.eps)).exp()
         # h(m)/2
         total = integral
-        for a, with_eps, weight in parts:
+        for _a, with_eps, weight in parts:
             total = total + weight * Fraction(-1 if with_eps else 1, 2)
         # Remainder: the lowest even order p = 2q whose bound is below 2^−56 (or 2^−bits/2)
         # of the sum so far (the derivative terms are small beside it), else the best order.
         goal = ar.dn.mul(total.lo, mpfr(2) ** -max(56, ar.bits // 2)) if total.lo > 0 else mpfr(0)
         p, bound = self._best_order(parts, sigma, goal)
         hermite = {}
-        for a, with_eps, weight in parts:
+        for a, _with_eps, _weight in parts:
             hermite[a] = _hermite_values(ar.q(a) / sigma, p)
         bern = _bernoulli_over_factorial(p)
         inv_sigma = 1 / sigma
@@ -238,8 +243,8 @@ class _Tail:
         # The whole-line bound is on ∫|f^{(p)}|, not scaled by f(a): each part contributes its
         # coefficient over F, 1/F or e^ε/F, i.e. e^{shift} or e^{shift + ε}.
         total_weight = ar.q(0)
-        for a, with_eps, weight in parts:
-            total_weight = total_weight + ar.q(self.shift + (self.eps if with_eps else 0)).exp()
+        for _a, with_eps, _weight in parts:
+            total_weight = total_weight + ar.q(self.log_coefficient(with_eps)).exp()
         sqrt_e = ar.q(1).exp().sqrt()
         for p in range(2, EM_MAX_ORDER + 1, 2):
             zeta = 1 + Fraction(1, 2**p) + Fraction(2, (p - 1) * 2**p)  # ≥ ζ(p)
@@ -250,7 +255,7 @@ class _Tail:
             candidates = [glob.hi]
             local = ar.q(0)
             ok = True
-            for a, with_eps, weight in parts:
+            for a, _with_eps, weight in parts:
                 if a <= 0 or a * a < p * p * s:
                     ok = False
                     break
@@ -314,7 +319,7 @@ def _bernoulli_numbers(n_max: int) -> list[Fraction]:
     """B_0 … B_{n_max}, from Σ_{k=0}^{n} C(n+1, k)·B_k = 0 (one pass, exact)."""
     table = [Fraction(1)]
     for n in range(1, n_max + 1):
-        table.append(-sum(comb(n + 1, k) * table[k] for k in range(n)) / (n + 1))
+        table.append(-sum((comb(n + 1, k) * table[k] for k in range(n)), Fraction(0)) / (n + 1))
     return table
 
 
@@ -549,7 +554,7 @@ def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
     weights = sorted(abs(x) for x in mu for _ in range(k) if x)
     n = len(weights)
     Y = isqrt(int(Fraction(14, 10) * s * (bits + 40))) + 2  # e^{−Y²/(2s)} < 2^{−bits−40}
-    groups = {}
+    groups: dict[int, int] = {}  # magnitude -> how many coordinates have it
     for b in weights:
         groups[b] = groups.get(b, 0) + 1
     # multiply-adds: each group's sum of g pmfs, then the groups (spread by b) in turn
@@ -564,13 +569,13 @@ def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
         return None
     one = 1 << bits
     log_theta = log_normaliser(s, ar)
-    base_lo, base_hi = [], []
+    pmf_lo, pmf_hi = [], []
     for y in range(-Y, Y + 1):
         p = (ar.q(Fraction(-y * y, 2 * s)) - log_theta).exp()
-        base_lo.append(int(gmpy2.floor(ar.dn.mul_2exp(p.lo, bits))))
-        base_hi.append(int(gmpy2.ceil(ar.up.mul_2exp(p.hi, bits))))
-    base_lo = np.array(base_lo, dtype=object)
-    base_hi = np.array(base_hi, dtype=object)
+        pmf_lo.append(int(gmpy2.floor(ar.dn.mul_2exp(p.lo, bits))))
+        pmf_hi.append(int(gmpy2.ceil(ar.up.mul_2exp(p.hi, bits))))
+    base_lo = np.array(pmf_lo, dtype=object)
+    base_hi = np.array(pmf_hi, dtype=object)
 
     def rescale(lo, hi):
         return (
@@ -594,6 +599,7 @@ def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
         else:
             new_lo, new_hi = rescale(np.convolve(dist[0], lo), np.convolve(dist[1], hi))
             dist = (new_lo, new_hi, dist[2] + offset)
+    assert dist is not None  # groups is not empty: the callers pass a nonzero mu
     lo_vec, hi_vec, offset = dist
     # δ = Σ_w P[W = w]·(1 − e^{ε − (‖μ‖² + 2w)/(2s)}) over w past the threshold
     norm2 = sum(b * b for b in weights)

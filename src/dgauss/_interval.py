@@ -9,20 +9,20 @@ rounding the endpoints outward, using monotonicity.
 
 Nothing here uses a Python float, and no MPFR operation runs in gmpy2's global
 (53-bit, round-to-nearest) context: every one goes through an Arith's ``dn`` or
-``up`` context — even negation, which gmpy2's unary minus would round.  Exact inputs enter as ``Fraction``/``int``
-(:meth:`Arith.q`), and the precision of one computation is fixed by the
-:class:`Arith` that made its intervals, so two threads never share state.
+``up`` context — even negation, which gmpy2's unary minus would round.  Exact
+inputs enter as ``Fraction``/``int`` (:meth:`Arith.q`), and the precision of one
+computation is fixed by the :class:`Arith` that made its intervals, so two
+threads never share state.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Union
 
 import gmpy2
 from gmpy2 import mpfr, mpz
 
-Exact = Union[int, Fraction]
+Exact = int | Fraction
 
 
 class Arith:

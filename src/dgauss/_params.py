@@ -14,11 +14,15 @@ import operator
 import os
 import re
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from dgauss import _sources
 
+#: gmpy2's integer and rational types, for isinstance (empty without gmpy2)
+_GMPY_INT: tuple[type[Any], ...]
+_GMPY_RAT: tuple[type[Any], ...]
 try:  # gmpy2 is a dependency, but keep parsing usable without it
     import gmpy2
 
@@ -115,7 +119,8 @@ def _ratio(numerator, denominator, name: str, value) -> Fraction:
 
 
 def _parse_str(text: str, name: str) -> Fraction:
-    """'3', '-1/3', '2.5', '.5', '1e100', '25e-1': exact, for numbers of any length up to the limits."""
+    """'3', '-1/3', '2.5', '.5', '1e100', '25e-1': exact, for numbers of any length up
+    to the limits."""
     ratio = _RATIO.match(text)
     if ratio is not None:
         sign, num, den = ratio.groups()

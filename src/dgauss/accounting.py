@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
-from typing import Union
+from typing import TypeAlias
 
 import gmpy2
 from gmpy2 import mpfr
@@ -86,8 +86,8 @@ __all__ = [
     "GRID_DIGITS",
 ]
 
-Number = Union[int, float, str, Fraction, "gmpy2.mpz", "gmpy2.mpq"]
-Sensitivity = Union[int, Sequence[int]]
+Number: TypeAlias = int | float | str | Fraction | gmpy2.mpz | gmpy2.mpq
+Sensitivity: TypeAlias = int | Sequence[int]
 
 #: Significant decimal digits of a calibrated σ² or scale (rounded up).
 GRID_DIGITS = 4
@@ -223,6 +223,14 @@ def _enclose(compute: Callable[[Arith, bool], Interval]) -> Interval | None:
         if found.abs_width() <= _LOG_WIDTH:
             break
     return best
+
+
+def _enclose_or_raise(compute: Callable[[Arith, bool], Interval], what: str) -> Interval:
+    """:func:`_enclose`, raising ArithmeticError (not returning None) when it finds nothing."""
+    found = _enclose(compute)
+    if found is None:
+        raise ArithmeticError(f"{what} not enclosed at any precision up to {_PRECISIONS[-1]} bits")
+    return found
 
 
 # ==========================================================================
@@ -489,6 +497,7 @@ def _cdp_rho_bound(e: Fraction, d: Fraction) -> mpfr:
         bound = (ar.q(e) - _log_ratio(uu) - (L_bits - uu.log1p()) / uu) / (uu + 1)
         if bound.lo > 0 and bound.rel_width() <= mpfr(2) ** -50:
             break
+    assert bound is not None  # _PRECISIONS is not empty
     return max(bound.lo, mpfr(0))
 
 
@@ -718,7 +727,10 @@ def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> mpfr |
         lgk = _lngamma(ar, k + 1)
         negligible = -(2 * bits) // 3  # ln of about 2^−bits
 
-        def log_parts(l: int):
+        # the defaults bind this precision's ar, lgk and E0 (the loop rebinds them)
+        def log_parts(
+            l: int, ar: Arith = ar, lgk: Interval = lgk, E0: Interval = E0
+        ) -> tuple[Interval, Interval]:
             log_binom = lgk - _lngamma(ar, l + 1) - _lngamma(ar, k - l + 1) + E0 * l
             log_weight = (-(ar.q(eps - (2 * l - k) * e0).expm1())).log()
             return log_binom, log_weight
@@ -750,6 +762,7 @@ def _laplace_log_delta(t: Fraction, eps: Fraction, delta: int, k: int) -> mpfr |
         result = total - (E0 + (-E0).exp().log1p()) * k  # − ln (1 + e^{ε0})^k
         if result.abs_width() <= _LOG_WIDTH:
             break
+    assert result is not None  # _PRECISIONS[:3] is not empty
     return result.hi
 
 
@@ -839,7 +852,7 @@ def _log_sf(s: Fraction, m: int) -> Interval:
         upper = (log_tail(s, 1 - m, ar, allow_slow=slow) - log_normaliser(s, ar)).exp()
         return (-upper).log1p()
 
-    return _enclose(compute)
+    return _enclose_or_raise(compute, "the tail probability")
 
 
 def _integer_floor(x, name: str) -> int:
@@ -854,7 +867,9 @@ def gaussian_pmf(x: Number, sigma2: Number) -> float:
     if q.denominator != 1:
         return 0.0
     y = q.numerator
-    found = _enclose(lambda ar, slow: ar.q(Fraction(-y * y) / (2 * s)) - log_normaliser(s, ar))
+    found = _enclose_or_raise(
+        lambda ar, slow: ar.q(Fraction(-y * y) / (2 * s)) - log_normaliser(s, ar), "the pmf"
+    )
     return float(_AR.near.exp(found.hi))
 
 

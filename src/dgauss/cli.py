@@ -640,7 +640,7 @@ class Queries:
 
     k: int
     text: str
-    sensitivity: object
+    sensitivity: int | tuple[int, ...]
     l1: int
 
     def describe(self) -> str:
@@ -827,7 +827,8 @@ def _grid_text(value: Fraction) -> str:
 def _pad(value: decimal.Decimal, digits: int) -> decimal.Decimal:
     """``value`` with trailing zeros up to ``digits`` significant digits (17.9 -> 17.90)."""
     exponent = value.adjusted() - digits + 1
-    if value != 0 and value.as_tuple().exponent > exponent:
+    current = value.as_tuple().exponent  # an int for a finite value ('n', 'N', 'F' otherwise)
+    if value != 0 and isinstance(current, int) and current > exponent:
         with decimal.localcontext() as ctx:
             ctx.prec = max(ctx.prec, digits + 2)
             ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
@@ -844,7 +845,7 @@ def _table(header: list[str], rows: list[list[str]], right: Sequence[int] = ()) 
             "  "
             + "   ".join(
                 c.rjust(w) if i in right else c.ljust(w)
-                for i, (c, w) in enumerate(zip(cells, widths))
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
             ).rstrip()
         )
 
@@ -877,8 +878,8 @@ def _account(args: argparse.Namespace) -> list[str]:
         delta_rows = [
             [
                 e,
-                _delta_text(lambda log: accounting.gaussian_delta(sigma2, e, sens, k, log=log)),
-                _delta_text(lambda log: accounting.cdp_delta(rho, e, log=log)),
+                _delta_text(accounting.gaussian_delta, sigma2, e, sens, k),
+                _delta_text(accounting.cdp_delta, rho, e),
             ]
             for e in epsilons
         ]
@@ -905,8 +906,7 @@ def _account(args: argparse.Namespace) -> list[str]:
         f"  pure eps = k*|sensitivity|_1/scale = {_rounded_up(pure)} (delta = 0)",
     ]
     delta_rows = [
-        [e, _delta_text(lambda log: accounting.laplace_delta(scale, e, queries.l1, k, log=log))]
-        for e in epsilons
+        [e, _delta_text(accounting.laplace_delta, scale, e, queries.l1, k)] for e in epsilons
     ]
     eps_rows = [
         [d, _rounded_up(accounting.laplace_epsilon(scale, queries.l1, k, delta=d))] for d in deltas
@@ -928,12 +928,12 @@ def _rho_text(rho: Fraction) -> str:
     return approx
 
 
-def _delta_text(delta: Callable[[bool], float]) -> str:
-    """delta(log=False) rounded up, or from delta(log=True) when it is below TINY_DELTA."""
-    value = delta(False)
+def _delta_text(delta: Callable[..., float], *args: object) -> str:
+    """delta(*args) rounded up, or from delta(*args, log=True) when it is below TINY_DELTA."""
+    value = delta(*args, log=False)
     if value >= TINY_DELTA or value == 0:
         return _rounded_up(value)
-    return _rounded_up_from_log(delta(True))
+    return _rounded_up_from_log(delta(*args, log=True))
 
 
 def _rounded_up(value, digits: int = PRIVACY_DIGITS) -> str:

@@ -1,13 +1,14 @@
-"""Algorithms 1–3 of Canonne, Kamath & Steinke exactly as printed: the page to read beside the paper.
+"""Algorithms 1–3 of Canonne, Kamath & Steinke exactly as printed.
 
-Fraction arithmetic, and the two primitives every exact sampler needs — uniform(m) on
-{0, …, m − 1} and Bernoulli(p) for rational p — taken from :mod:`dgauss.reference`, so
-these functions draw from a :class:`~dgauss.reference.BitStream` (or a testing tape).
-They are slow (no fast paths) and read bits differently from the compiled core and the
-oracle (which draw exp(−γ) by its digits, U's low bits last, …); they exist to be
-*obviously* the paper's algorithms.  ``tests/test_textbook.py`` proves them by the same
-tape enumeration as the rest.  ``restart(bits)`` marks each rejection — a no-op on real
-randomness; it lets the enumeration merge the loop's identical restarts.
+The page to read beside the paper.  Fraction arithmetic, and the two primitives every
+exact sampler needs — uniform(m) on {0, …, m − 1} and Bernoulli(p) for rational p —
+taken from :mod:`dgauss.reference`, so these functions draw from a
+:class:`~dgauss.reference.BitStream` (or a testing tape).  They are slow (no fast paths)
+and read bits differently from the compiled core and the oracle (which draw exp(−γ) by
+its digits, U's low bits last, …); they exist to be *obviously* the paper's algorithms.
+``tests/test_textbook.py`` proves them by the same tape enumeration as the rest.
+``restart(bits)`` marks each rejection — a no-op on real randomness; it lets the
+enumeration merge the loop's identical restarts.
 
 >>> from fractions import Fraction
 >>> from dgauss import reference, textbook
