@@ -1,8 +1,13 @@
-"""The documentation runs: doctests pass, and CI runs exactly the README's Quick start."""
+"""The documentation runs: doctests pass, every Python example in README.md and docs/ runs,
+and CI runs exactly the README's Quick start."""
+
+from __future__ import annotations
 
 import doctest
 import pathlib
 import re
+import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -59,3 +64,152 @@ def test_the_readme_accounting_example_runs_and_says_what_it_returns():
         "-1262.12",
     ):
         assert comment in block
+
+
+# ---- every Python example in README.md and docs/**/*.md runs ---------------------------------
+#
+# Each example block runs *alone*, in a fresh namespace, as a reader who copies that one block
+# would run it: so every block must make its own imports and variables.  A block is a fenced
+# ```python (or ```py) block, run with exec, or any fenced block whose first line starts with
+# ">>>", run as a doctest (ELLIPSIS on).  A block that truly cannot run here starts with the line
+# "# not run: <reason>"; it is counted (and its reason shown) but not run.  EXPECTED_BLOCKS holds
+# the count per page, so that a page whose examples stop being found, or a new page with
+# examples, fails here until the count is updated on purpose.
+
+DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+#: page -> (blocks run, blocks marked "# not run: ..."); a page not listed must have none.
+EXPECTED_BLOCKS = {
+    "README.md": (2, 0),
+    "docs/accounting.md": (1, 0),
+    "docs/evidence.md": (1, 0),
+}
+
+PYTHON = ("python", "py", "python3")
+NOT_RUN = re.compile(r"#\s*not run:\s*(\S.*)")
+FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)")
+
+
+@dataclass(frozen=True)
+class Example:
+    page: str  # relative to the repository root
+    line: int  # of the opening fence, 1-based
+    kind: str  # "python" (exec) or "doctest"
+    info: str  # the fence's language, e.g. "python"
+    source: str
+    not_run: str | None  # the reason, for a block marked "# not run: <reason>"
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def fenced_blocks(text: str):
+    """(line of the opening fence, info string, body) for every fenced code block of ``text``.
+
+    CommonMark's rules, as far as these pages need them: a fence is 3 or more backticks or
+    tildes, indented at most 3 spaces; it closes at a line of the same character, at least as
+    long, with nothing after it; an unclosed block runs to the end of the page."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if opening is None:
+            i += 1
+            continue
+        fence, start = opening.group("fence"), i
+        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+        body = []
+        i += 1
+        while i < len(lines) and not closing.match(lines[i]):
+            body.append(lines[i][len(opening.group("indent")) :])
+            i += 1
+        yield start + 1, opening.group("info").lower(), "\n".join(body) + "\n"
+        i += 1
+
+
+def examples(page: pathlib.Path, root: pathlib.Path = ROOT) -> list[Example]:
+    found = []
+    for line, info, body in fenced_blocks(page.read_text()):
+        first = next((b.strip() for b in body.splitlines() if b.strip()), "")
+        if first.startswith(">>>"):
+            kind = "doctest"
+        elif info in PYTHON:
+            kind = "python"
+        else:
+            continue
+        marker = NOT_RUN.match(first)
+        name = page.relative_to(root).as_posix()
+        found.append(Example(name, line, kind, info, body, marker.group(1) if marker else None))
+    return found
+
+
+ALL_EXAMPLES = [example for page in DOC_PAGES for example in examples(page)]
+
+
+def test_the_examples_are_found_and_counted():
+    """Extraction finds every page's examples: a changed fence, or a page that loses or gains
+    examples, fails here instead of passing with nothing run."""
+    counts: dict[str, tuple[int, int]] = {}
+    for example in ALL_EXAMPLES:
+        ran, skipped = counts.get(example.page, (0, 0))
+        counts[example.page] = (ran, skipped + 1) if example.not_run else (ran + 1, skipped)
+    assert counts == EXPECTED_BLOCKS, (
+        "examples per page (run, not run) changed; update EXPECTED_BLOCKS on purpose"
+    )
+    assert sum(ran for ran, _ in counts.values()) > 0
+    # the crude count agrees: every line that opens a python fence was taken as an example
+    for page in DOC_PAGES:
+        name = page.relative_to(ROOT).as_posix()
+        opened = len(
+            re.findall(r"^ {0,3}(?:`{3,}|~{3,})\s*py(?:thon3?)?\s*$", page.read_text(), re.M)
+        )
+        python_blocks = [e for e in ALL_EXAMPLES if e.page == name and e.info in PYTHON]
+        assert len(python_blocks) == opened, name
+
+
+@pytest.mark.parametrize("example", ALL_EXAMPLES, ids=lambda example: example.id)
+def test_the_example_runs(example: Example):
+    if example.not_run:
+        pytest.skip(f"marked '# not run: {example.not_run}'")
+    start = time.perf_counter()
+    if example.kind == "doctest":
+        test = doctest.DocTestParser().get_doctest(
+            example.source, {}, example.id, example.page, example.line
+        )
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+        runner.run(test)
+        result = runner.summarize(verbose=False)
+        assert result.attempted > 0 and result.failed == 0
+    else:
+        # leading blank lines keep the traceback's line numbers those of the page
+        code = compile("\n" * example.line + example.source, example.page, "exec")
+        exec(code, {"__name__": "__doc_example__"})
+    elapsed = time.perf_counter() - start
+    # examples must stay quick to read and to run (they take well under a second each)
+    assert elapsed < 10, f"{example.id} took {elapsed:.1f} s"
+
+
+def test_the_extraction_on_a_made_up_page(tmp_path):
+    """Each kind of block is found, with its line; other languages and nested fences are not."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# t\n"
+        "```python\nx = 1\n```\n"  # line 2
+        "~~~py\ny = 2\n~~~\n"  # line 5
+        "```\n>>> 1 + 1\n2\n```\n"  # line 8: a doctest in a plain fence
+        "```bash\necho no\n```\n"
+        "````markdown\n```python\nnot = an example\n```\n````\n"
+        "```python\n# not run: needs a peer package\nimport opendp\n```\n"  # line 20
+    )
+    found = examples(page, root=tmp_path)
+    assert [(e.line, e.kind, e.not_run) for e in found] == [
+        (2, "python", None),
+        (5, "python", None),
+        (8, "doctest", None),
+        (20, "python", "needs a peer package"),
+    ]
+    test_the_example_runs(found[2])  # the doctest path runs, and fails on a wrong answer:
+    wrong = Example("page.md", 8, "doctest", "", ">>> 1 + 1\n3\n", None)
+    with pytest.raises(AssertionError):
+        test_the_example_runs(wrong)
