@@ -74,8 +74,15 @@ def extensions():
         "dgauss._core",
         sources=["src/dgauss/_core.pyx", "csrc/dg_rng.c", "csrc/dg_prim.c", "csrc/dg_exp.c"],
         # the paper's loops and the int conversion are included by _core.pyx (one unit)
-        depends=["src/dgauss/_algorithms.pxi", "src/dgauss/_pylong.h", "src/dgauss/_csrc.pxd",
-                 "src/dgauss/_gmp.pxd", "csrc/dg_rng.h", "csrc/dg_prim.h", "csrc/dg_exp.h"],
+        depends=[
+            "src/dgauss/_algorithms.pxi",
+            "src/dgauss/_pylong.h",
+            "src/dgauss/_csrc.pxd",
+            "src/dgauss/_gmp.pxd",
+            "csrc/dg_rng.h",
+            "csrc/dg_prim.h",
+            "csrc/dg_exp.h",
+        ],
         include_dirs=["csrc", numpy_include, *gmp_include],
         library_dirs=gmp_lib,
         libraries=["gmp"],

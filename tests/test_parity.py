@@ -127,8 +127,9 @@ def test_one_stream_per_call_continues_across_chunks():
     """A batch larger than the core's internal chunk is one stream, not restarted per chunk."""
     n = 70_000  # more than one GIL-free chunk (65,536)
     whole = dgauss.sample_bernoulli_exp("1/2", n, rng=np.random.PCG64(9))
+    generator = np.random.PCG64(9)
     reference_bits = reference.BitStream(
-        lambda g=np.random.PCG64(9): g.ctypes.next_uint64(g.ctypes.state)
+        lambda: generator.ctypes.next_uint64(generator.ctypes.state)
     )
     expected = [reference.bernoulli_exp(reference_bits, Fraction(1, 2)) for _ in range(n)]
     assert whole.tolist() == expected

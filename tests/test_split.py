@@ -55,7 +55,7 @@ def test_the_identity():
         h, low = divmod(u, 1 << r)
         a = (h << r) + t * v
 
-        def gamma(y):
+        def gamma(y, sigma2=sigma2, t=t):
             return (y - sigma2 / t) ** 2 / (2 * sigma2)
 
         assert Fraction(u, t) + gamma(a + low) == Fraction(h << r, t) + gamma(a) + low * (

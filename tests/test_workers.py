@@ -1,4 +1,4 @@
-"""workers=: batches shared out over threads slice by slice, each thread with its own OS bit stream."""
+"""workers=: batches shared out over threads slice by slice, each thread with its own OS bits."""
 
 import errno
 import itertools
@@ -113,7 +113,7 @@ def test_slices_taken_by_racing_threads_cover_the_batch_once():
         t.join()
     taken.sort()
     assert taken[0][0] == 0 and taken[-1][1] == count
-    assert all(a[1] == b[0] for a, b in zip(taken, taken[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(taken))
     assert all(stop > start for start, stop in taken)
 
 

@@ -19,7 +19,9 @@ def sample_gaussian(
 ):
     r"""Draw from the discrete Gaussian :math:`\mathcal{N}_\mathbb{Z}(\mu, \sigma^2)`.
 
-    .. math:: P[X = x] = \frac{e^{-(x-\mu)^2 / 2\sigma^2}}{\sum_{y \in \mathbb{Z}} e^{-(y-\mu)^2 / 2\sigma^2}}
+    .. math::
+        P[X = x] = \frac{e^{-(x-\mu)^2 / 2\sigma^2}}
+                        {\sum_{y \in \mathbb{Z}} e^{-(y-\mu)^2 / 2\sigma^2}}
 
     Parameters
     ----------

@@ -15,15 +15,14 @@ import math
 import threading
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Union
 
 import numpy as np
 
 from dgauss import _params
 from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, Kind
 
-ShapeLike = Union[None, int, tuple[int, ...]]
-RNGLike = Union[None, np.random.Generator, np.random.BitGenerator]
+ShapeLike = int | tuple[int, ...] | None
+RNGLike = np.random.Generator | np.random.BitGenerator | None
 Fill = Callable[..., int]
 
 

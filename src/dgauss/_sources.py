@@ -111,9 +111,9 @@ class DecisionTape:
     takes the next outcome instead, 0/1 for a Bernoulli(p) (including the
     discrete Laplace's sign, Bernoulli(1/2), and Bernoulli(exp(-g)) drawn by
     the digits of exp(-g)) and 0..m-1 for uniform(m).  The cases that read
-    nothing from a bit source (p = 0, p >= 1, m = 1) take no outcome.  When the outcomes run out, :class:`Exhausted` reports the next
-    request.  With ``stop_at_restart``, a rejection-loop restart raises
-    :class:`Restart`.
+    nothing from a bit source (p = 0, p >= 1, m = 1) take no outcome.  When the
+    outcomes run out, :class:`Exhausted` reports the next request.  With
+    ``stop_at_restart``, a rejection-loop restart raises :class:`Restart`.
 
     This is how :func:`dgauss.testing.enumerate_decisions` checks the samplers
     built on the primitives; the primitives' own use of bits is checked on bit

@@ -120,6 +120,10 @@ class BitStream:
     decisions = False
     stop_at_restart = False
 
+    def decide(self, request: tuple, limit: int) -> int:
+        """Only a :class:`DecisionStream` takes decisions (``decisions`` is False here)."""
+        raise TypeError("a bit stream reads bits; it takes no decisions")
+
     def __init__(self, next_word: Callable[[], int], budget: int | None = None):
         self._next_word = next_word
         self._word = 0  # the current word; its low `_avail` bits are unread
@@ -285,7 +289,7 @@ def _exp_neg_floor_unit(gamma: Fraction, k: int) -> int:
 
 
 def bernoulli_exp_digits(bits: BitStream, gamma: Fraction) -> bool:
-    """Bernoulli(exp(-gamma)), 0 <= gamma <= 1, comparing a lazy uniform with the digits of exp(-gamma).
+    """Bernoulli(exp(-gamma)), 0 <= gamma <= 1: a lazy uniform against the digits of exp(-gamma).
 
     Reads one bit per binary digit of exp(-gamma) and stops at the first bit
     that differs (the answer is that digit), as :func:`bernoulli` does for a
@@ -453,7 +457,7 @@ def laplace_attempt(bits: BitStream, t: int, s: int, high_bits: int = HIGH_BITS)
 
 
 def _signed(bits: BitStream, a: int, low: int | None, r: int, s: int) -> Block | None:
-    """B ~ Bernoulli(1/2), rejecting B = 1 with Y = floor((a + L)/s) = 0 (L read at once if a < s)."""
+    """B ~ Bernoulli(1/2), rejecting B = 1 with Y = floor((a + L)/s) = 0 (L read now if a < s)."""
     block = Block(a, low, r, fair_bit(bits))
     if block.negative and a < s and (a + block.read_low(bits)) // s == 0:
         return None

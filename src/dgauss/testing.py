@@ -11,13 +11,13 @@ that, with rigorous bounds, against the compiled core or the oracle:
   outcomes of its primitives (uniform(m), Bernoulli(n/d), the sign bit, and
   Bernoulli(exp(-g)) drawn by the digits of exp(-g)), each weighted by its
   exact probability (for exp(-g), rational bounds 2**-256 apart), most
-  probable first, stopping at rejection-loop restarts.  Algorithms 2 and 3 restart from their initial state,
-  so with A(v) the mass of first attempts that output v and R the mass that
-  restart, P[v] = A(v) / (1 - R) exactly.  Bit-level enumeration of the
-  Gaussian is hopeless (a draw uses ~20 bits with a long tail: 2**100 tapes to
-  resolve all but 1e-3); at the decision level, with restarts merged, it takes
-  thousands of runs.  Together with the bit-level check of the primitives (the
-  only code that reads bits) and oracle parity, this covers the whole chain.
+  probable first, stopping at rejection-loop restarts.  Algorithms 2 and 3
+  restart from their initial state, so with A(v) the mass of first attempts
+  that output v and R the mass that restart, P[v] = A(v) / (1 - R) exactly.
+  Bit-level enumeration of the Gaussian is hopeless (a draw uses ~20 bits with a long tail: 2**100
+  tapes to resolve all but 1e-3); at the decision level, with restarts merged, it takes thousands
+  of runs.  Together with the bit-level check of the primitives (the only code that reads bits)
+  and oracle parity, this covers the whole chain.
 * :func:`pmf_bounds` gives rigorous lower and upper bounds on the true
   probabilities (MPFR with directed rounding, never a plain float), and
   :func:`check` confirms, for every output value,
@@ -36,7 +36,7 @@ import heapq
 import itertools
 import math
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -324,7 +324,7 @@ class _GaussianNormaliser:
     def __init__(self, sigma2: mpq):
         self.sigma2 = sigma2
         reach = 40 * (math.isqrt(int(gmpy2.ceil(sigma2))) + 1) + 10
-        lows, highs = zip(*(self.weight(y) for y in range(-reach, reach + 1)))
+        lows, highs = zip(*(self.weight(y) for y in range(-reach, reach + 1)), strict=True)
         # for y > Y: y^2 >= (Y+1) y, so exp(-y^2/2s2) <= q^y with q = exp(-(Y+1)/2s2)
         q_hi = _exp_neg(mpq(reach + 1) / (2 * sigma2))[1]
         with _ctx(down=True):
@@ -339,7 +339,7 @@ class _GaussianNormaliser:
 
 
 def pmf_bounds(name: str, param) -> Callable[[Any], tuple[Any, Any]]:
-    """``bounds(value) -> (lo, hi)`` with lo <= P[value] <= hi for the named distribution, rigorously."""
+    """``bounds(value) -> (lo, hi)``, lo <= P[value] <= hi for the named distribution (rigorous)."""
     q = _params.to_fraction(param, "param")
     q = mpq(q.numerator, q.denominator)
     zero = (mpq(0), mpq(0))
@@ -431,7 +431,7 @@ class Check:
         return "\n".join(lines)
 
 
-def _candidate_values(enumeration: Enumeration, bounds, boolean: bool) -> Iterable:
+def _candidate_values(enumeration: Enumeration, bounds, boolean: bool) -> set:
     if boolean:
         return {True, False} | set(enumeration.mass)
     values = set(enumeration.mass)
