@@ -21,8 +21,29 @@ from __future__ import annotations
 from typing import Any
 
 from dgauss import accounting
+from dgauss.mechanisms import (
+    Accountant,
+    GaussianMechanism,
+    LaplaceMechanism,
+    PrivacyBudgetError,
+    PrivacyLoss,
+    add_gaussian_noise,
+    add_laplace_noise,
+)
 
-__all__ = ["sample_gaussian", "sample_laplace", "sample_bernoulli_exp", "accounting"]
+__all__ = [
+    "sample_gaussian",
+    "sample_laplace",
+    "sample_bernoulli_exp",
+    "accounting",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "Accountant",
+    "PrivacyLoss",
+    "PrivacyBudgetError",
+    "add_gaussian_noise",
+    "add_laplace_noise",
+]
 __version__ = "0.1.0"
 
 _SAMPLERS = ("sample_gaussian", "sample_laplace", "sample_bernoulli_exp")

@@ -82,6 +82,7 @@ def draw(
     rng: RNGLike,
     dtype: np.dtype | None,
     workers=None,
+    out: np.ndarray | None = None,
 ):
     """Validate ``size``, ``rng`` and ``workers``, allocate, fill, shape the result.
 
@@ -90,16 +91,18 @@ def draw(
     (``bool`` for Bernoulli).  With several workers the calling thread and
     ``workers - 1`` helpers take contiguous slices of the flat output as they finish
     the last (:class:`_Slices`), each thread with its own OS bit stream (``fill``
-    releases the GIL).
+    releases the GIL).  ``out``, a 1-D C-contiguous array of ``dtype`` with the
+    right number of elements, is filled instead of a new array.
     """
     shape = _params.shape(size)
     source = _params.bit_generator(rng)
     threads = _params.workers(workers, source)
     count = 1 if shape is None else math.prod(shape)
-    try:
-        out = np.empty(count, dtype=dtype)
-    except ValueError:  # NumPy's "array is too big" / "Maximum allowed dimension exceeded"
-        raise MemoryError(f"size {size!r} ({count} samples) is too large for memory") from None
+    if out is None:
+        try:
+            out = np.empty(count, dtype=dtype)
+        except ValueError:  # NumPy's "array is too big" / "Maximum allowed dimension exceeded"
+            raise MemoryError(f"size {size!r} ({count} samples) is too large for memory") from None
     threads = max(1, min(threads, count // MIN_SLICE))
     if threads == 1:
         fill(kind, param.numerator, param.denominator, mu, source, out)
