@@ -740,3 +740,29 @@ def object_chunk(int kind, object num, object den, object mu=0):
     cdef _Job job = _Job()
     job.setup(kind, num, den, mu, None, HIGH_BITS, True)
     return job.obj_chunk
+
+
+cdef extern from *:
+    bint dg_add_overflow "__builtin_add_overflow" (int64_t a, int64_t b, int64_t *out) nogil
+
+
+def add_int64_checked(cnp.ndarray out, cnp.ndarray values):
+    """out += values for 1-D C-contiguous int64 arrays of one length, in one pass, unless a
+    sum leaves int64: then `out` is restored and the first such index returned; else -1."""
+    if (out.ndim != 1 or values.ndim != 1 or out.shape[0] != values.shape[0]
+            or out.dtype != np.int64 or values.dtype != np.int64
+            or not out.flags.c_contiguous or not values.flags.c_contiguous):
+        raise ValueError("out and values must be 1-D C-contiguous int64 arrays of one length")
+    cdef int64_t *o = <int64_t *>cnp.PyArray_DATA(out)
+    cdef const int64_t *v = <const int64_t *>cnp.PyArray_DATA(values)
+    cdef Py_ssize_t n = out.shape[0], i, j, bad = -1
+    cdef int64_t s
+    with nogil:
+        for i in range(n):
+            if dg_add_overflow(o[i], v[i], &s):
+                bad = i
+                for j in range(i):
+                    o[j] -= v[j]        # the sums there fit, so this gives o[j] back exactly
+                break
+            o[i] = s
+    return bad

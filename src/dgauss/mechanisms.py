@@ -242,6 +242,31 @@ def _check_overflow(overflow: str) -> str:
     return overflow
 
 
+def _add_int64(noise: np.ndarray, flat: np.ndarray, overflow: str) -> np.ndarray:
+    """noise + flat (any integer dtype), in place in ``noise`` (int64) when every sum fits
+    int64 -- in one pass for int64 values, checked by the noise's range for narrower ones --
+    else OverflowError, or exact Python ints with ``overflow="object"``."""
+    from dgauss import _core
+
+    if flat.dtype == np.uint64 and flat.size and int(flat.max()) > INT64_MAX:
+        bad = 0  # a value beyond int64: some sum may fit, but not as an int64 array
+    elif flat.dtype in (np.int64, np.uint64):
+        bad = _core.add_int64_checked(noise, flat.view(np.int64))
+    else:  # |values| < 2**32: a sum leaves int64 only if the noise is that close to its ends
+        lo, hi = (int(noise.min()), int(noise.max())) if noise.size else (0, 0)
+        bad = -1 if INT64_MIN + 2**32 <= lo and hi <= INT64_MAX - 2**32 else 0
+        if bad < 0:
+            np.add(noise, flat, out=noise, casting="unsafe")
+    if bad < 0:
+        return noise
+    if overflow == "object":
+        return flat.astype(object) + noise.astype(object)
+    raise OverflowError(
+        "a value plus its noise leaves int64 (the values reach "
+        f"{_fmt(Fraction(int(flat.max())))}); pass overflow='object' for exact Python ints"
+    )
+
+
 def _noise_into(kind: Kind, param: Fraction, count: int, rng, dtype, workers, out=None):
     from dgauss import _core, _driver  # the compiled core, on first use
 
@@ -294,24 +319,7 @@ def _add(
     # values + noise, exactly
     result: np.ndarray
     if noise.dtype != object and flat.dtype != object:
-        values = flat.view(np.int64) if flat.dtype == np.uint64 else flat
-        lo_v, hi_v = (int(values.min()), int(values.max())) if n else (0, 0)
-        if flat.dtype == np.uint64 and n and int(flat.max()) > INT64_MAX:
-            lo_v, hi_v = int(flat.min()), int(flat.max())
-            fits = False
-        else:
-            lo_n, hi_n = (int(noise.min()), int(noise.max())) if n else (0, 0)
-            fits = INT64_MIN <= lo_v + lo_n and hi_v + hi_n <= INT64_MAX
-        if fits:
-            result = noise
-            np.add(noise, values, out=result, casting="unsafe")
-        elif overflow == "object":
-            result = flat.astype(object) + noise.astype(object)
-        else:
-            raise OverflowError(
-                "values + noise leaves int64 (the values reach "
-                f"[{lo_v}, {hi_v}]); pass overflow='object' for exact Python ints"
-            )
+        result = _add_int64(noise, flat, overflow)
     else:
         result = flat.astype(object) + noise.astype(object)
     if clip is not None:
