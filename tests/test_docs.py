@@ -8,16 +8,18 @@ import pathlib
 import re
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 
+import numpy as np
 import pytest
 
 import dgauss
-from dgauss import _api, textbook
+from dgauss import _api, mechanisms, textbook
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("module", [dgauss, _api, textbook], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [dgauss, _api, mechanisms, textbook], ids=lambda m: m.__name__)
 def test_doctests(module):
     """The modules with examples run them (and have some: a module without would pass vacuously)."""
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
@@ -80,7 +82,7 @@ DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 #: page -> (blocks run, blocks marked "# not run: ..."); a page not listed must have none.
 EXPECTED_BLOCKS = {
-    "README.md": (2, 0),
+    "README.md": (3, 0),
     "docs/accounting.md": (1, 0),
     "docs/evidence.md": (1, 0),
 }
@@ -213,3 +215,19 @@ def test_the_extraction_on_a_made_up_page(tmp_path):
     wrong = Example("page.md", 8, "doctest", "", ">>> 1 + 1\n3\n", None)
     with pytest.raises(AssertionError):
         test_the_example_runs(wrong)
+
+
+def test_the_readme_noising_example_says_what_it_returns():
+    """The Noising counts example runs, and the values its comments state are the true ones."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Noising counts", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(block, "README.md (Noising counts)", "exec"), namespace)
+    mech, acc = namespace["mech"], namespace["acc"]
+    assert str(mech.sigma2) == "179/10" and str(mech.rho) == "5/179"
+    assert mech.interval(0.05) == (-8, 8) and mech.delta(1) <= 1e-6
+    assert (acc.spent.rho, acc.remaining.rho) == (Fraction(3, 4), Fraction(1, 4))
+    assert namespace["released"].min() >= 0 and namespace["released"].dtype == np.int64
+    for comment in ("179/10 5/179", "(-8, 8)", "3/4 1/4"):
+        assert comment in block
