@@ -1,59 +1,14 @@
 """The pure-Python reference oracle: Algorithms 1-3 in ``fractions.Fraction``.
 
 This module is the readable specification of dgauss's samplers and the test
-oracle for the compiled core.  Each function follows the pseudo-code of
-Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential Privacy"
-(NeurIPS 2020), Section 5, line by line, and reads random bits exactly as the
-core does, so that the two, fed the same bits, return the same samples.
-
-Bit-consumption contract
-------------------------
-* Randomness is a stream of 64-bit words taken strictly in order, a word only
-  when the previous one is used up: from a NumPy BitGenerator, one
-  ``next_uint64`` per word; by default, from the operating system's CSPRNG.
-* Bits are read from each word most significant first.  Reading ``k`` bits at
-  once gives the integer whose binary digits are the next ``k`` bits, first bit
-  most significant.
-* Each public call (one sample or one whole array) opens a fresh stream; the
-  unread bits of its last word are dropped, never reused.
-* ``uniform(m)``: ``m == 1`` gives 0 and reads nothing; otherwise tries of
-  ``k = (m - 1).bit_length()`` bits, each compared with the digits of ``m - 1``
-  one bit at a time: at the first bit that differs, a 1 abandons the try (the
-  next one starts at the next bit) and a 0 makes the remaining bits free (they
-  are read and ``x`` returned); a try with no difference gives ``m - 1``.
-* ``bernoulli(p)``, ``p = n/d``: ``p >= 1`` gives True and reads nothing;
-  otherwise compare a uniform ``U`` in [0, 1) with ``p`` one binary digit at a
-  time, one bit per digit, stopping at the first bit that differs (the answer
-  is that digit of ``p``) or when the rest of ``p``'s expansion is all zeros
-  (the answer is False, nothing more is read).  Reads at most 2 bits on
-  average, and depends only on the value of ``p``.
-* ``bernoulli_exp_digits(g)``, Bernoulli(exp(-g)) for ``0 < g <= 1``: the same
-  comparison as ``bernoulli``, with the binary digits of the irrational
-  ``exp(-g)`` (computed exactly by :func:`exp_neg_floor`).  Every
-  Bernoulli(exp(-1)) is drawn this way, and so are Algorithm 2's
-  Bernoulli(exp(-H 2**r/t)) and the fractional part of Algorithm 3's acceptance
-  at ``a`` (below); Algorithm 1's loop runs for the low-bit factors and for
-  :func:`sample_bernoulli_exp`.
-* ``geometric_by_inversion(t)``, when ``t <= INVERSION_MAX``: Algorithm 2's
-  ``X = U + tV ~ Geometric(1 - exp(-1/t))`` in one step instead of U, D and V:
-  the number of thresholds ``exp(-x/t)``, ``x >= 1``, above a lazy uniform R,
-  read one bit per digit until no threshold shares R's digits.
-* Otherwise Algorithm 2 draws ``U = H 2**r + L`` with ``r = split_bits(t)``
-  (``H < 2**HIGH_BITS``) and reads U's low bits L last (:func:`uniform_split`,
-  :func:`laplace_attempt`): ``D ~ Bernoulli(exp(-U/t))`` is
-  ``Bernoulli(exp(-H 2**r/t))`` (before V) and ``Bernoulli(exp(-L/t))`` (after
-  L), and Algorithm 3's acceptance with ``a = H 2**r + tV`` (so ``|Y| = a + L``)
-  is ``Bernoulli(exp(-gamma(a)))`` before L is read and, with the second
-  factor of D, ``Bernoulli(exp(-L (2a + L) / (2 sigma2)))`` after, since
-  ``U/t + gamma(a + L) = H 2**r/t + gamma(a) + L (2a + L) / (2 sigma2)``.
-  Independent Bernoullis multiply, so the samples are exactly the paper's; an
-  attempt rejected before L is read never reads it.  For ``t <= 2**HIGH_BITS``,
-  ``r = 0`` and L is always 0.
-* The discrete Laplace's sign ``B ~ Bernoulli(1/2)`` is one raw bit, 1 meaning
-  negative, drawn after V; with ``B = 1`` a sample that could be 0 (``a < s``)
-  has L read at once and is rejected if it is 0.
-* Algorithm 2 is run with ``t/s`` = the scale in lowest terms; Algorithm 3
-  with ``t = floor(sigma) + 1`` and ``s = 1``.
+oracle for the compiled core: the algorithms of Canonne, Kamath & Steinke, "The
+Discrete Gaussian for Differential Privacy" (NeurIPS 2020), Section 5, with the
+same exact refinements as the core -- every Bernoulli(exp(-g)) with g <= 1 by the
+digits of exp(-g), X = U + tV by inversion for t <= INVERSION_MAX, U = H 2**r + L
+with U's low bits read last, Algorithm 3's acceptance factored at the block start
+-- so that the two, fed the same bits, return the same samples.  The pseudo-code
+exactly as printed is :mod:`dgauss.textbook`; the bit-consumption contract both
+follow is docs/contract.md (the one place it is written out).
 
 The public functions take the same arguments as :func:`dgauss.sample_gaussian`,
 :func:`dgauss.sample_laplace` and :func:`dgauss.sample_bernoulli_exp`, and
