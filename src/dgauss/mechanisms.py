@@ -94,7 +94,7 @@ class _Prepared:
 
 def _is_pandas(values) -> bool:
     module = type(values).__module__
-    return module.startswith("pandas.") and hasattr(values, "to_numpy")
+    return (module == "pandas" or module.startswith("pandas.")) and hasattr(values, "to_numpy")
 
 
 def _object_ints(arr: np.ndarray, name: str) -> None:

@@ -1,0 +1,339 @@
+"""dgauss.mechanisms: the noise added, the guarantee reported, inputs, overflow, the accountant."""
+
+import threading
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import dgauss
+from _stats import ALPHA, chi2_gof, gaussian_pmf, laplace_pmf
+from dgauss import accounting
+from dgauss.mechanisms import PrivacyBudgetError
+
+N = 100_000
+
+
+def gen(seed=0):
+    return np.random.default_rng(seed)
+
+
+# ---- the noise actually added ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(1, 2), 4, 100], ids=str)
+def test_gaussian_noise_has_the_mechanisms_distribution(sigma2):
+    counts = np.arange(N, dtype=np.int64) % 50
+    mech = dgauss.GaussianMechanism(sigma2=sigma2)
+    noise = mech(counts, rng=gen(1)) - counts
+    assert chi2_gof(noise, gaussian_pmf(Fraction(sigma2)))[2] > ALPHA
+
+
+def test_gaussian_goodness_of_fit_has_power():
+    counts = np.zeros(N, dtype=np.int64)
+    noise = dgauss.GaussianMechanism(sigma2=105)(counts, rng=gen(2))
+    assert chi2_gof(noise, gaussian_pmf(Fraction(100)))[2] < ALPHA
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 2), 3, 20], ids=str)
+def test_laplace_noise_has_the_mechanisms_distribution(scale):
+    counts = np.full(N, 7, dtype=np.int32)
+    noise = dgauss.LaplaceMechanism(scale=scale)(counts, rng=gen(3)) - 7
+    assert chi2_gof(noise, laplace_pmf(Fraction(scale)))[2] > ALPHA
+    assert chi2_gof(noise, laplace_pmf(Fraction(scale) * Fraction(11, 10)))[2] < ALPHA
+
+
+def test_noise_is_one_batch_drawn_before_the_values():
+    """The noise equals sample_* on the same generator: drawn in one batch, whatever the
+    values (so their size and content cannot change which bits make which noise)."""
+    values = np.array([5, -3, 2**40, 0, 17] * 200, dtype=np.int64)
+    noisy = dgauss.add_gaussian_noise(values, sigma2=50, rng=gen(4))
+    assert (noisy - values).tolist() == dgauss.sample_gaussian(50, values.size, rng=gen(4)).tolist()
+    noisy = dgauss.add_laplace_noise(values.astype(np.int16) % 100, scale=3, rng=gen(5))
+    expect = values.astype(np.int16) % 100 + dgauss.sample_laplace(3, values.size, rng=gen(5))
+    assert noisy.tolist() == expect.tolist()
+
+
+# ---- the guarantee reported --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sens,k", [(1, 1), (3, 2), ((1, -2, 2), 5)], ids=str)
+def test_gaussian_reports_what_accounting_computes(sens, k):
+    mech = dgauss.GaussianMechanism(sigma2="37/2", sensitivity=sens, k=k)
+    mu = (sens,) if isinstance(sens, int) else sens
+    assert mech.rho == Fraction(k * sum(x * x for x in mu)) / (2 * Fraction(37, 2))
+    assert mech.delta(1) == accounting.gaussian_delta("37/2", 1, sens, k)
+    assert mech.epsilon("1e-6") == accounting.gaussian_epsilon("37/2", "1e-6", sens, k)
+    assert mech.interval(0.05) == accounting.gaussian_interval("37/2", 0.05)
+
+
+@pytest.mark.parametrize("method", ["exact", "zcdp"])
+def test_gaussian_calibration_never_flatters(method):
+    mech = dgauss.GaussianMechanism(epsilon=1, delta="1e-6", k=3, accounting=method)
+    assert mech.sigma2 == accounting.calibrate_gaussian(1, "1e-6", k=3, method=method)
+    assert mech.delta(1) <= 1e-6
+    assert dgauss.GaussianMechanism(rho="1/8", sensitivity=2, k=3).sigma2 == Fraction(3 * 4 * 8, 2)
+
+
+def test_laplace_reports_what_accounting_computes():
+    mech = dgauss.LaplaceMechanism(epsilon="0.5", delta=0, sensitivity=2, k=2)
+    assert mech.scale == accounting.calibrate_laplace("0.5", 0, 2, 2) == 8
+    assert mech.rho == 2 * Fraction(2, 8) ** 2 / 2
+    assert mech.epsilon() == accounting.laplace_epsilon(8, 2, 2) == 0.5
+    assert mech.delta("0.4") == accounting.laplace_delta(8, "0.4", 2, 2) > 0
+    assert mech.interval(0.1) == accounting.laplace_interval(8, 0.1)
+    approx = dgauss.LaplaceMechanism(epsilon=1, delta="1e-5")
+    assert approx.delta(1) <= 1e-5 and approx.scale <= 1
+
+
+# ---- bad parameters ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,name",
+    [
+        ({}, ValueError, "exactly one way"),
+        ({"sigma2": 1, "rho": 1}, ValueError, "exactly one way"),
+        ({"rho": 1, "epsilon": 1, "delta": 0.1}, ValueError, "exactly one way"),
+        ({"delta": 0.1}, ValueError, "delta"),
+        ({"epsilon": 1}, ValueError, "delta"),
+        ({"epsilon": 1, "delta": 1}, ValueError, "delta"),
+        ({"epsilon": 1, "delta": 0}, ValueError, "delta"),
+        ({"epsilon": 0, "delta": 0.1}, ValueError, "eps"),
+        ({"sigma2": -1}, ValueError, "sigma2"),
+        ({"sigma2": 0}, ValueError, "sigma2"),
+        ({"rho": -1}, ValueError, "rho"),
+        ({"sigma2": 1, "sensitivity": 0}, ValueError, "sensitivity"),
+        ({"sigma2": 1, "sensitivity": -2}, ValueError, "sensitivity"),
+        ({"sigma2": 1, "sensitivity": 1.5}, ValueError, "sensitivity"),
+        ({"sigma2": 1, "sensitivity": True}, TypeError, "sensitivity"),
+        ({"sigma2": 1, "sensitivity": ()}, ValueError, "sensitivity"),
+        ({"sigma2": 1, "sensitivity": (0, 0)}, ValueError, "sensitivity"),
+        ({"sigma2": 1, "k": 0}, ValueError, "k"),
+        ({"sigma2": 1, "k": 1.5}, (TypeError, ValueError), "k"),
+        ({"sigma2": 1, "accounting": "rdp"}, ValueError, "accounting"),
+        ({"sigma2": 1, "granularity": 0}, ValueError, "granularity"),
+    ],
+)
+def test_bad_gaussian_parameters_name_themselves(kwargs, error, name):
+    with pytest.raises(error, match=name):
+        dgauss.GaussianMechanism(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,name",
+    [
+        ({}, ValueError, "exactly one way"),
+        ({"scale": 1, "epsilon": 1}, ValueError, "exactly one way"),
+        ({"scale": 1, "delta": 0.1}, ValueError, "delta"),
+        ({"epsilon": -1}, ValueError, "eps"),
+        ({"epsilon": 1, "delta": 1}, ValueError, "delta"),
+        ({"scale": 1, "sensitivity": (1, 2)}, (TypeError, ValueError), "sensitivity"),
+        ({"scale": 1, "sensitivity": 0}, ValueError, "sensitivity"),
+    ],
+)
+def test_bad_laplace_parameters_name_themselves(kwargs, error, name):
+    with pytest.raises(error, match=name):
+        dgauss.LaplaceMechanism(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "values,kwargs,error,name",
+    [
+        (np.array([1.0, 2.0]), {}, TypeError, "granularity"),
+        ([1.5, 2.5], {}, TypeError, "granularity"),
+        (np.array([True, False]), {}, TypeError, "bool"),
+        (True, {}, TypeError, "bool"),
+        ("12", {}, TypeError, "values"),
+        (np.array(["a"]), {}, TypeError, "values"),
+        (np.array([1, 2], dtype=object), {"clip": (3, 1)}, ValueError, "clip"),
+        (np.array([1, 2]), {"clip": 5}, TypeError, "clip"),
+        (np.array([1, 2]), {"overflow": "wrap"}, ValueError, "overflow"),
+        (np.array([1, 2]), {"out": np.empty(3, np.int64)}, ValueError, "out"),
+        (np.array([1, 2]), {"out": np.empty(2, np.int32)}, TypeError, "out"),
+        (np.array([1, 2]), {"out": [0, 0]}, TypeError, "out"),
+        (np.array([1, "x"], dtype=object), {}, TypeError, "values"),
+    ],
+)
+def test_bad_inputs_name_themselves(values, kwargs, error, name):
+    with pytest.raises(error, match=name):
+        dgauss.GaussianMechanism(sigma2=4)(values, **kwargs)
+
+
+def test_values_off_the_lattice_are_refused_never_rounded():
+    mech = dgauss.GaussianMechanism(sigma2=4, granularity=0.5)
+    with pytest.raises(ValueError, match="granularity"):
+        mech(np.array([0.5, 0.75]))
+    with pytest.raises(ValueError, match="granularity"):  # 0.3 is no multiple of the double 0.1
+        dgauss.add_gaussian_noise([0.3], sigma2=4, granularity=0.1)
+    with pytest.raises(ValueError, match="finite"):
+        mech(np.array([np.inf]))
+
+
+# ---- inputs and outputs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+)
+def test_every_integer_dtype_gives_int64_and_keeps_the_input(dtype):
+    values = np.array([0, 1, 2, 100], dtype=dtype)
+    before = values.copy()
+    noisy = dgauss.add_gaussian_noise(values, sigma2=10**6, rng=gen(6))
+    assert noisy.dtype == np.int64 and noisy.shape == values.shape
+    assert (values == before).all() and values.dtype == dtype
+    assert (noisy < 0).any()  # uint8 counts may go negative: nothing wraps
+    expect = before.astype(object) + dgauss.sample_gaussian(10**6, 4, rng=gen(6)).astype(object)
+    assert noisy.tolist() == expect.tolist()
+
+
+def test_scalars_lists_shapes_and_big_ints():
+    assert type(dgauss.add_gaussian_noise(5, sigma2=4)) is int
+    assert dgauss.add_laplace_noise([1, 2, 3], scale=2).shape == (3,)
+    grid = dgauss.add_gaussian_noise(np.zeros((3, 4), dtype=np.int32), sigma2=1)
+    assert grid.shape == (3, 4) and grid.dtype == np.int64
+    big = np.array([10**30, -(10**40)], dtype=object)
+    noisy = dgauss.add_gaussian_noise(big, sigma2=100, rng=gen(7))
+    noise = dgauss.sample_gaussian(100, 2, rng=gen(7))
+    expect = [10**30 + int(noise[0]), -(10**40) + int(noise[1])]
+    assert noisy.dtype == object and noisy.tolist() == expect
+    assert dgauss.add_gaussian_noise([2**70], sigma2=1).dtype == object
+    huge = dgauss.add_gaussian_noise(np.array([1, 2]), sigma2="1e200")
+    assert huge.dtype == object and all(type(v) is int for v in huge)
+
+
+def test_out_and_in_place():
+    values = np.array([10, 20, 30], dtype=np.int64)
+    out = np.empty(3, dtype=np.int64)
+    result = dgauss.add_gaussian_noise(values, sigma2=4, out=out, rng=gen(8))
+    assert result is out and values.tolist() == [10, 20, 30]
+    noise = dgauss.sample_gaussian(4, 3, rng=gen(8))
+    assert out.tolist() == (values + noise).tolist()
+    same = dgauss.add_gaussian_noise(values, sigma2=4, out=values, rng=gen(8))
+    assert same is values and values.tolist() == out.tolist()
+
+
+def test_clip_and_granularity():
+    counts = np.zeros(1000, dtype=np.int64)
+    clipped = dgauss.add_gaussian_noise(counts, sigma2=100, clip=(0, None))
+    assert clipped.min() == 0 and clipped.max() > 0
+    both = dgauss.add_gaussian_noise(counts, sigma2=100, clip=(-3, 3))
+    assert set(both.tolist()) <= set(range(-3, 4))
+    halves = dgauss.add_gaussian_noise([0.5, 1.5, -2.0], sigma2=4, granularity=0.5, rng=gen(9))
+    lattice = dgauss.sample_gaussian(4, 3, rng=gen(9))
+    assert halves.dtype == np.float64
+    assert halves.tolist() == [(1 + lattice[0]) / 2, (3 + lattice[1]) / 2, (-4 + lattice[2]) / 2]
+    tenths = dgauss.add_gaussian_noise([3], sigma2=4, granularity="1/10", rng=gen(9))
+    assert tenths.tolist() == [float(Fraction(30 + int(lattice[0]), 10))]
+
+
+def test_pandas_round_trip():
+    pd = pytest.importorskip("pandas")
+    series = pd.Series([5, 0, 12], index=["a", "b", "c"], name="n", dtype="int32")
+    noisy = dgauss.add_gaussian_noise(series, sigma2=4)
+    assert isinstance(noisy, pd.Series) and noisy.name == "n"
+    assert list(noisy.index) == ["a", "b", "c"] and noisy.dtype == np.int64
+    frame = pd.DataFrame({"m": [1, 2], "f": [3, 4]}, index=[10, 20])
+    out = dgauss.add_laplace_noise(frame, scale=2)
+    assert list(out.columns) == ["m", "f"] and list(out.index) == [10, 20]
+    assert frame.to_numpy().tolist() == [[1, 3], [2, 4]]
+
+
+# ---- overflow ----------------------------------------------------------------------------
+
+
+def test_int64_edges_raise_or_give_exact_ints():
+    top = np.full(200, np.iinfo(np.int64).max)
+    with pytest.raises(OverflowError, match="overflow='object'"):
+        dgauss.add_gaussian_noise(top, sigma2=100, rng=gen(10))
+    exact = dgauss.add_gaussian_noise(top, sigma2=100, rng=gen(10), overflow="object")
+    noise = dgauss.sample_gaussian(100, 200, rng=gen(10))
+    assert exact.dtype == object
+    assert exact.tolist() == [2**63 - 1 + int(x) for x in noise]
+    bottom = np.full(200, np.iinfo(np.int64).min)
+    with pytest.raises(OverflowError):
+        dgauss.add_laplace_noise(bottom, scale=10)
+    unsigned = np.array([2**64 - 1, 5], dtype=np.uint64)
+    with pytest.raises(OverflowError):
+        dgauss.add_gaussian_noise(unsigned, sigma2=1)
+    noisy = dgauss.add_gaussian_noise(unsigned, sigma2=1, overflow="object", rng=gen(11))
+    noise = dgauss.sample_gaussian(1, 2, rng=gen(11))
+    assert noisy.tolist() == [2**64 - 1 + int(noise[0]), 5 + int(noise[1])]
+
+
+def test_an_overflow_leaves_the_callers_out_untouched():
+    out = np.zeros(200, dtype=np.int64)
+    with pytest.raises(OverflowError):
+        dgauss.add_gaussian_noise(np.full(200, 2**63 - 1), sigma2=100, out=out)
+    # the noise went into out first; on overflow it holds the noise, not a wrapped sum
+    assert np.abs(out).max() < 200
+
+
+# ---- releases and the accountant ---------------------------------------------------------
+
+
+def test_a_mechanism_covers_k_releases():
+    mech = dgauss.GaussianMechanism(sigma2=4, k=2)
+    mech([1])
+    mech([1])
+    with pytest.raises(PrivacyBudgetError, match="k=2"):
+        mech([1])
+
+
+def test_accountant_adds_up_and_refuses_before_drawing():
+    acc = dgauss.Accountant(rho=1)
+    acc.add_gaussian_noise([1, 2], rho="1/4")
+    acc.add_laplace_noise([1, 2], epsilon=1)  # counts as 1/2
+    assert acc.spent.rho == Fraction(3, 4) and acc.remaining.rho == Fraction(1, 4)
+    generator = gen(12)
+    state = generator.bit_generator.state
+    with pytest.raises(PrivacyBudgetError, match="nothing was drawn"):
+        acc.add_gaussian_noise([1, 2], rho="1/2", rng=generator)
+    assert generator.bit_generator.state == state
+    assert acc.spent.rho == Fraction(3, 4) and acc.remaining.rho == Fraction(1, 4)
+    acc.add_gaussian_noise([1], sigma2=2)  # rho = 1/4: exactly what is left
+    assert acc.remaining.rho == 0
+    assert acc.spent.epsilon("1e-6") == accounting.cdp_eps(1, "1e-6")
+    assert acc.spent.delta(3) == accounting.cdp_delta(1, 3)
+
+
+def test_accountant_with_an_epsilon_delta_budget_uses_exact_gaussian_composition():
+    sigma2 = accounting.calibrate_gaussian(1, "1e-6", k=2)
+    assert Fraction(2, 2 * sigma2) > Fraction(accounting.cdp_rho(1, "1e-6"))  # zCDP says no
+    acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+    acc.add_gaussian_noise([3], sigma2=sigma2)
+    acc.add_gaussian_noise([3], sigma2=sigma2)  # the exact joint delta allows the second
+    with pytest.raises(PrivacyBudgetError):
+        acc.add_gaussian_noise([3], sigma2=sigma2)
+    mixed = dgauss.Accountant(epsilon=1, delta="1e-6")
+    mixed.add_gaussian_noise([3], sigma2=sigma2)
+    with pytest.raises(PrivacyBudgetError):  # another sigma2: zCDP only, which refuses
+        mixed.add_gaussian_noise([3], sigma2=sigma2 + 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"rho": 1, "epsilon": 1}, {"epsilon": 1}, {"delta": 0.1}, {"rho": -1}]
+)
+def test_bad_budgets(kwargs):
+    with pytest.raises(ValueError):
+        dgauss.Accountant(**kwargs)
+
+
+def test_accountant_is_thread_safe():
+    acc = dgauss.Accountant(rho=1)
+    done = []
+
+    def spend():
+        for _ in range(10):
+            try:
+                acc.add_gaussian_noise([1], rho="1/64")
+                done.append(1)
+            except PrivacyBudgetError:
+                pass
+
+    threads = [threading.Thread(target=spend) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(done) == 64 and acc.spent.rho == 1
