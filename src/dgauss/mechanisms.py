@@ -644,8 +644,9 @@ class Accountant:
     ``add_gaussian_noise`` / ``add_laplace_noise`` checks that the release fits in what is
     left **before any noise is drawn**; an overspend raises :class:`PrivacyBudgetError` and
     leaves the budget unchanged.  Composition is zCDP's (ρ's add up; a pure ε-DP Laplace
-    release counts as ε²/2), except that with an (ε, δ) budget and only Gaussian releases of
-    one σ², their exact joint δ (Theorem 15) is used when it admits more.
+    release counts as ε²/2), except that with an (ε, δ) budget, when it admits more: only
+    Gaussian releases of one σ² are composed exactly (Theorem 15's joint δ), and only Laplace
+    releases by adding their pure ε's or, at one scale, by their exact joint δ (Eq. 49).
     Thread-safe: the check and the spend are one step.
     """
 
@@ -701,10 +702,17 @@ class Accountant:
         assert self._eps is not None and self._delta is not None
         if rho <= Fraction(_acc.cdp_rho(self._eps, self._delta)):
             return True
-        sigma2s = {s.param for s in spends if s.kind == "gaussian"}
-        if all(s.kind == "gaussian" for s in spends) and len(sigma2s) == 1:
+        params = {(s.param, s.sensitivity) for s in spends}
+        if all(s.kind == "gaussian" for s in spends) and len({p for p, _ in params}) == 1:
             mu = tuple(x for s in spends for x in s.sensitivity)
-            return _acc.gaussian_delta(sigma2s.pop(), self._eps, mu) <= self._delta
+            return _acc.gaussian_delta(spends[0].param, self._eps, mu) <= self._delta
+        if all(s.kind == "laplace" for s in spends):
+            # pure DP composes by adding the epsilons (delta 0)
+            if sum(Fraction(s.sensitivity[0]) / s.param for s in spends) <= self._eps:
+                return True
+            if len(params) == 1:  # one scale and sensitivity: the exact composition (Eq. 49)
+                scale, (sens,) = params.pop()
+                return _acc.laplace_delta(scale, self._eps, sens, len(spends)) <= self._delta
         return False
 
     def _spend(self, spend: _Spend) -> None:
