@@ -337,3 +337,20 @@ def test_accountant_is_thread_safe():
     for t in threads:
         t.join()
     assert len(done) == 64 and acc.spent.rho == 1
+
+
+def test_accountant_composes_laplace_releases_as_pure_dp_first():
+    """Four Laplace releases at eps/4 fit an (eps, delta) budget by basic composition, though
+    zCDP alone (4 * (1/4)^2 / 2 = 1/8 > cdp_rho(1, 1e-6)) would refuse them; a fifth does not."""
+    assert Fraction(1, 8) > Fraction(accounting.cdp_rho(1, "1e-6"))
+    acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+    for _ in range(4):
+        acc.add_laplace_noise([1, 2], scale=4)
+    with pytest.raises(PrivacyBudgetError):
+        acc.add_laplace_noise([1, 2], scale=4)
+    exact = dgauss.Accountant(epsilon=1, delta="0.05")  # one scale: Eq. 49's exact delta
+    for _ in range(8):
+        exact.add_laplace_noise([1], scale=4)
+    with pytest.raises(PrivacyBudgetError):
+        exact.add_laplace_noise([1], scale=4)
+    assert accounting.laplace_delta(4, 1, 1, 8) <= 0.05 < accounting.laplace_delta(4, 1, 1, 9)
