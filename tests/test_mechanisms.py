@@ -354,3 +354,26 @@ def test_accountant_composes_laplace_releases_as_pure_dp_first():
     with pytest.raises(PrivacyBudgetError):
         exact.add_laplace_noise([1], scale=4)
     assert accounting.laplace_delta(4, 1, 1, 8) <= 0.05 < accounting.laplace_delta(4, 1, 1, 9)
+
+
+def test_out_may_be_any_view_and_is_checked_before_drawing():
+    grid = np.zeros((4, 6), dtype=np.int64)
+    values = np.arange(12).reshape(4, 3)
+    result = dgauss.add_gaussian_noise(values, sigma2=9, out=grid[:, ::2], rng=gen(13))
+    noise = dgauss.sample_gaussian(9, 12, rng=gen(13)).reshape(4, 3)
+    assert (grid[:, ::2] == values + noise).all() and (grid[:, 1::2] == 0).all()
+    assert result.base is grid
+    generator = gen(14)
+    state = generator.bit_generator.state
+    mech = dgauss.GaussianMechanism(sigma2=4)
+    with pytest.raises(TypeError, match="out"):
+        mech([1, 2], out=np.empty(2, np.float64), rng=generator)
+    assert generator.bit_generator.state == state
+    mech([1, 2])  # the refused call did not use up the mechanism's one release
+
+
+def test_empty_and_zero_dimensional_inputs():
+    empty = dgauss.add_gaussian_noise(np.array([], dtype=np.int64), sigma2=1)
+    assert empty.shape == (0,) and empty.dtype == np.int64
+    zero_d = dgauss.add_laplace_noise(np.array(5), scale=1)
+    assert zero_d.shape == () and zero_d.dtype == np.int64

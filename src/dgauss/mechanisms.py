@@ -267,6 +267,22 @@ def _add_int64(noise: np.ndarray, flat: np.ndarray, overflow: str) -> np.ndarray
     )
 
 
+def _check_out(out, prep: _Prepared, float_out: bool) -> None:
+    """``out``: None, or a writeable ndarray of the values' shape that can hold the result
+    (float64 with a granularity, else int64 or object); checked before any noise is drawn."""
+    if out is None:
+        return
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy.ndarray, not {type(out).__name__}")
+    if tuple(out.shape) != prep.shape:
+        raise ValueError(f"out must have the shape of values, {prep.shape}, not {out.shape}")
+    allowed = ("float64",) if float_out else ("int64", "object")
+    if out.dtype.name not in allowed:
+        raise TypeError(f"out must have dtype {' or '.join(allowed)}, not {out.dtype}")
+    if not out.flags.writeable:
+        raise ValueError("out must be writeable")
+
+
 def _noise_into(kind: Kind, param: Fraction, count: int, rng, dtype, workers, out=None):
     from dgauss import _core, _driver  # the compiled core, on first use
 
@@ -290,10 +306,7 @@ def _add(
     flat = prep.flat
     n = flat.size
     float_out = granularity is not None
-    if out is not None and not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy.ndarray, not {type(out).__name__}")
-    if out is not None and tuple(out.shape) != prep.shape:
-        raise ValueError(f"out must have the shape of values, {prep.shape}, not {out.shape}")
+    _check_out(out, prep, float_out)
     # the noise, in one batch, before the values are looked at
     target = None
     if (
@@ -328,19 +341,16 @@ def _add(
         assert granularity is not None
         result = _times(result, granularity)
     if out is not None:
-        flat_out = out.reshape(-1)
         if result is noise and target is not None:
-            return out if not prep.scalar else _restore(prep, result)
+            return out  # the noise was drawn into out and the values added there
         if result.dtype == object and out.dtype != object:
             if out.dtype == np.int64 and all(INT64_MIN <= v <= INT64_MAX for v in result):
-                flat_out[...] = result.astype(np.int64)
-                return out
-            raise TypeError(
-                f"out has dtype {out.dtype} but the result needs exact Python ints (object)"
-            )
-        if out.dtype != result.dtype:
-            raise TypeError(f"out must have dtype {result.dtype}, not {out.dtype}")
-        flat_out[...] = result
+                result = result.astype(np.int64)
+            else:
+                raise TypeError(
+                    f"out has dtype {out.dtype} but the result needs exact Python ints (object)"
+                )
+        np.copyto(out, result.reshape(out.shape))  # out may be any view, contiguous or not
         return out
     return _restore(prep, result)
 
@@ -481,6 +491,7 @@ class GaussianMechanism:
         CSPRNG (use it for real data); a NumPy generator only for reproducible simulations."""
         prep = _prepare(values, self.granularity)
         clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
+        _check_out(out, prep, self.granularity is not None)
         self._releases.take()
         return _add(
             prep,
@@ -557,6 +568,7 @@ class LaplaceMechanism:
         docstring)."""
         prep = _prepare(values, self.granularity)
         clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
+        _check_out(out, prep, self.granularity is not None)
         self._releases.take()
         return _add(
             prep,
@@ -703,16 +715,19 @@ class Accountant:
         if rho <= Fraction(_acc.cdp_rho(self._eps, self._delta)):
             return True
         params = {(s.param, s.sensitivity) for s in spends}
-        if all(s.kind == "gaussian" for s in spends) and len({p for p, _ in params}) == 1:
-            mu = tuple(x for s in spends for x in s.sensitivity)
-            return _acc.gaussian_delta(spends[0].param, self._eps, mu) <= self._delta
-        if all(s.kind == "laplace" for s in spends):
-            # pure DP composes by adding the epsilons (delta 0)
-            if sum(Fraction(s.sensitivity[0]) / s.param for s in spends) <= self._eps:
-                return True
-            if len(params) == 1:  # one scale and sensitivity: the exact composition (Eq. 49)
-                scale, (sens,) = params.pop()
-                return _acc.laplace_delta(scale, self._eps, sens, len(spends)) <= self._delta
+        try:
+            if all(s.kind == "gaussian" for s in spends) and len({p for p, _ in params}) == 1:
+                mu = tuple(x for s in spends for x in s.sensitivity)
+                return _acc.gaussian_delta(spends[0].param, self._eps, mu) <= self._delta
+            if all(s.kind == "laplace" for s in spends):
+                # pure DP composes by adding the epsilons (delta 0)
+                if sum(Fraction(s.sensitivity[0]) / s.param for s in spends) <= self._eps:
+                    return True
+                if len(params) == 1:  # one scale and sensitivity: the exact composition (Eq. 49)
+                    scale, (sens,) = params.pop()
+                    return _acc.laplace_delta(scale, self._eps, sens, len(spends)) <= self._delta
+        except (ValueError, ArithmeticError):  # beyond what the exact routes compute: refuse
+            return False
         return False
 
     def _spend(self, spend: _Spend) -> None:
@@ -739,6 +754,7 @@ class Accountant:
             _check_clip(call.pop("clip", None)),
             _check_overflow(call.pop("overflow", "raise")),
         )
+        _check_out(call.get("out"), prep, mech.granularity is not None)
         self._spend(_Spend("gaussian", mech.sigma2, mech._sensitivity, mech.rho))
         mech._releases.take()
         return _add(
@@ -766,6 +782,7 @@ class Accountant:
             _check_clip(call.pop("clip", None)),
             _check_overflow(call.pop("overflow", "raise")),
         )
+        _check_out(call.get("out"), prep, mech.granularity is not None)
         self._spend(_Spend("laplace", mech.scale, (mech.sensitivity,), mech.rho))
         mech._releases.take()
         return _add(
