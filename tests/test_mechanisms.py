@@ -377,3 +377,14 @@ def test_empty_and_zero_dimensional_inputs():
     assert empty.shape == (0,) and empty.dtype == np.int64
     zero_d = dgauss.add_laplace_noise(np.array(5), scale=1)
     assert zero_d.shape == () and zero_d.dtype == np.int64
+
+
+def test_float_kinds_on_a_lattice_are_taken_exactly():
+    halves = np.array([0.5, -1.5], dtype=np.float32)
+    out = dgauss.add_gaussian_noise(halves, sigma2=1, granularity=0.5, rng=gen(15))
+    noise = dgauss.sample_gaussian(1, 2, rng=gen(15))
+    assert out.tolist() == [(1 + noise[0]) / 2, (-3 + noise[1]) / 2]
+    quarters = np.array([np.longdouble(0.75)])  # slow path: a non-dyadic granularity
+    assert dgauss.add_gaussian_noise(quarters, sigma2=1, granularity="3/4").dtype == np.float64
+    with pytest.raises(ValueError, match="lattice"):  # 1/3 in a long double is not 1/3
+        dgauss.add_gaussian_noise(np.array([np.longdouble(1) / 3]), sigma2=1, granularity="1/3")

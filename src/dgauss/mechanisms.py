@@ -116,7 +116,8 @@ def _on_lattice(arr: np.ndarray, g: Fraction, name: str) -> np.ndarray:
                 return q.astype(np.int64)
     out = np.empty(arr.size, dtype=object)
     for i, v in enumerate(arr.flat):
-        x = Fraction(v.item() if isinstance(v, np.generic) else v) / g
+        exact = Fraction(*v.as_integer_ratio()) if isinstance(v, np.floating) else Fraction(v)
+        x = exact / g  # a float at its exact binary value (long doubles too)
         if x.denominator != 1:
             raise ValueError(
                 f"{name} has a value not on the lattice granularity*Z: {v!r} is not a "
