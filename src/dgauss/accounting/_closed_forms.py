@@ -54,7 +54,7 @@ import gmpy2
 from gmpy2 import mpfr
 
 from dgauss import _params
-from dgauss._gaussian_sums import (
+from dgauss.accounting._gaussian_sums import (
     convolution_delta,
     lattice_error_bound_vector,
     log_normaliser,
@@ -62,7 +62,7 @@ from dgauss._gaussian_sums import (
     theorem7_log_delta,
     variance,
 )
-from dgauss._interval import Arith, Interval, log_add
+from dgauss.accounting._interval import Arith, Interval, log_add
 
 __all__ = [
     "cdp_delta",

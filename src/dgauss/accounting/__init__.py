@@ -1,0 +1,78 @@
+"""Privacy accounting for the discrete Gaussian and discrete Laplace: exact, and never optimistic.
+
+Sections 2–4 of Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential Privacy"
+(NeurIPS 2020), as functions, each rounded to the safe side (a δ or ε never below the truth, a ρ
+never above it, a calibrated σ² or scale never giving less privacy than asked):
+
+* zCDP ↔ (ε, δ), Corollary 13: :func:`cdp_delta`, :func:`cdp_eps`, :func:`cdp_rho`,
+  :func:`cdp_delta_standard`.
+* One mechanism, k queries: :func:`gaussian_rho`, :func:`gaussian_delta`,
+  :func:`gaussian_epsilon` (Theorems 4, 7, 14, 15); :func:`laplace_epsilon`,
+  :func:`laplace_delta` (Eq. 49).
+* Calibration: :func:`calibrate_gaussian`, :func:`calibrate_laplace`.
+* Utility: :func:`gaussian_variance`, :func:`laplace_variance`, :func:`gaussian_pmf`,
+  :func:`gaussian_cdf`, :func:`gaussian_sf`, :func:`gaussian_interval`,
+  :func:`laplace_interval`.
+
+The package's rooms: ``_closed_forms`` (the functions above), ``_gaussian_sums`` (rigorous
+enclosures of the discrete Gaussian's sums), ``_interval`` (interval arithmetic over MPFR with
+directed rounding).  How every bound is derived: ``docs/accounting.md``.
+"""
+
+from dgauss.accounting._closed_forms import (
+    GRID_DIGITS,
+    MAX_K,
+    Number,
+    Sensitivity,
+    _count,
+    _positive,
+    _probability,
+    _sensitivity,
+    calibrate_gaussian,
+    calibrate_laplace,
+    cdp_delta,
+    cdp_delta_standard,
+    cdp_eps,
+    cdp_rho,
+    gaussian_cdf,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_interval,
+    gaussian_pmf,
+    gaussian_rho,
+    gaussian_sf,
+    gaussian_variance,
+    laplace_delta,
+    laplace_epsilon,
+    laplace_interval,
+    laplace_variance,
+)
+
+__all__ = [
+    "cdp_delta",
+    "cdp_delta_standard",
+    "cdp_eps",
+    "cdp_rho",
+    "gaussian_rho",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "laplace_epsilon",
+    "laplace_delta",
+    "calibrate_gaussian",
+    "calibrate_laplace",
+    "gaussian_variance",
+    "laplace_variance",
+    "gaussian_pmf",
+    "gaussian_cdf",
+    "gaussian_sf",
+    "gaussian_interval",
+    "laplace_interval",
+    "GRID_DIGITS",
+    "MAX_K",
+    "Number",
+    "Sensitivity",
+    "_count",
+    "_positive",
+    "_probability",
+    "_sensitivity",
+]
