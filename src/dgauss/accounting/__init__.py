@@ -76,3 +76,7 @@ __all__ = [
     "_probability",
     "_sensitivity",
 ]
+
+from dgauss.accounting._compose import Composition, Gaussian, Laplace, compose  # noqa: E402
+
+__all__ += ["compose", "Composition", "Gaussian", "Laplace"]
