@@ -184,14 +184,17 @@ def _coordinates(releases: Sequence[Release]) -> list[_Coordinate]:
 
 @dataclass
 class _Node:
-    """Tilted masses on the grid: true tilted mass at (lo + j)·h lies in
-    [v_j − err, v_j + err]·e^{kappa}; ``dropped`` = ln of the tilted mass dropped so far."""
+    """Tilted masses on the grid: the true tilted mass at (lo + j)·h lies in
+    [v_j − err, v_j + err]·e^{kappa}.  ``log_mgf`` = ln Π M̄_j over the node's coordinates;
+    ``dropped`` = ln Σ (tilted mass dropped at a node A)/Π_{j∈A} M̄_j, over A in this subtree
+    (so that the Chernoff bound needs only the product over every coordinate)."""
 
     lo: int
     v: np.ndarray
     kappa: float
     err: float
     dropped: float
+    log_mgf: float
 
 
 def _log_theta(s: Fraction) -> float:
@@ -309,8 +312,11 @@ def _leaf(c: _Coordinate, alpha: float, h: float, a: Fraction | None) -> _Node |
     # relative error of each entry: a few roundings (libm within 4 ulp), and the exponents'
     # absolute rounding errors, which grow with their size
     err = 64 * _U * (8 + exponent)
-    dropped = math.log(out * math.exp(alpha * h) / top) + kappa if out > 0 else _NEG_INF
-    return _Node(base, v, kappa, err, _float_up(dropped) if out > 0 else _NEG_INF)
+    log_mgf = _log_mgf_bound(c, alpha, h, 1)
+    dropped = _NEG_INF
+    if out > 0:
+        dropped = _float_up(math.log(out * math.exp(alpha * h) / top) + kappa - log_mgf)
+    return _Node(base, v, kappa, err, dropped, log_mgf)
 
 
 def _fft_error(n: int) -> float:
@@ -337,8 +343,8 @@ def _merge(a: _Node, b: _Node) -> _Node:
     v /= top
     err = err / top * (1 + 4 * _U)
     kappa = _float_up(a.kappa + b.kappa + math.log(top))
-    dropped = np.logaddexp(a.dropped, b.dropped)
-    return _truncate(_Node(a.lo + b.lo, v, kappa, err, float(dropped)))
+    dropped = float(np.logaddexp(a.dropped, b.dropped))
+    return _truncate(_Node(a.lo + b.lo, v, kappa, err, dropped, a.log_mgf + b.log_mgf))
 
 
 def _truncate(node: _Node) -> _Node:
@@ -356,8 +362,10 @@ def _truncate(node: _Node) -> _Node:
     gone = (float(head[i - 1]) if i else 0.0) + (float(tail[k - 1]) if k else 0.0)
     dropped = node.dropped
     if gone > 0:
-        dropped = float(np.logaddexp(dropped, _float_up(math.log(gone * 1.0001) + node.kappa)))
-    return _Node(node.lo + i, v[i : len(v) - k].copy(), node.kappa, node.err, dropped)
+        gone_rel = _float_up(math.log(gone * 1.0001) + node.kappa - node.log_mgf)
+        dropped = float(np.logaddexp(dropped, gone_rel))
+    kept = v[i : len(v) - k].copy()
+    return _Node(node.lo + i, kept, node.kappa, node.err, dropped, node.log_mgf)
 
 
 def _power(leaf: _Node, count: int) -> _Node:
@@ -374,14 +382,14 @@ def _power(leaf: _Node, count: int) -> _Node:
     return result
 
 
-def _log_mgf_bound(c: _Coordinate, alpha: float, h: float) -> float:
-    """ln M̄ ≥ ln E[e^{αL̃}] for one gridded coordinate (times its count)."""
+def _log_mgf_bound(c: _Coordinate, alpha: float, h: float, count: int) -> float:
+    """ln M̄ ≥ ln E[e^{αL̃}] for one gridded coordinate, times ``count``; M̄ ≥ 1."""
     if c.gaussian:
         # E[e^{αL}] = e^{α(α+1)ρ}·Θ(shifted)/Θ ≤ e^{α(α+1)ρ}; gridding moves L by < h
         per = alpha * (alpha + 1) * c.m * c.m / (2 * float(c.param)) + alpha * h
     else:
         per = alpha * (c.m / float(c.param) + h)
-    return _float_up(per * c.count * (1 + 8 * _U))
+    return _float_up(per * count * (1 + 8 * _U))
 
 
 def _moments(c: _Coordinate, alpha: float) -> tuple[float, float]:
@@ -421,7 +429,7 @@ class _PLD:
                 [nodes[-1]] if len(nodes) % 2 else []
             )
         self.root = nodes[0]
-        self.log_mgf = sum(_log_mgf_bound(c, alpha, h) for c in coords)
+        self.log_mgf = sum(_log_mgf_bound(c, alpha, h, c.count) for c in coords)
         grid = (self.root.lo + np.arange(len(self.root.v), dtype=np.float64)) * h
         # the grid points as floats, rounded outward (h = float(a) may be inexact)
         self.grid_up = _float_up_array(grid)
@@ -575,13 +583,16 @@ class Composition:
             routes["Eq. 49"] = mpfr("-inf") if bound is None else bound
         if "Theorem 15" not in routes and not (lap is not None and sens == 1):
             ef = float(e)
-            pld = self._pld(*_choose(self._coords, ef, None))
-            if pld is not None:
-                # ε as a float rounded down keeps the bound valid (δ falls with ε)
-                e_lo = ef if Fraction(ef) <= e else math.nextafter(ef, -math.inf)
-                found = pld.log_delta(e_lo)
-                if not math.isnan(found):
-                    routes["PLD"] = mpfr(min(found, 0.0))
+            self._pld(*_choose(self._coords, ef, None))
+            # ε as a float rounded down keeps the bound valid (δ falls with ε); every grid
+            # computed so far gives a valid bound, so the smallest is taken (and a δ read at
+            # an ε that epsilon() certified is the one it certified)
+            e_lo = ef if Fraction(ef) <= e else math.nextafter(ef, -math.inf)
+            with self._lock:
+                plds = [p for p in self._cache.values() if p is not None]
+            found = min((p.log_delta(e_lo) for p in plds), default=math.nan)
+            if not math.isnan(found):
+                routes["PLD"] = mpfr(min(found, 0.0))
         return routes
 
     def _best(self, e: Fraction) -> tuple[mpfr, str]:
