@@ -9,8 +9,8 @@ from fractions import Fraction
 
 import mpmath
 import pytest
-from _compose_reference import composed_delta
 
+from _compose_reference import composed_delta
 from dgauss import accounting as A
 from dgauss.accounting import Gaussian, Laplace, compose
 from dgauss.accounting import _compose as C
