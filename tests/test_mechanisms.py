@@ -1,5 +1,6 @@
 """dgauss.mechanisms: the noise added, the guarantee reported, inputs, overflow, the accountant."""
 
+import re
 import threading
 from fractions import Fraction
 
@@ -9,6 +10,7 @@ import pytest
 import dgauss
 from _stats import ALPHA, chi2_gof, gaussian_pmf, laplace_pmf
 from dgauss import accounting
+from dgauss.accounting._closed_forms import _grid_step
 from dgauss.mechanisms import PrivacyBudgetError
 
 N = 100_000
@@ -293,8 +295,12 @@ def test_accountant_adds_up_and_refuses_before_drawing():
     assert acc.spent.rho == Fraction(3, 4) and acc.remaining.rho == Fraction(1, 4)
     acc.add_gaussian_noise([1], sigma2=2)  # rho = 1/4: exactly what is left
     assert acc.remaining.rho == 0
-    assert acc.spent.epsilon("1e-6") == accounting.cdp_eps(1, "1e-6")
-    assert acc.spent.delta(3) == accounting.cdp_delta(1, 3)
+    # the readout is the exact composition, never above the zCDP one
+    program = accounting.compose(
+        accounting.Gaussian(2), accounting.Laplace(1), accounting.Gaussian(2)
+    )
+    assert acc.spent.epsilon("1e-6") == program.epsilon("1e-6") <= accounting.cdp_eps(1, "1e-6")
+    assert acc.spent.delta(3) == program.delta(3) <= accounting.cdp_delta(1, 3)
 
 
 def test_accountant_with_an_epsilon_delta_budget_uses_exact_gaussian_composition():
@@ -305,14 +311,101 @@ def test_accountant_with_an_epsilon_delta_budget_uses_exact_gaussian_composition
     acc.add_gaussian_noise([3], sigma2=sigma2)  # the exact joint delta allows the second
     with pytest.raises(PrivacyBudgetError):
         acc.add_gaussian_noise([3], sigma2=sigma2)
-    mixed = dgauss.Accountant(epsilon=1, delta="1e-6")
-    mixed.add_gaussian_noise([3], sigma2=sigma2)
-    with pytest.raises(PrivacyBudgetError):  # another sigma2: zCDP only, which refuses
-        mixed.add_gaussian_noise([3], sigma2=sigma2 + 1)
+    assert acc.spent.delta(1) <= 1e-6 and acc.spent.epsilon("1e-6") <= 1
+
+
+def test_accountant_composes_mixed_programs_exactly():
+    """The issue's examples: a Gaussian at (0.5, 5e-7) then a Laplace at ε = 0.5 fit
+    (1, 5e-7) by plain composition, so the exact composition admits them; two Gaussians of
+    different σ² likewise; a third release that would overspend is refused."""
+    sigma2 = accounting.calibrate_gaussian("0.5", "5e-7")
+    acc = dgauss.Accountant(epsilon=1, delta="5e-7")
+    acc.add_gaussian_noise([3], sigma2=sigma2)
+    acc.add_laplace_noise([3], epsilon="0.5")
+    assert acc.spent.delta(1) <= 5e-7 and acc.spent.epsilon("5e-7") <= 1
+    with pytest.raises(PrivacyBudgetError):
+        acc.add_laplace_noise([3], epsilon="0.5")
+    two = dgauss.Accountant(epsilon=1, delta="1e-6")
+    s1 = accounting.calibrate_gaussian("0.6", "5e-7")
+    s2 = accounting.calibrate_gaussian("0.4", "5e-7")
+    two.add_gaussian_noise([3], sigma2=s1)
+    two.add_gaussian_noise([3], sigma2=s2)
+    assert two.spent.route(1) == "PLD" and two.spent.delta(1) <= 1e-6
+
+
+def test_the_readout_never_exceeds_the_budget_it_enforced():
+    """15 Gaussian releases at (0.25, 2.5e-7) fit (1, 1e-6) by Theorem 15; the readout then
+    must not claim more than (1, 1e-6) (zCDP's readout said 1.061)."""
+    acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+    sigma2 = accounting.calibrate_gaussian("0.25", "2.5e-7")
+    admitted = 0
+    for _ in range(40):
+        try:
+            acc.add_gaussian_noise([1], sigma2=sigma2)
+        except PrivacyBudgetError:
+            break
+        admitted += 1
+    assert admitted >= 15
+    assert acc.spent.epsilon("1e-6") <= 1 and acc.spent.delta(1) <= 1e-6
+    assert acc.remaining.delta is not None and acc.remaining.delta >= 0
+    pure = dgauss.Accountant(epsilon=1)
+    for _ in range(4):
+        pure.add_laplace_noise([1], epsilon="0.25")
+    assert pure.spent.epsilon(0) == 1.0 and pure.remaining.epsilon == 0
+    with pytest.raises(PrivacyBudgetError):
+        pure.add_laplace_noise([1], epsilon="0.01")
+
+
+def test_a_pure_budget_refuses_the_gaussian():
+    pure = dgauss.Accountant(epsilon=1)
+    with pytest.raises(PrivacyBudgetError, match="only discrete Laplace"):
+        pure.add_gaussian_noise([1], sigma2=100)
+    with pytest.raises(PrivacyBudgetError):
+        pure.calibrate_gaussian()
+    assert pure.calibrate_laplace() == 1 and pure.split(4) == 4
+
+
+def test_calibrate_and_split_give_the_least_noise_that_fits():
+    acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+    acc.add_laplace_noise([1], scale=4)
+    s = acc.calibrate_gaussian()
+    fits = accounting.compose(accounting.Laplace(4), accounting.Gaussian(s))
+    assert fits.delta(1) <= 1e-6
+    below = _grid_step(s, up=False)  # the next grid point below must not fit
+    assert accounting.compose(accounting.Laplace(4), accounting.Gaussian(below)).delta(1) > 1e-6
+    acc.add_gaussian_noise([1], sigma2=s)  # and the accountant agrees
+    each = dgauss.Accountant(rho=1).split(4)
+    assert each == 2  # 4 releases of rho 1/4: sigma2 = 1/(2 * 1/4)
+    assert dgauss.Accountant(rho=1).calibrate_laplace(k=2) == 1  # rho = 2 * (1/t)^2 / 2 <= 1
+
+
+def test_repr_and_report_are_readable():
+    acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+    acc.add_gaussian_noise([1], sigma2="71.41")
+    acc.add_laplace_noise([1], scale=4)
+    text = repr(acc)
+    assert "epsilon=1, delta=1e-06" in text and "2 releases" in text
+    assert not re.search(r"\d{13}", text)  # no 40-digit Fractions
+    report = acc.report()
+    assert report.count(".") <= 4 and "(ε, δ)-differential privacy with ε = 1" in report
+    delta_text = report.split("δ = ")[1].split(" ")[0]
+    assert float(delta_text) >= acc.spent.delta(1)  # published δ rounded up
+    assert (
+        "ρ = 0.5" in dgauss.Accountant(rho=1).report()
+        or "No release" in dgauss.Accountant(rho=1).report()
+    )
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{}, {"rho": 1, "epsilon": 1}, {"epsilon": 1}, {"delta": 0.1}, {"rho": -1}]
+    "kwargs",
+    [
+        {},
+        {"rho": 1, "epsilon": 1},
+        {"epsilon": -1},
+        {"delta": 0.1},
+        {"rho": -1},
+        {"epsilon": 1, "delta": 1},
+    ],
 )
 def test_bad_budgets(kwargs):
     with pytest.raises(ValueError):

@@ -44,6 +44,7 @@ import numpy as np
 from dgauss import _params
 from dgauss import accounting as _acc
 from dgauss._kinds import Kind
+from dgauss.accounting import _closed_forms as _cf
 
 __all__ = [
     "GaussianMechanism",
@@ -51,6 +52,7 @@ __all__ = [
     "Accountant",
     "PrivacyLoss",
     "PrivacyBudgetError",
+    "Remaining",
     "add_gaussian_noise",
     "add_laplace_noise",
 ]
@@ -434,13 +436,13 @@ class GaussianMechanism:
         accounting: str = "exact",
         granularity=None,
     ):
-        self._sensitivity = _acc._sensitivity(sensitivity)
+        self._sensitivity = _cf._sensitivity(sensitivity)
         self.sensitivity: int | tuple[int, ...] = (
             self._sensitivity[0]
             if isinstance(sensitivity, (int, np.integer)) and not isinstance(sensitivity, bool)
             else self._sensitivity
         )
-        self.k = _acc._count(k, "k")
+        self.k = _cf._count(k, "k")
         if accounting not in ("exact", "zcdp"):
             raise ValueError(f"accounting must be 'exact' or 'zcdp', got {accounting!r}")
         self.accounting = accounting
@@ -532,8 +534,8 @@ class LaplaceMechanism:
         k: int = 1,
         granularity=None,
     ):
-        (self.sensitivity,) = _acc._sensitivity(sensitivity, vector_ok=False)
-        self.k = _acc._count(k, "k")
+        (self.sensitivity,) = _cf._sensitivity(sensitivity, vector_ok=False)
+        self.k = _cf._count(k, "k")
         self.granularity = _granularity(granularity)
         way = _one_way({"scale": scale, "epsilon": epsilon}, "noise")
         if way == "scale":
@@ -591,31 +593,77 @@ def _scaled(lo: int, hi: int, g: Fraction | None) -> tuple:
     return float(lo * g), float(hi * g)
 
 
-_CALL_KEYS = ("rng", "out", "clip", "overflow", "workers")
+def add_gaussian_noise(
+    values,
+    *,
+    sigma2=None,
+    rho=None,
+    epsilon=None,
+    delta=None,
+    sensitivity=1,
+    k: int = 1,
+    accounting: str = "exact",
+    granularity=None,
+    rng=None,
+    out=None,
+    clip=None,
+    overflow: str = "raise",
+    workers=None,
+):
+    """``values`` plus N_Z(0, σ²) noise on every value: one release of a
+    :class:`GaussianMechanism` (the keywords as there and in its call).
 
-
-def _split_call(kwargs: dict) -> tuple[dict, dict]:
-    call = {key: kwargs.pop(key) for key in _CALL_KEYS if key in kwargs}
-    return kwargs, call
-
-
-def add_gaussian_noise(values, **kwargs):
-    """``GaussianMechanism(**kwargs)(values, rng=, out=, clip=, overflow=, workers=)`` in one
-    call (one release).
+    **Privacy**: the noise is set in exactly one way (``sigma2``, ``rho`` or ``epsilon`` with
+    ``delta``); the release is ρ-zCDP with ρ = k‖Δ‖²/(2σ²) and (ε, δ)-DP for the exact δ of
+    Theorems 7/15 (a calibrated σ² never gives less privacy than asked).
 
     >>> import dgauss
     >>> dgauss.add_gaussian_noise([5, 0, 2], sigma2=4).shape
     (3,)
     """
-    setup, call = _split_call(dict(kwargs))
-    return GaussianMechanism(**setup)(values, **call)
+    mech = GaussianMechanism(
+        sigma2=sigma2,
+        rho=rho,
+        epsilon=epsilon,
+        delta=delta,
+        sensitivity=sensitivity,
+        k=k,
+        accounting=accounting,
+        granularity=granularity,
+    )
+    return mech(values, rng=rng, out=out, clip=clip, overflow=overflow, workers=workers)
 
 
-def add_laplace_noise(values, **kwargs):
-    """``LaplaceMechanism(**kwargs)(values, rng=, out=, clip=, overflow=, workers=)`` in one
-    call (one release)."""
-    setup, call = _split_call(dict(kwargs))
-    return LaplaceMechanism(**setup)(values, **call)
+def add_laplace_noise(
+    values,
+    *,
+    scale=None,
+    epsilon=None,
+    delta=0,
+    sensitivity: int = 1,
+    k: int = 1,
+    granularity=None,
+    rng=None,
+    out=None,
+    clip=None,
+    overflow: str = "raise",
+    workers=None,
+):
+    """``values`` plus Lap_Z(t) noise on every value: one release of a
+    :class:`LaplaceMechanism` (the keywords as there and in its call).
+
+    **Privacy**: ``scale`` t, or ``epsilon`` (pure ε-DP, t = kΔ/ε; with ``delta`` > 0 the
+    smallest t whose exact δ at ε is at most ``delta``).
+    """
+    mech = LaplaceMechanism(
+        scale=scale,
+        epsilon=epsilon,
+        delta=delta,
+        sensitivity=sensitivity,
+        k=k,
+        granularity=granularity,
+    )
+    return mech(values, rng=rng, out=out, clip=clip, overflow=overflow, workers=workers)
 
 
 # ==========================================================================
@@ -623,178 +671,395 @@ def add_laplace_noise(values, **kwargs):
 # ==========================================================================
 
 
-@dataclass(frozen=True)
+def _decimal(q: Fraction | float, digits: int = 4) -> str:
+    """A readable decimal (never a 40-digit Fraction): exact for short values."""
+    if isinstance(q, Fraction) and q.denominator == 1:
+        return str(q.numerator)
+    f = float(q)
+    if isinstance(q, Fraction) and Fraction(f) == q and len(repr(f)) <= 12:
+        return repr(f)
+    return f"{f:.{digits}g}"
+
+
+def _up(x: float, digits: int = 3) -> str:
+    """x rounded up to ``digits`` significant digits, as text (for a published guarantee)."""
+    if x == 0 or not math.isfinite(x):
+        return repr(x)
+    text = f"{x:.{digits - 1}e}"
+    if float(text) < x:
+        mantissa, exponent = text.split("e")
+        step = 10.0 ** (int(exponent) - (digits - 1))
+        text = f"{float(text) + step:.{digits - 1}e}"
+        if float(text) < x:  # one more step can only be needed through rounding
+            text = f"{float(text) + step:.{digits - 1}e}"
+    mantissa, exponent = text.split("e")
+    value = float(text)
+    if -4 <= int(exponent) < 6:
+        plain = f"{value:.{max(digits - 1 - int(exponent), 0)}f}"
+        if float(plain) >= x:
+            return plain
+    return f"{mantissa}e{int(exponent)}"
+
+
 class PrivacyLoss:
-    """A zCDP amount ρ (exact), viewable as (ε, δ) through :mod:`dgauss.accounting`."""
+    """The composed privacy of the releases an :class:`Accountant` made.
 
-    rho: Fraction
+    ``rho`` is the exact zCDP total; ``epsilon(delta)`` and ``delta(epsilon)`` are those of
+    :func:`dgauss.accounting.compose` over the releases (the smallest of every valid route:
+    Theorem 15, Eq. 49, pure DP, the privacy-loss distribution, zCDP), rounded to the safe
+    side, and never read above the budget the accountant enforced.
+    """
 
-    def epsilon(self, delta) -> float:
-        """ε at ``delta`` for ρ-zCDP (Corollary 13; rounded up)."""
-        if self.rho == 0:
-            return 0.0
-        return _acc.cdp_eps(self.rho, delta)
+    def __init__(self, releases, budget: tuple | None = None, composition=None) -> None:
+        self.releases: tuple = tuple(releases)
+        self._budget = budget  # ("rho", ρ) | ("pure", ε) | ("approx", ε, δ)
+        self._composition = composition
+        if self._composition is None and self.releases:
+            self._composition = _acc.compose(*self.releases)
+
+    @property
+    def rho(self) -> Fraction:
+        """The exact zCDP total ρ (a pure ε-DP Laplace release counts as ε²/2)."""
+        return sum((r.rho for r in self.releases), Fraction(0))
 
     def delta(self, epsilon) -> float:
-        """δ at ``epsilon`` for ρ-zCDP (Corollary 13; rounded up)."""
-        if self.rho == 0:
+        """The smallest certified δ at ``epsilon`` of everything released (rounded up)."""
+        if self._composition is None:
+            _cf._nonnegative(epsilon, "epsilon")
             return 0.0
-        return _acc.cdp_delta(self.rho, epsilon)
+        return self._composition.delta(epsilon)
+
+    def epsilon(self, delta) -> float:
+        """The smallest certified ε at ``delta`` of everything released (rounded up);
+        ``delta`` = 0 for a pure ε (all-Laplace releases only)."""
+        if self._composition is None:
+            _cf._probability(delta, "delta", allow_zero=True)
+            return 0.0
+        found = self._composition.epsilon(delta)
+        b = self._budget
+        if b is not None and b[0] == "approx" and Fraction(_cf._rational(delta, "delta")) >= b[2]:
+            # admitted because δ(ε_budget) ≤ δ_budget was certified: ε_budget is certified
+            found = min(found, _cf._float_up(b[1]))
+        return found
+
+    def route(self, epsilon) -> str:
+        """Which route gives :meth:`delta` at ``epsilon`` (:func:`dgauss.accounting.compose`)."""
+        if self._composition is None:
+            return "nothing released"
+        return self._composition.route(epsilon)
+
+    def __repr__(self) -> str:
+        return f"PrivacyLoss({len(self.releases)} releases, rho={_decimal(self.rho)})"
 
 
 @dataclass(frozen=True)
-class _Spend:
-    kind: str  # "gaussian" or "laplace"
-    param: Fraction  # sigma2 or scale
-    sensitivity: tuple[int, ...]
-    rho: Fraction
+class Remaining:
+    """What is left of a budget, in the budget's own terms (each rounded down; None where it
+    does not apply): ``rho`` of a zCDP budget; ``epsilon`` of a pure budget, or for an (ε, δ)
+    budget the ε a further pure-DP release may take at δ; ``delta`` of an (ε, δ) budget, the
+    δ a further (0, δ) release may take at ε.  For the next discrete Gaussian or Laplace
+    release use :meth:`Accountant.calibrate_gaussian` / :meth:`Accountant.calibrate_laplace`
+    (or :meth:`Accountant.split` for k equal ones), which compose exactly."""
+
+    rho: Fraction | None = None
+    epsilon: float | None = None
+    delta: float | None = None
 
 
 class Accountant:
-    """One privacy budget spent over several releases.
+    """One privacy budget spent over several releases, composed exactly.
 
-    ``Accountant(rho=...)`` (zCDP) or ``Accountant(epsilon=..., delta=...)``.  Each
-    ``add_gaussian_noise`` / ``add_laplace_noise`` checks that the release fits in what is
-    left **before any noise is drawn**; an overspend raises :class:`PrivacyBudgetError` and
-    leaves the budget unchanged.  Composition is zCDP's (ρ's add up; a pure ε-DP Laplace
-    release counts as ε²/2), except that with an (ε, δ) budget, when it admits more: only
-    Gaussian releases of one σ² are composed exactly (Theorem 15's joint δ), and only Laplace
-    releases by adding their pure ε's or, at one scale, by their exact joint δ (Eq. 49).
+    The budget is set in exactly one way: ``Accountant(rho=...)`` (zCDP),
+    ``Accountant(epsilon=..., delta=...)`` ((ε, δ)-DP) or ``Accountant(epsilon=...)`` (pure
+    ε-DP: discrete Laplace releases only).  ``add_gaussian_noise`` / ``add_laplace_noise``
+    admit a release **exactly when the composition of everything released plus this one fits
+    the budget** — ρ's add up; pure ε's add up; for (ε, δ) the composed δ at ε of
+    :func:`dgauss.accounting.compose` (Theorem 15, Eq. 49, pure DP, the privacy-loss
+    distribution and zCDP, the smallest) is at most δ — and check it **before any noise is
+    drawn**: a refused release raises :class:`PrivacyBudgetError` and changes nothing.
+
+    ``spent`` is the composition of what was released (:class:`PrivacyLoss`), which never
+    reads above the budget it enforced; ``remaining`` what is left in the budget's terms;
+    ``calibrate_gaussian()`` / ``calibrate_laplace()`` / ``split(k)`` the least noise the next
+    release(s) may use; ``report()`` one sentence stating the certified guarantee.
     Thread-safe: the check and the spend are one step.
     """
 
     def __init__(self, *, rho=None, epsilon=None, delta=None):
         if rho is not None:
             if epsilon is not None or delta is not None:
-                raise ValueError("set the budget in exactly one way: rho=, or epsilon= with delta=")
-            self._rho_budget: Fraction | None = _params.positive(rho, "rho")
-            self._eps = self._delta = None
+                raise ValueError(
+                    "set the budget in exactly one way: rho=, epsilon= with delta=, or "
+                    "epsilon= alone (pure DP)"
+                )
+            self._budget: tuple = ("rho", _cf._positive(rho, "rho"))
+        elif epsilon is not None:
+            eps = _cf._positive(epsilon, "epsilon")
+            if delta is None or _cf._rational(delta, "delta") == 0:
+                self._budget = ("pure", eps)
+            else:
+                self._budget = ("approx", eps, _cf._probability(delta, "delta"))
         else:
-            if epsilon is None or delta is None:
-                raise ValueError("set the budget in exactly one way: rho=, or epsilon= with delta=")
-            self._eps = _acc._positive(epsilon, "epsilon")
-            self._delta = _acc._probability(delta, "delta")
-            self._rho_budget = None
-        self._spends: list[_Spend] = []
+            raise ValueError(
+                "set the budget in exactly one way: rho=, epsilon= with delta=, or "
+                "epsilon= alone (pure DP)" + ("; delta= alone is not a budget" if delta else "")
+            )
+        self._releases: list = []
+        self._spent = PrivacyLoss((), self._budget)
         self._lock = threading.Lock()
+
+    # ---- the check -------------------------------------------------------------------
+
+    def _fits(self, releases: list) -> tuple[bool, Any]:
+        """(fits, composition) for the program ``releases``."""
+        kind = self._budget[0]
+        if kind == "rho":
+            return sum((r.rho for r in releases), Fraction(0)) <= self._budget[1], None
+        if kind == "pure":
+            if not all(isinstance(r, _acc.Laplace) for r in releases):
+                return False, None
+            return sum((r.epsilon for r in releases), Fraction(0)) <= self._budget[1], None
+        composition = _acc.compose(*releases)
+        try:
+            return composition.delta(self._budget[1]) <= self._budget[2], composition
+        except (ValueError, ArithmeticError):  # beyond what the routes compute: refuse
+            return False, None
+
+    def _spend(self, release) -> None:
+        with self._lock:
+            program = [*self._releases, release]
+            fits, composition = self._fits(program)
+            if not fits:
+                why = (
+                    "a pure-DP budget admits only discrete Laplace releases; "
+                    if self._budget[0] == "pure" and isinstance(release, _acc.Gaussian)
+                    else ""
+                )
+                raise PrivacyBudgetError(
+                    f"this release ({release!r}) does not fit in what is left of the budget "
+                    f"({self!r}); {why}nothing was drawn and the budget is unchanged"
+                )
+            self._releases.append(release)
+            self._spent = PrivacyLoss(program, self._budget, composition)
 
     # ---- what is used and left -------------------------------------------------------
 
     @property
     def spent(self) -> PrivacyLoss:
-        """The zCDP total of the releases made (exact)."""
-        return PrivacyLoss(sum((s.rho for s in self._spends), Fraction(0)))
+        """The composition of the releases made (:class:`PrivacyLoss`)."""
+        return self._spent
 
     @property
-    def remaining(self) -> PrivacyLoss:
-        """What is left, as zCDP ρ: the ρ budget minus what was spent, or for an (ε, δ)
-        budget :func:`dgauss.accounting.cdp_rho` (ε, δ) minus it (never below 0)."""
-        left = self._rho_total() - self.spent.rho
-        return PrivacyLoss(max(left, Fraction(0)))
+    def remaining(self) -> Remaining:
+        """What is left, in the budget's own terms (:class:`Remaining`)."""
+        spent, b = self._spent, self._budget
+        if b[0] == "rho":
+            return Remaining(rho=max(b[1] - spent.rho, Fraction(0)))
+        if b[0] == "pure":
+            used = sum((r.epsilon for r in spent.releases), Fraction(0))
+            return Remaining(epsilon=_cf._float_down(max(b[1] - used, Fraction(0))))
+        if not spent.releases:
+            return Remaining(epsilon=_cf._float_down(b[1]), delta=_cf._float_down(b[2]))
+        eps_left = b[1] - Fraction(spent.epsilon(b[2]))
+        delta_left = b[2] - Fraction(spent.delta(b[1]))
+        return Remaining(
+            epsilon=_cf._float_down(max(eps_left, Fraction(0))),
+            delta=_cf._float_down(max(delta_left, Fraction(0))),
+        )
 
-    def _rho_total(self) -> Fraction:
-        if self._rho_budget is not None:
-            return self._rho_budget
-        return Fraction(_acc.cdp_rho(self._eps, self._delta))
+    def _budget_text(self) -> str:
+        b = self._budget
+        if b[0] == "rho":
+            return f"rho={_decimal(b[1])}"
+        if b[0] == "pure":
+            return f"epsilon={_decimal(b[1])}"
+        return f"epsilon={_decimal(b[1])}, delta={_decimal(b[2])}"
 
     def __repr__(self) -> str:
-        budget = (
-            f"rho={_fmt(self._rho_budget)}"
-            if self._rho_budget is not None
-            else f"epsilon={_fmt(self._eps)}, delta={_fmt(self._delta)}"
+        n = len(self._releases)
+        text = f"Accountant({self._budget_text()}; {n} release{'s' if n != 1 else ''}"
+        if n:
+            b = self._budget
+            if b[0] == "approx":
+                text += f", spent delta={_up(self._spent.delta(b[1]))} at epsilon={_decimal(b[1])}"
+            elif b[0] == "pure":
+                used = sum((r.epsilon for r in self._releases), Fraction(0))
+                text += f", spent epsilon={_decimal(used)}"
+            text += f", rho={_decimal(self._spent.rho)}"
+        return text + ")"
+
+    def report(self) -> str:
+        """One sentence stating the certified guarantee of everything released, for
+        publication (every number rounded to the safe side)."""
+        releases = self._releases
+        g = sum(1 for r in releases if isinstance(r, _acc.Gaussian))
+        lap = len(releases) - g
+        parts = []
+        if g:
+            parts.append(f"{g} with discrete Gaussian noise")
+        if lap:
+            parts.append(f"{lap} with discrete Laplace noise")
+        what = (
+            f"The {len(releases)} release{'s' if len(releases) != 1 else ''} ("
+            + " and ".join(parts)
+            + ")"
+            if releases
+            else "No release has been made; the empty program"
         )
-        spent = _fmt(self.spent.rho)
-        return f"Accountant({budget}; {len(self._spends)} releases, spent rho={spent})"
+        b, spent = self._budget, self._spent
+        if b[0] == "approx" and releases:
+            route = spent.route(b[1])
+            guarantee = (
+                f"satisfy (ε, δ)-differential privacy with ε = {_decimal(b[1])} and "
+                f"δ = {_up(spent.delta(b[1]))} (a certified upper bound, composed by "
+                f"{route}; Canonne, Kamath & Steinke 2020)"
+            )
+        elif b[0] == "pure" and releases:
+            used = sum((r.epsilon for r in releases), Fraction(0))
+            guarantee = f"satisfy ε-differential privacy with ε = {_up(float(used))}"
+        elif releases:
+            guarantee = (
+                f"satisfy ρ-zero-concentrated differential privacy with ρ = {_up(float(spent.rho))}"
+            )
+        else:
+            guarantee = "reveals nothing"
+        return f"{what} {guarantee}, as computed by dgauss."
 
-    # ---- the check -------------------------------------------------------------------
+    # ---- the next releases -----------------------------------------------------------
 
-    def _fits(self, spends: list[_Spend]) -> bool:
-        rho = sum((s.rho for s in spends), Fraction(0))
-        if self._rho_budget is not None:
-            return rho <= self._rho_budget
-        assert self._eps is not None and self._delta is not None
-        if rho <= Fraction(_acc.cdp_rho(self._eps, self._delta)):
-            return True
-        params = {(s.param, s.sensitivity) for s in spends}
-        try:
-            if all(s.kind == "gaussian" for s in spends) and len({p for p, _ in params}) == 1:
-                mu = tuple(x for s in spends for x in s.sensitivity)
-                return _acc.gaussian_delta(spends[0].param, self._eps, mu) <= self._delta
-            if all(s.kind == "laplace" for s in spends):
-                # pure DP composes by adding the epsilons (delta 0)
-                if sum(Fraction(s.sensitivity[0]) / s.param for s in spends) <= self._eps:
-                    return True
-                if len(params) == 1:  # one scale and sensitivity: the exact composition (Eq. 49)
-                    scale, (sens,) = params.pop()
-                    return _acc.laplace_delta(scale, self._eps, sens, len(spends)) <= self._delta
-        except (ValueError, ArithmeticError):  # beyond what the exact routes compute: refuse
-            return False
-        return False
-
-    def _spend(self, spend: _Spend) -> None:
+    def _least(self, make, start: Fraction) -> Fraction:
+        """The smallest parameter (σ² or scale, 4 significant digits) whose release fits."""
         with self._lock:
-            if not self._fits([*self._spends, spend]):
-                raise PrivacyBudgetError(
-                    f"this release (rho={_fmt(spend.rho)}) does not fit in what is "
-                    f"left of the budget ({self!r}); nothing was drawn and the budget is "
-                    "unchanged"
-                )
-            self._spends.append(spend)
+            releases = list(self._releases)
+
+        def works(x: Fraction) -> bool:
+            return self._fits([*releases, make(x)])[0]
+
+        good = _cf._grid_up(start)
+        for _ in range(400):
+            if works(good):
+                return _cf._smallest_grid(works, good)
+            good = _cf._grid_up(good * 4)
+        raise PrivacyBudgetError(f"no release fits in what is left of the budget ({self!r})")
+
+    def calibrate_gaussian(self, sensitivity=1, k: int = 1) -> Fraction:
+        """The smallest σ² (4 significant digits, rounded up) with which ``k`` more discrete
+        Gaussian releases of this ``sensitivity`` still fit the budget, composed exactly with
+        what was released.  Raises :class:`PrivacyBudgetError` if none fits (a pure budget)."""
+        sens = _cf._sensitivity(sensitivity)
+        kk = _cf._count(k, "k")
+        if self._budget[0] == "pure":
+            raise PrivacyBudgetError("a pure-DP budget admits only discrete Laplace releases")
+        norm2 = sum(x * x for x in sens)
+        start = Fraction(kk * norm2, 2)  # rho = 1: a starting point only
+        return self._least(lambda s: _acc.Gaussian(s, sens, kk), start)
+
+    def calibrate_laplace(self, sensitivity: int = 1, k: int = 1) -> Fraction:
+        """The smallest scale (4 significant digits, rounded up) with which ``k`` more discrete
+        Laplace releases of this ℓ1 ``sensitivity`` still fit the budget."""
+        (sens,) = _cf._sensitivity(sensitivity, vector_ok=False)
+        kk = _cf._count(k, "k")
+        return self._least(lambda t: _acc.Laplace(t, sens, kk), Fraction(kk * sens))
+
+    def split(self, k: int, *, mechanism: str | None = None, sensitivity=1) -> Fraction:
+        """The σ² (or, for ``mechanism="laplace"`` and by default under a pure budget, the
+        scale) that each of ``k`` equal releases of what is left must use."""
+        if mechanism is None:
+            mechanism = "laplace" if self._budget[0] == "pure" else "gaussian"
+        if mechanism == "gaussian":
+            return self.calibrate_gaussian(sensitivity, k)
+        if mechanism == "laplace":
+            return self.calibrate_laplace(sensitivity, k)
+        raise ValueError(f"mechanism must be 'gaussian' or 'laplace', got {mechanism!r}")
 
     # ---- releases --------------------------------------------------------------------
 
-    def add_gaussian_noise(self, values, **kwargs):
-        """Noise ``values`` with a :class:`GaussianMechanism` (keywords as there, one release;
-        plus ``rng``, ``out``, ``clip``, ``overflow``, ``workers``) and spend its privacy."""
-        setup, call = _split_call(dict(kwargs))
-        if "k" in setup:
-            raise TypeError("k is not accepted here: each call is one release")
-        mech = GaussianMechanism(**setup)
-        prep = _prepare(values, mech.granularity)
-        clip, overflow = (
-            _check_clip(call.pop("clip", None)),
-            _check_overflow(call.pop("overflow", "raise")),
+    def add_gaussian_noise(
+        self,
+        values,
+        *,
+        sigma2=None,
+        rho=None,
+        epsilon=None,
+        delta=None,
+        sensitivity=1,
+        accounting: str = "exact",
+        granularity=None,
+        rng=None,
+        out=None,
+        clip=None,
+        overflow: str = "raise",
+        workers=None,
+    ):
+        """Noise ``values`` with a :class:`GaussianMechanism` (the keywords as there; one
+        release) and spend its privacy.  The release is admitted only if the composition of
+        everything released plus this one fits the budget, checked before any noise is drawn.
+        """
+        mech = GaussianMechanism(
+            sigma2=sigma2,
+            rho=rho,
+            epsilon=epsilon,
+            delta=delta,
+            sensitivity=sensitivity,
+            accounting=accounting,
+            granularity=granularity,
         )
-        _check_out(call.get("out"), prep, mech.granularity is not None)
-        self._spend(_Spend("gaussian", mech.sigma2, mech._sensitivity, mech.rho))
+        prep = _prepare(values, mech.granularity)
+        clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
+        _check_out(out, prep, mech.granularity is not None)
+        self._spend(_acc.Gaussian(mech.sigma2, mech._sensitivity))
         mech._releases.take()
         return _add(
             prep,
             Kind.DISCRETE_GAUSSIAN,
             mech.sigma2,
             _params.gaussian_int64_safe(mech.sigma2, 0),
-            clip=clip,
-            overflow=overflow,
+            clip=clip_,
+            overflow=overflow_,
             granularity=mech.granularity,
-            rng=call.get("rng"),
-            out=call.get("out"),
-            workers=call.get("workers"),
+            rng=rng,
+            out=out,
+            workers=workers,
         )
 
-    def add_laplace_noise(self, values, **kwargs):
-        """Noise ``values`` with a :class:`LaplaceMechanism` (keywords as there, one release)
-        and spend its privacy (as ρ = ε²/2, ε = Δ/t)."""
-        setup, call = _split_call(dict(kwargs))
-        if "k" in setup:
-            raise TypeError("k is not accepted here: each call is one release")
-        mech = LaplaceMechanism(**setup)
-        prep = _prepare(values, mech.granularity)
-        clip, overflow = (
-            _check_clip(call.pop("clip", None)),
-            _check_overflow(call.pop("overflow", "raise")),
+    def add_laplace_noise(
+        self,
+        values,
+        *,
+        scale=None,
+        epsilon=None,
+        delta=0,
+        sensitivity: int = 1,
+        granularity=None,
+        rng=None,
+        out=None,
+        clip=None,
+        overflow: str = "raise",
+        workers=None,
+    ):
+        """Noise ``values`` with a :class:`LaplaceMechanism` (the keywords as there; one
+        release) and spend its privacy, admitted as for :meth:`add_gaussian_noise`."""
+        mech = LaplaceMechanism(
+            scale=scale,
+            epsilon=epsilon,
+            delta=delta,
+            sensitivity=sensitivity,
+            granularity=granularity,
         )
-        _check_out(call.get("out"), prep, mech.granularity is not None)
-        self._spend(_Spend("laplace", mech.scale, (mech.sensitivity,), mech.rho))
+        prep = _prepare(values, mech.granularity)
+        clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
+        _check_out(out, prep, mech.granularity is not None)
+        self._spend(_acc.Laplace(mech.scale, mech.sensitivity))
         mech._releases.take()
         return _add(
             prep,
             Kind.DISCRETE_LAPLACE,
             mech.scale,
             _params.laplace_int64_safe(mech.scale, 0),
-            clip=clip,
-            overflow=overflow,
+            clip=clip_,
+            overflow=overflow_,
             granularity=mech.granularity,
-            rng=call.get("rng"),
-            out=call.get("out"),
-            workers=call.get("workers"),
+            rng=rng,
+            out=out,
+            workers=workers,
         )
