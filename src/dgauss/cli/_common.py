@@ -1,0 +1,397 @@
+"""What the commands share: exit codes, option types, one-line errors, the queries' options,
+and the rounding-up of printed privacy numbers."""
+
+from __future__ import annotations
+
+import argparse
+import decimal
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from dgauss import _params, accounting
+
+#: Exit status for a usage error (as argparse uses), an I/O or randomness
+#: failure, and an interrupt (128 + SIGINT).
+EXIT_USAGE = 2
+
+
+EXIT_FAILURE = 1
+
+
+EXIT_INTERRUPTED = 130
+
+#: Significant digits of the mean and variance in the summary.
+SUMMARY_DIGITS = 6
+
+
+class Progress:
+    """A one-line progress bar on stderr: ``[#####.....]  42%  12.3 M samples/s``.
+
+    Parameters
+    ----------
+    total : int
+        The number of samples the run will draw.
+    enabled : bool
+        Whether to draw the bar at all.
+    """
+
+    WIDTH = 30
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.shown = False
+
+    def update(self, done: int, elapsed: float) -> None:
+        """Redraw the bar for ``done`` samples after ``elapsed`` seconds."""
+        if not self.enabled:
+            return
+        filled = self.WIDTH * done // self.total
+        percent = 100 * done // self.total
+        rate = done / elapsed / 1e6 if elapsed > 0 else 0.0
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        sys.stderr.write(f"\r[{bar}] {percent:3d}%  {rate:.1f} M samples/s")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        """End the bar's line, if one was drawn."""
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _add_noise_choice(parser: argparse.ArgumentParser, verb: str, centre: str) -> None:
+    """The required choice of --sigma2 SIGMA2 or --laplace SCALE."""
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--sigma2",
+        metavar="SIGMA2",
+        help=f"{verb} the discrete Gaussian N_Z({centre or '0, '}SIGMA2), SIGMA2 > 0",
+    )
+    which.add_argument(
+        "--laplace",
+        metavar="SCALE",
+        help=f"{verb} the discrete Laplace Lap_Z({centre}SCALE), SCALE > 0",
+    )
+
+
+def _approx(value: Fraction | None) -> str:
+    """``value`` to SUMMARY_DIGITS significant digits, at any magnitude (no float overflow)."""
+    if value is None:
+        return "n/a"
+    with decimal.localcontext() as ctx:
+        ctx.prec = SUMMARY_DIGITS
+        ctx.Emax = decimal.MAX_EMAX
+        ctx.Emin = decimal.MIN_EMIN
+        quotient = decimal.Decimal(value.numerator) / value.denominator
+    return f"{quotient:.{SUMMARY_DIGITS}g}"
+
+
+def _nonnegative_int(text: str) -> int:
+    return _int_at_least(text, 0)
+
+
+def _workers(text: str) -> int:
+    """argparse type: a positive int or -1 (every core)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if (value < 1 and value != -1) or value > _params.MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive int up to {_params.MAX_WORKERS} or -1 (every core), got {text!r}"
+        )
+    return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def _int_at_least(text: str, low: int) -> int:
+    """argparse type: an int >= ``low`` (argparse adds the option's name to the error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {text!r}")
+    return value
+
+
+#: The interval ``calibrate`` prints holds the noise with probability 1 - INTERVAL_ALPHA.
+INTERVAL_ALPHA = Fraction(1, 20)
+
+
+#: Significant digits of a printed delta or epsilon, always rounded up.
+PRIVACY_DIGITS = 4
+
+
+#: Significant digits of a printed variance or standard deviation.
+UTILITY_DIGITS = 6
+
+
+#: A float delta below this is recomputed from its logarithm (``log=True``), so that
+#: e.g. 7.4e-549 is printed instead of the float floor 5e-324.
+TINY_DELTA = 1e-300
+
+
+#: The accounting's parameter names, and the options that give them.
+_OPTION_OF = {
+    "eps": "--eps",
+    "delta": "--delta",
+    "k": "--k",
+    "sensitivity": "--sensitivity",
+    "sigma2": "--sigma2",
+    "scale": "--laplace",
+}
+
+
+_QUERIES_HELP = (
+    "--k and --sensitivity describe the queries: K answers (composition), each an "
+    "integer vector whose values on neighbouring inputs differ by at most the "
+    "sensitivity, a positive int or a worst-case difference vector such as 1,-1,2 "
+    "(the discrete Laplace takes its l1 norm)."
+)
+
+
+def _add_query_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--k",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="the number of queries answered (composition; default 1)",
+    )
+    parser.add_argument(
+        "--sensitivity",
+        default="1",
+        metavar="S",
+        help="a positive int, or a comma-separated difference vector such as "
+        "1,-1,2 (write --sensitivity=-1,2 when it starts with a minus; "
+        "default 1)",
+    )
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` report a usage error in one line (no usage block) and exit 2."""
+
+    def error(message: str):
+        parser.exit(EXIT_USAGE, f"{parser.prog}: error: {message} (see '{parser.prog} --help')\n")
+
+    parser.error = error  # type: ignore[method-assign]
+
+
+@dataclass(frozen=True)
+class Queries:
+    """The validated ``--k`` and ``--sensitivity``.
+
+    Attributes
+    ----------
+    k : int
+        The number of queries.
+    text : str
+        ``--sensitivity`` as typed.
+    sensitivity : int or tuple of int
+        For the Gaussian accounting: a positive int or a difference vector.
+    l1 : int
+        The l1 norm of the sensitivity, for the discrete Laplace.
+    """
+
+    k: int
+    text: str
+    sensitivity: int | tuple[int, ...]
+    l1: int
+
+    def describe(self) -> str:
+        queries = "1 query" if self.k == 1 else f"k = {self.k} queries"
+        return f"{queries}, sensitivity {self.text}"
+
+
+def _queries(args: argparse.Namespace) -> Queries:
+    """``--k`` and ``--sensitivity``; ValueError naming the option otherwise."""
+    text = args.sensitivity.strip()
+    parts = [part.strip() for part in text.split(",")]
+    hint = "a positive integer or a comma-separated vector such as 1,-1,2"
+    if len(parts) == 1:
+        value = _params.integer(text, "--sensitivity")
+        if value < 1:
+            raise ValueError(f"--sensitivity must be {hint}, got {_params.show(args.sensitivity)}")
+        return Queries(args.k, text, value, value)
+    if not all(parts):
+        raise ValueError(f"--sensitivity must be {hint}, got {_params.show(args.sensitivity)}")
+    entries = tuple(_params.integer(part, "--sensitivity") for part in parts)
+    if not any(entries):
+        raise ValueError("--sensitivity must have a nonzero entry (all zero means no privacy loss)")
+    return Queries(args.k, ",".join(parts), entries, sum(abs(e) for e in entries))
+
+
+def _option_message(exc: Exception) -> str:
+    """The accounting's error message, with its parameter's name replaced by the option's."""
+    text = str(exc)
+    match = re.match(r"(\w+)\b", text)
+    if match and match.group(1) in _OPTION_OF:
+        return _OPTION_OF[match.group(1)] + text[match.end() :]
+    return text
+
+
+def _accounting_errors(command: str, body: Callable[[], list[str]]) -> int:
+    """Run ``body`` and print its lines; report a bad parameter or a failure in one line."""
+    try:
+        lines = body()
+    except (ValueError, TypeError) as exc:
+        print(f"dgauss {command}: error: {_option_message(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except ArithmeticError as exc:
+        print(
+            f"dgauss {command}: error: cannot compute this: {_option_message(exc)}", file=sys.stderr
+        )
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print(f"dgauss {command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print("\n".join(lines))
+    return 0
+
+
+def _or_none(function: Callable[[Fraction], float], value: Fraction) -> float | None:
+    """function(value), or None when the result exceeds the float range."""
+    try:
+        return function(value)
+    except OverflowError:
+        return None
+
+
+def _utility(value: float | None) -> str:
+    if value is None:
+        return "> 1.8e308"
+    return f"{value:#.{UTILITY_DIGITS}g}".replace(".e", "e").rstrip(".")
+
+
+def _relative(value: float, reference: float) -> str:
+    """'13.1% less' or '69.0% more': ``value`` against ``reference``."""
+    change = 100 * (value - reference) / reference
+    return f"{abs(change):.1f}% {'more' if change > 0 else 'less'}"
+
+
+def _grid_text(value: Fraction) -> str:
+    """A calibrated parameter exactly as its decimal (``17.90``: all 4 significant digits),
+    or as a fraction when it is no short decimal."""
+    den = value.denominator
+    twos = fives = 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    if den != 1:
+        return f"{value.numerator}/{value.denominator}"
+    places = max(twos, fives)
+    digits = value.numerator * 10**places // value.denominator
+    with decimal.localcontext() as ctx:
+        ctx.prec = max(len(str(abs(digits))), accounting.GRID_DIGITS) + 2
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        exact = decimal.Decimal(digits).scaleb(-places).normalize()
+    exact = _pad(exact, accounting.GRID_DIGITS)
+    if -6 <= exact.adjusted() < 12:
+        return f"{exact:f}"
+    return f"{exact:e}".replace("e+", "e")
+
+
+def _pad(value: decimal.Decimal, digits: int) -> decimal.Decimal:
+    """``value`` with trailing zeros up to ``digits`` significant digits (17.9 -> 17.90)."""
+    exponent = value.adjusted() - digits + 1
+    current = value.as_tuple().exponent  # an int for a finite value ('n', 'N', 'F' otherwise)
+    if value != 0 and isinstance(current, int) and current > exponent:
+        with decimal.localcontext() as ctx:
+            ctx.prec = max(ctx.prec, digits + 2)
+            ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+            return value.quantize(decimal.Decimal(1).scaleb(exponent))
+    return value
+
+
+def _table(header: list[str], rows: list[list[str]], right: Sequence[int] = ()) -> list[str]:
+    """``header`` and ``rows`` in aligned columns, indented; columns in ``right`` flush right."""
+    widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return (
+            "  "
+            + "   ".join(
+                c.rjust(w) if i in right else c.ljust(w)
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            ).rstrip()
+        )
+
+    return [line(header)] + [line(row) for row in rows]
+
+
+def _values(text: str) -> list[str]:
+    """A comma-separated list, each entry stripped (an empty one is left for the accounting
+    to refuse by name)."""
+    return [part.strip() for part in text.split(",")]
+
+
+def _rho_text(rho: Fraction) -> str:
+    """rho as a short fraction and its decimal, or its decimal alone."""
+    approx = _approx(rho)
+    if len(str(rho.numerator)) + len(str(rho.denominator)) <= 20:
+        exact = str(rho)
+        return exact if exact == approx else f"{exact} ({approx})"
+    return approx
+
+
+def _delta_text(delta: Callable[..., float], *args: object) -> str:
+    """delta(*args) rounded up, or from delta(*args, log=True) when it is below TINY_DELTA."""
+    value = delta(*args, log=False)
+    if value >= TINY_DELTA or value == 0:
+        return _rounded_up(value)
+    return _rounded_up_from_log(delta(*args, log=True))
+
+
+def _rounded_up(value, digits: int = PRIVACY_DIGITS) -> str:
+    """``value`` (a float or Fraction >= 0) rounded up to ``digits`` significant digits."""
+    q = Fraction(value)
+    with decimal.localcontext() as ctx:
+        ctx.prec = digits
+        ctx.rounding = decimal.ROUND_CEILING
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        up = decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)
+    return _short(up)
+
+
+def _rounded_up_from_log(log_value: float, digits: int = PRIVACY_DIGITS) -> str:
+    """e**log_value rounded up to ``digits`` significant digits, at any magnitude (7.4e-549);
+    beyond a million decimal places, as ``e^-1.797e308``."""
+    if log_value < -2e6:
+        return "e^" + _rounded_up(log_value, digits)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        ln10 = decimal.Decimal(10).ln()
+        log10 = decimal.Decimal(log_value) / ln10
+        exponent = int(log10.to_integral_value(rounding=decimal.ROUND_FLOOR))
+        # the mantissa in [1, 10), nudged up past the computation's own rounding
+        mantissa = ((log10 - exponent) * ln10).exp() * (1 + decimal.Decimal(10) ** -40)
+        ctx.prec = digits
+        ctx.rounding = decimal.ROUND_CEILING
+        mantissa = +mantissa
+        if mantissa >= 10:
+            mantissa, exponent = mantissa / 10, exponent + 1
+        return _short(mantissa.scaleb(exponent))
+
+
+def _short(value: decimal.Decimal) -> str:
+    """A Decimal with PRIVACY_DIGITS significant digits: positional near 1, else like 1.755e-8."""
+    if value == 0:
+        return "0"
+    with decimal.localcontext() as ctx:
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        value = _pad(value, PRIVACY_DIGITS)
+        if -4 <= value.adjusted() < 6:
+            return f"{value:f}"
+        mantissa = value.scaleb(-value.adjusted())
+        return f"{mantissa:f}e{value.adjusted()}"

@@ -1,0 +1,132 @@
+"""``dgauss calibrate``: the noise that gives a target (eps, delta), by three routes."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from dgauss import accounting
+from dgauss.cli._common import (
+    _QUERIES_HELP,
+    INTERVAL_ALPHA,
+    _accounting_errors,
+    _add_query_options,
+    _grid_text,
+    _one_line_errors,
+    _or_none,
+    _queries,
+    _relative,
+    _table,
+    _utility,
+)
+from dgauss.cli._io import _digits
+
+
+def _add_calibrate(commands: argparse._SubParsersAction) -> None:
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="the noise that gives (eps, delta)-DP: discrete Gaussian (exact and zCDP "
+        "accounting) beside the discrete Laplace",
+        description="Print, for a target (eps, delta) over K queries, the smallest noise parameter "
+        "(4 significant digits) that provably reaches it by three routes: the "
+        "discrete Gaussian with exact accounting (Theorems 7 and 15), the discrete "
+        "Gaussian with zCDP accounting (Corollary 13), and the discrete Laplace; with "
+        "each one's noise variance, standard deviation and 95% interval. "
+        "Parameters are exact rationals: '1', '0.5', '1/3', '1e-6'. " + _QUERIES_HELP,
+    )
+    calibrate.set_defaults(command=run_calibrate)
+    calibrate.add_argument("--eps", required=True, metavar="EPS", help="the target epsilon, > 0")
+    calibrate.add_argument(
+        "--delta", required=True, metavar="DELTA", help="the target delta, 0 < DELTA < 1, e.g. 1e-6"
+    )
+    _add_query_options(calibrate)
+    _one_line_errors(calibrate)
+
+
+@dataclass(frozen=True)
+class Route:
+    """One row of ``calibrate``: a mechanism, its calibrated parameter and its utility."""
+
+    name: str
+    symbol: str
+    param: Fraction
+    variance: float | None  # None: beyond the float range
+    width: int  # the interval is [-width, width]
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    """Carry out ``dgauss calibrate``; see :func:`main` for the exit status."""
+    return _accounting_errors("calibrate", lambda: _calibration(args))
+
+
+def _calibration(args: argparse.Namespace) -> list[str]:
+    """The lines ``calibrate`` prints."""
+    queries = _queries(args)
+    eps, delta = args.eps.strip(), args.delta.strip()
+    sens, k = queries.sensitivity, queries.k
+    gauss = [
+        (
+            "discrete Gaussian, exact",
+            accounting.calibrate_gaussian(eps, delta, sens, k, method="exact"),
+        ),
+        (
+            "discrete Gaussian, zCDP",
+            accounting.calibrate_gaussian(eps, delta, sens, k, method="zcdp"),
+        ),
+    ]
+    routes = [
+        Route(
+            name,
+            "sigma2",
+            s,
+            _or_none(accounting.gaussian_variance, s),
+            accounting.gaussian_interval(s, INTERVAL_ALPHA)[1],
+        )
+        for name, s in gauss
+    ]
+    scale = accounting.calibrate_laplace(eps, delta, queries.l1, k)
+    routes.append(
+        Route(
+            "discrete Laplace",
+            "scale",
+            scale,
+            _or_none(accounting.laplace_variance, scale),
+            accounting.laplace_interval(scale, INTERVAL_ALPHA)[1],
+        )
+    )
+
+    confidence = f"{float(100 * (1 - INTERVAL_ALPHA)):g}% interval"
+    header = ["route", "parameter", "variance", "std dev", confidence]
+    rows = [
+        [
+            r.name,
+            f"{r.symbol} = {_grid_text(r.param)}",
+            _utility(r.variance),
+            _utility(None if r.variance is None else math.sqrt(r.variance)),
+            "+-" + _digits(r.width),
+        ]
+        for r in routes
+    ]
+    laplace_note = (
+        f" (l1 norm {queries.l1} for the Laplace)" if isinstance(queries.sensitivity, tuple) else ""
+    )
+    lines = [
+        f"dgauss calibrate: (eps, delta) = ({eps}, {delta}) over {queries.describe()}{laplace_note}"
+    ]
+    lines += _table(header, rows, right=(2, 3, 4))
+    exact, zcdp, laplace = (r.variance for r in routes)
+    if exact is not None and zcdp is not None:
+        lines.append(f"  exact accounting needs {_relative(exact, zcdp)} variance than zCDP")
+    if laplace is not None and exact is not None:
+        lines.append(
+            f"  the discrete Laplace needs {_relative(laplace, exact)} variance than "
+            "the exact discrete Gaussian"
+        )
+    lines.append(
+        f"  (each parameter is the smallest with {accounting.GRID_DIGITS} significant digits "
+        "that provably reaches the target;"
+    )
+    lines.append("   variance and std dev are per coordinate of each query)")
+    return lines
