@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -14,6 +15,18 @@ _INT64_MAX = (1 << 63) - 1
 
 
 Write = Callable[[np.ndarray], None]
+
+
+def _disk_error(exc: OSError, path: str) -> OSError:
+    """A full disk (ENOSPC, EDQUOT, or NumPy's "N requested and M written") said plainly."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT) or (
+        exc.errno is None and "requested and" in str(exc)
+    )
+    return OSError(f"no space left on device writing {path}") if full else exc
+
+
+def _write_npy_chunk(f, chunk: np.ndarray) -> None:
+    chunk.astype("<i8", copy=False).tofile(f)
 
 
 def _suffix(path: str) -> str:
@@ -39,7 +52,7 @@ def _open_output(path: str | None, count: int) -> Iterator[Write]:
             with os.fdopen(fd, "wb") as f:
                 header = {"descr": "<i8", "fortran_order": False, "shape": (count,)}
                 np.lib.format.write_array_header_1_0(f, header)
-                yield lambda chunk: chunk.astype("<i8", copy=False).tofile(f)
+                yield lambda chunk: _write_npy_chunk(f, chunk)
         else:
             with os.fdopen(fd, "w", encoding="ascii") as f:
                 yield lambda chunk: f.writelines(line + "\n" for line in _decimal_lines(chunk))
@@ -47,9 +60,11 @@ def _open_output(path: str | None, count: int) -> Iterator[Write]:
         os.umask(mask)
         os.chmod(temporary, 0o666 & ~mask)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise _disk_error(exc, path) from None
         raise
 
 
@@ -78,7 +93,9 @@ def _atomic(path: str, mode: str, write: Callable) -> None:
         os.umask(mask)
         os.chmod(temporary, 0o666 & ~mask)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise _disk_error(exc, path) from None
         raise

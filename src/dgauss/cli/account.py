@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
+import re
 from fractions import Fraction
 
 from dgauss import _params, accounting
@@ -10,7 +13,6 @@ from dgauss.cli._common import (
     _QUERIES_HELP,
     PRIVACY_DIGITS,
     _accounting_errors,
-    _add_noise_choice,
     _add_query_options,
     _delta_text,
     _one_line_errors,
@@ -23,9 +25,13 @@ from dgauss.cli._common import (
 
 #: The epsilons and deltas ``account`` reports when none are given.
 DEFAULT_EPS = "0.5,1,2,4,8"
-
-
 DEFAULT_DELTA = "1e-5,1e-6,1e-9"
+
+#: A release on the command line: PARAM[:SENSITIVITY][xK], e.g. 71.41, 4:1,-1, 100:2x10.
+_SPEC = re.compile(r"\s*(?P<param>[^:x]+?)\s*(?::\s*(?P<sens>[^x]+?))?\s*(?:x\s*(?P<k>\S+))?\s*\Z")
+
+#: The keys a release may have in a --program file.
+_RELEASE_KEYS = {"gaussian", "laplace", "sensitivity", "k"}
 
 
 def _add_account(commands: argparse._SubParsersAction) -> None:
@@ -41,9 +47,34 @@ def _add_account(commands: argparse._SubParsersAction) -> None:
         "and eps is rounded up. " + _QUERIES_HELP,
     )
     account.set_defaults(command=run_account)
-    _add_noise_choice(account, "account for", "")
+    account.add_argument(
+        "--sigma2",
+        metavar="SIGMA2",
+        help="account for the discrete Gaussian N_Z(0, SIGMA2), SIGMA2 > 0, on --k queries",
+    )
+    account.add_argument(
+        "--laplace",
+        metavar="SCALE[:S][xK]",
+        action="append",
+        help="account for the discrete Laplace Lap_Z(SCALE), SCALE > 0; given once, on --k "
+        "queries; given again or beside --gaussian, one release of a program",
+    )
+    account.add_argument(
+        "--gaussian",
+        metavar="SIGMA2[:S][xK]",
+        action="append",
+        help="a release of a program with N_Z(0, SIGMA2) noise, sensitivity S (an int or a "
+        "vector such as 1,-1; default 1), K times (default 1); repeat for each release",
+    )
+    account.add_argument(
+        "--program",
+        metavar="FILE",
+        help='a program as a JSON (or, on Python >= 3.11, TOML) file: {"releases": '
+        '[{"gaussian": "71.41", "sensitivity": 1, "k": 4}, {"laplace": "4"}]}',
+    )
     account.add_argument(
         "--eps",
+        "--epsilon",
         default=DEFAULT_EPS,
         metavar="LIST",
         help=f"comma-separated eps >= 0 at which to print delta (default {DEFAULT_EPS})",
@@ -58,6 +89,16 @@ def _add_account(commands: argparse._SubParsersAction) -> None:
     _one_line_errors(account)
 
 
+def _is_program(args: argparse.Namespace) -> bool:
+    laplace = args.laplace or []
+    return bool(
+        args.gaussian
+        or args.program
+        or len(laplace) > 1
+        or any(_SPEC.match(x) and re.search(r"[:x]", x) for x in laplace)
+    )
+
+
 def run_account(args: argparse.Namespace) -> int:
     """Carry out ``dgauss account``; see :func:`main` for the exit status."""
     return _accounting_errors("account", lambda: _account(args))
@@ -65,6 +106,14 @@ def run_account(args: argparse.Namespace) -> int:
 
 def _account(args: argparse.Namespace) -> list[str]:
     """The lines ``account`` prints."""
+    if _is_program(args):
+        return _account_program(args)
+    if (args.sigma2 is None) == (args.laplace is None):
+        raise ValueError(
+            "give one of --sigma2 SIGMA2 or --laplace SCALE, or a program (--gaussian, "
+            "repeated --laplace, --program FILE)"
+        )
+    laplace = None if args.laplace is None else str(args.laplace[0])
     queries = _queries(args)
     sens, k = queries.sensitivity, queries.k
     epsilons, deltas = _values(args.eps), _values(args.delta)
@@ -98,7 +147,8 @@ def _account(args: argparse.Namespace) -> list[str]:
             f"{PRIVACY_DIGITS} significant digits)"
         )
         return lines
-    scale = args.laplace.strip()
+    assert laplace is not None
+    scale = laplace.strip()
     accounting.laplace_epsilon(scale, queries.l1)  # checks --laplace
     pure = Fraction(k * queries.l1) / _params.positive(scale, "--laplace")  # exactly
     lines = [
@@ -115,5 +165,139 @@ def _account(args: argparse.Namespace) -> list[str]:
     lines += [""] + _table(["delta", "eps, exact"], eps_rows, right=(1,))
     lines.append(
         f"  (exact composition, Eq. 49; rounded up to {PRIVACY_DIGITS} significant digits)"
+    )
+    return lines
+
+
+# ---- a whole program -------------------------------------------------------------
+
+
+def _release(kind: str, param, sens, k, where: str) -> accounting.Gaussian | accounting.Laplace:
+    """One release; a ValueError names ``where`` (the option or the file's entry)."""
+    try:
+        if isinstance(sens, str):
+            parts = [part.strip() for part in sens.split(",")]
+            sens = int(parts[0]) if len(parts) == 1 else [int(part) for part in parts]
+        k = 1 if k is None else (int(k) if isinstance(k, str) else k)
+        if kind == "gaussian":
+            return accounting.Gaussian(param, 1 if sens is None else sens, k)
+        return accounting.Laplace(param, 1 if sens is None else sens, k)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _from_option(kind: str, text: str) -> accounting.Gaussian | accounting.Laplace:
+    where = f"--{kind} {text}"
+    match = _SPEC.match(text)
+    if not match:
+        raise ValueError(f"{where}: expected PARAM[:SENSITIVITY][xK], e.g. 71.41, 4:1,-1, 100x10")
+    return _release(kind, match["param"], match["sens"], match["k"], where)
+
+
+def _from_file(path: str) -> list:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise ValueError(f"--program {path}: {exc.strerror or exc}") from None
+    text = raw.decode("utf-8-sig", errors="replace")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as json_error:
+        try:
+            tomllib = importlib.import_module("tomllib")  # Python >= 3.11
+        except ImportError:
+            raise ValueError(
+                f"--program {path}: not valid JSON ({json_error}); TOML needs Python >= 3.11"
+            ) from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as toml_error:
+            raise ValueError(
+                f"--program {path}: neither JSON ({json_error}) nor TOML ({toml_error})"
+            ) from None
+    releases = data.get("releases") if isinstance(data, dict) else None
+    if not isinstance(releases, list) or not releases:
+        raise ValueError(f"--program {path}: expected a non-empty list 'releases'")
+    found = []
+    for i, entry in enumerate(releases, 1):
+        where = f"--program {path}, release {i}"
+        if not isinstance(entry, dict):
+            raise ValueError(f'{where}: expected a table/object such as {{"gaussian": "100"}}')
+        unknown = sorted(set(entry) - _RELEASE_KEYS)
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown key {unknown[0]!r} (allowed: gaussian or laplace, "
+                "sensitivity, k)"
+            )
+        kinds = [kind for kind in ("gaussian", "laplace") if kind in entry]
+        if len(kinds) != 1:
+            raise ValueError(f"{where}: give exactly one of 'gaussian' (sigma2) or 'laplace'")
+        param = entry[kinds[0]]
+        if isinstance(param, float):  # a TOML/JSON float: take its decimal text, not binary
+            param = repr(param)
+        found.append(_release(kinds[0], param, entry.get("sensitivity"), entry.get("k"), where))
+    return found
+
+
+def _exact_text(q: Fraction) -> str:
+    """q as a terminating decimal when it is one (71.41), else as a fraction (1/3)."""
+    d = q.denominator
+    for prime in (2, 5):
+        while d % prime == 0:
+            d //= prime
+    if d != 1 or len(str(q)) > 40:
+        return str(q) if len(str(q)) <= 40 else _rounded_up(q, 6)
+    places = 0
+    while (q * 10**places).denominator != 1:
+        places += 1
+    whole = q * 10**places
+    digits = str(abs(whole.numerator)).rjust(places + 1, "0")
+    text = digits[: len(digits) - places] + ("." + digits[len(digits) - places :] if places else "")
+    return ("-" if q < 0 else "") + text
+
+
+def _describe(release) -> str:
+    sens = release.sensitivity
+    text = str(sens[0]) if len(sens) == 1 else ",".join(map(str, sens))
+    times = f", k = {release.k}" if release.k != 1 else ""
+    if isinstance(release, accounting.Gaussian):
+        return (
+            f"discrete Gaussian, sigma2 = {_exact_text(release.sigma2)}, sensitivity "
+            f"{text}{times}: rho = {_rho_text(release.rho)}"
+        )
+    return (
+        f"discrete Laplace, scale = {_exact_text(release.scale)}, sensitivity {text}"
+        f"{times}: pure eps = {_rounded_up(release.epsilon)}"
+    )
+
+
+def _account_program(args: argparse.Namespace) -> list[str]:
+    """The lines ``account`` prints for a program of releases."""
+    if args.sigma2 is not None:
+        raise ValueError("--sigma2: in a program, give each Gaussian release as --gaussian")
+    if args.k != 1 or args.sensitivity.strip() != "1":
+        raise ValueError(
+            "--k: in a program, give each release's k and sensitivity in its spec "
+            "(SIGMA2:S xK) or in the file"
+        )
+    releases = [_from_option("gaussian", x) for x in args.gaussian or []]
+    releases += [_from_option("laplace", x) for x in args.laplace or []]
+    if args.program:
+        releases += _from_file(args.program)
+    program = accounting.compose(*releases)
+    epsilons, deltas = _values(args.eps), _values(args.delta)
+    lines = [f"dgauss account: a program of {len(releases)} release(s)"]
+    lines += [f"  {i}. {_describe(r)}" for i, r in enumerate(releases, 1)]
+    lines.append(f"  zCDP: rho = {_rho_text(program.rho)} in all")
+    if program.pure_epsilon is not None:
+        lines.append(f"  pure eps = {_rounded_up(program.pure_epsilon)} in all (delta = 0)")
+    delta_rows = [[e, _delta_text(program.delta, e), program.route(e)] for e in epsilons]
+    eps_rows = [[d, _rounded_up(program.epsilon(d))] for d in deltas]
+    lines += [""] + _table(["eps", "delta, composed", "route"], delta_rows, right=(1,))
+    lines += [""] + _table(["delta", "eps, composed"], eps_rows, right=(1,))
+    lines.append(
+        "  (composed: the smallest of Theorem 15, Eq. 49, pure DP, the privacy-loss "
+        f"distribution (PLD) and zCDP; rounded up to {PRIVACY_DIGITS} significant digits)"
     )
     return lines

@@ -37,7 +37,9 @@ def _add_calibrate(commands: argparse._SubParsersAction) -> None:
         "Parameters are exact rationals: '1', '0.5', '1/3', '1e-6'. " + _QUERIES_HELP,
     )
     calibrate.set_defaults(command=run_calibrate)
-    calibrate.add_argument("--eps", required=True, metavar="EPS", help="the target epsilon, > 0")
+    calibrate.add_argument(
+        "--eps", "--epsilon", required=True, metavar="EPS", help="the target epsilon, > 0"
+    )
     calibrate.add_argument(
         "--delta", required=True, metavar="DELTA", help="the target delta, 0 < DELTA < 1, e.g. 1e-6"
     )

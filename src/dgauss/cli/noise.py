@@ -40,12 +40,19 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
         "columns are kept as they are), or a .npy integer array. Set the noise in "
         "exactly one way: --sigma2, --rho or --epsilon with --delta for the Gaussian; "
         "--scale or --epsilon [--delta] with --laplace. The guarantee (as rho and as "
-        "(eps, delta)) and the 95%% error bars go to stderr; the data to -o (.csv or "
+        "(eps, delta)) and the 95% error bars go to stderr; the data to -o (.csv or "
         ".npy, written whole or not at all) or to stdout as CSV. The noise comes from "
         "the operating system's CSPRNG.",
     )
     noise.set_defaults(command=run_noise)
     noise.add_argument("input", metavar="INPUT", help="a .csv file with a header, or a .npy file")
+    noise.add_argument(
+        "--delimiter",
+        type=_delimiter_option,
+        metavar="D",
+        help="the CSV delimiter, one character (\\t for tab); default: sniffed from the "
+        "header among , ; tab | (the output uses the same)",
+    )
     noise.add_argument(
         "--column",
         action="append",
@@ -56,7 +63,7 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
     noise.add_argument("--sigma2", metavar="S", help="Gaussian: the variance parameter")
     noise.add_argument("--rho", metavar="R", help="Gaussian: a zCDP target rho > 0")
     noise.add_argument("--scale", metavar="T", help="Laplace: the scale t > 0")
-    noise.add_argument("--epsilon", metavar="E", help="an (eps, delta) target: eps > 0")
+    noise.add_argument("--epsilon", "--eps", metavar="E", help="an (eps, delta) target: eps > 0")
     noise.add_argument(
         "--delta", metavar="D", help="with --epsilon: 0 < D < 1 (Laplace: default 0, pure DP)"
     )
@@ -212,6 +219,30 @@ class _NoiseTable:
         return _NoiseTable(self.header, rows, self.columns, None)
 
 
+#: The delimiters a CSV header is sniffed for, in order of preference on a tie.
+_DELIMITERS = (",", ";", "\t", "|")
+
+
+def _delimiter(given: str | None, header_line: str) -> str:
+    """The --delimiter (one character; ``\\t`` for tab), or the one of , ; tab | that the
+    header line uses most (outside quotes), ``,`` when it has none."""
+    if given is not None:
+        return given
+    unquoted = re.sub(r'"[^"]*"', "", header_line)
+    counts = [(unquoted.count(d), -i, d) for i, d in enumerate(_DELIMITERS)]
+    best = max(counts)
+    return best[2] if best[0] > 0 else ","
+
+
+def _delimiter_option(text: str) -> str:
+    value = "\t" if text in ("\\t", "tab", "TAB") else text
+    if len(value) != 1 or value in '"\r\n':
+        raise argparse.ArgumentTypeError(
+            f"must be one character (\\t for tab), not a quote or newline, got {text!r}"
+        )
+    return value
+
+
 def _read_noise_input(args: argparse.Namespace) -> _NoiseTable:
     import csv
 
@@ -227,12 +258,17 @@ def _read_noise_input(args: argparse.Namespace) -> _NoiseTable:
             raise InputError(f"{path} holds {array.dtype} values; counts must be integers")
         return _NoiseTable(None, None, [], array)
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.reader(f)
+        # utf-8-sig: a byte-order mark (Excel's, many offices') is not part of the first name
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            first = f.readline()
+            delimiter = _delimiter(args.delimiter, first)
+            f.seek(0)  # the utf-8-sig decoder drops the mark again after a seek to 0
+            reader = csv.reader(f, delimiter=delimiter)
             header = next(reader, None)
             rows = list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read {path} as CSV: {exc}") from None
+    args.delimiter = delimiter  # the output uses the input's
     if not header:
         raise InputError(f"{path} is empty: a CSV file needs a header row")
     names = [h.strip() for h in header]
@@ -309,7 +345,7 @@ def _write_noise_output(args: argparse.Namespace, table: _NoiseTable) -> None:
         _atomic(path, "wb", lambda f: np.save(f, array, allow_pickle=False))
         return
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\n", delimiter=args.delimiter or ",")
     if table.array is not None:
         writer.writerow(["value"])
         writer.writerows([v] for v in table.array.ravel().tolist())
