@@ -481,3 +481,77 @@ def test_float_kinds_on_a_lattice_are_taken_exactly():
     assert dgauss.add_gaussian_noise(quarters, sigma2=1, granularity="3/4").dtype == np.float64
     with pytest.raises(ValueError, match="lattice"):  # 1/3 in a long double is not 1/3
         dgauss.add_gaussian_noise(np.array([np.longdouble(1) / 3]), sigma2=1, granularity="1/3")
+
+
+# ---- rough edges found by trying it as a new user would --------------------------------
+
+
+@pytest.mark.parametrize("g", [1, "1", 1.0])
+def test_granularity_one_accepts_whole_number_floats(g):
+    values = np.array([3.0, 0.0, 12.0])
+    out = dgauss.add_gaussian_noise(values, sigma2=4, granularity=g, rng=gen(3))
+    assert out.dtype == np.float64 and np.all(out == np.floor(out))
+    plain = dgauss.add_gaussian_noise(np.array([3, 0, 12]), sigma2=4, rng=gen(3))
+    assert out.tolist() == [float(v) for v in plain.tolist()]  # same noise, as floats
+    with pytest.raises(ValueError, match="not on the lattice"):
+        dgauss.add_gaussian_noise(np.array([2.5]), sigma2=4, granularity=g)
+    with pytest.raises(TypeError, match="granularity"):
+        dgauss.add_gaussian_noise(values, sigma2=4)  # still refused without one
+
+
+def test_pandas_missing_values_are_named():
+    pd = pytest.importorskip("pandas")
+    series = pd.Series([1, None, 3, None], dtype="Int64", name="n")
+    with pytest.raises(ValueError, match=r"column 'n' has 2 missing values"):
+        dgauss.add_gaussian_noise(series, sigma2=4)
+    frame = pd.DataFrame({"m": [1, 2], "f": pd.array([1, pd.NA], dtype="Int64")})
+    with pytest.raises(ValueError, match=r"column 'f' has 1 missing value "):
+        dgauss.add_laplace_noise(frame, scale=2)
+    clean = pd.Series([1, 2, 3], dtype="Int64", name="n")
+    assert dgauss.add_gaussian_noise(clean, sigma2=4).tolist() != [None] * 3
+
+
+def test_dataframe_columns_choose_the_counts_and_keep_the_rest():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(
+        {"area": ["a", "b", "c"], "m": [10, 20, 30], "f": [1, 2, 3], "share": [0.1, 0.2, 0.3]},
+        index=[7, 8, 9],
+    )
+    with pytest.raises(ValueError, match=r"column 'area' holds \w+ values, not integer.*columns="):
+        dgauss.add_gaussian_noise(frame, sigma2=4)
+    out = dgauss.add_gaussian_noise(frame, sigma2=100, columns=["m", "f"], rng=gen(5))
+    assert list(out.columns) == list(frame.columns) and list(out.index) == [7, 8, 9]
+    assert out["area"].tolist() == ["a", "b", "c"] and out["share"].tolist() == [0.1, 0.2, 0.3]
+    assert out["m"].dtype == np.int64 and out["m"].tolist() != [10, 20, 30]
+    assert frame["m"].tolist() == [10, 20, 30]  # the input is not modified
+    one = dgauss.add_laplace_noise(frame, scale=3, columns="f", rng=gen(6))
+    assert one["m"].tolist() == [10, 20, 30]
+    with pytest.raises(ValueError, match="'x', which is not a column"):
+        dgauss.add_gaussian_noise(frame, sigma2=4, columns=["x"])
+    with pytest.raises(TypeError, match="columns="):
+        dgauss.add_gaussian_noise(frame["m"], sigma2=4, columns=["m"])
+    with pytest.raises(TypeError, match="columns="):
+        dgauss.add_gaussian_noise([1, 2], sigma2=4, columns=["m"])
+    acc = dgauss.Accountant(rho=1)
+    by_acc = acc.add_gaussian_noise(frame, rho="0.5", columns=["m"])
+    assert by_acc["f"].tolist() == [1, 2, 3] and acc.spent.rho == Fraction(1, 2)
+
+
+@pytest.mark.parametrize(
+    "function, names",
+    [
+        (dgauss.add_gaussian_noise, {"sigma2", "rho", "epsilon", "delta", "sensitivity", "k"}),
+        (dgauss.add_laplace_noise, {"scale", "epsilon", "delta", "sensitivity", "k"}),
+        (dgauss.Accountant(rho=1).add_gaussian_noise, {"sigma2", "rho", "granularity"}),
+        (dgauss.Accountant(rho=1).add_laplace_noise, {"scale", "epsilon", "columns"}),
+    ],
+)
+def test_keywords_are_spelled_out(function, names):
+    import inspect
+
+    parameters = inspect.signature(function).parameters
+    common = {"rng", "out", "clip", "overflow", "workers", "columns", "granularity"}
+    assert names | common <= set(parameters)
+    assert all(p.kind != p.VAR_KEYWORD for p in parameters.values())
+    with pytest.raises(TypeError):
+        function([1], sigma=4)

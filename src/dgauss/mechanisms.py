@@ -79,8 +79,7 @@ def _fmt(q: Fraction | None) -> str:
 def _granularity(value) -> Fraction | None:
     if value is None:
         return None
-    g = _params.positive(value, "granularity")
-    return None if g == 1 else g
+    return _params.positive(value, "granularity")  # 1 too: whole-number floats are welcome
 
 
 @dataclass
@@ -92,6 +91,7 @@ class _Prepared:
     scalar: bool
     pandas: Any  # the Series / DataFrame the values came from, or None
     source: np.ndarray | None  # the caller's ndarray (for out= aliasing), or None
+    columns: list | None = None  # the DataFrame columns noised (columns=), or None for all
 
 
 def _is_pandas(values) -> bool:
@@ -136,14 +136,70 @@ def _compact(obj: np.ndarray) -> np.ndarray:
     return obj
 
 
-def _prepare(values, g: Fraction | None, name: str = "values") -> _Prepared:
+def _pandas_array(values, g: Fraction | None, columns) -> tuple[np.ndarray, list | None]:
+    """A Series' or DataFrame's values (only ``columns`` of a DataFrame), each column checked:
+    no missing values, and integers (or, with a granularity, numbers)."""
+    frame = getattr(values, "ndim", 1) == 2
+    chosen = None
+    if columns is not None:
+        if not frame:
+            raise TypeError("columns= chooses count columns of a DataFrame, not of a Series")
+        chosen = list(columns) if isinstance(columns, (list, tuple)) else [columns]
+        if not chosen:
+            raise ValueError("columns= must name at least one column")
+        for c in chosen:
+            if c not in values.columns:
+                raise ValueError(
+                    f"columns= names {c!r}, which is not a column; the columns are: "
+                    + ", ".join(map(repr, values.columns))
+                )
+        values = values[chosen]
+    parts = [values[c] for c in values.columns] if frame else [values]
+    for part in parts:
+        label = f"column {part.name!r}" if part.name is not None else "the Series"
+        missing = int(part.isna().sum())
+        if missing:
+            raise ValueError(
+                f"{label} has {missing} missing value{'s' if missing != 1 else ''} "
+                "(NaN, None or <NA>); fill or drop them before noising"
+            )
+        dt = part.dtype
+        kind = (
+            dt.kind
+            if isinstance(dt, np.dtype)
+            else np.dtype(getattr(dt, "numpy_dtype", np.dtype(object))).kind
+        )
+        if kind == "b" or (kind not in "iuf" and not _all_ints(part)):
+            hint = " (choose the count columns with columns=[...])" if frame else ""
+            raise ValueError(f"{label} holds {part.dtype} values, not integer counts{hint}")
+        if kind == "f" and g is None:
+            raise TypeError(
+                f"{label} holds floats: pass granularity=g (values on the lattice g*Z, "
+                "e.g. granularity=1 for whole numbers) or integer counts; floats are never "
+                "rounded"
+            )
+    arr = np.asarray(values.to_numpy())
+    if arr.dtype.kind == "O" and frame:
+        arr = arr.astype(object)
+    return arr, chosen
+
+
+def _all_ints(part) -> bool:
+    return all(
+        type(v) is not bool and isinstance(v, (int, np.integer, float, np.floating))
+        for v in part.tolist()
+    )
+
+
+def _prepare(values, g: Fraction | None, name: str = "values", columns=None) -> _Prepared:
     pandas = values if _is_pandas(values) else None
     source = values if isinstance(values, np.ndarray) else None
     scalar = False
+    chosen = None
+    if columns is not None and pandas is None:
+        raise TypeError("columns= chooses count columns of a pandas DataFrame")
     if pandas is not None:
-        arr = np.asarray(values.to_numpy())
-        if arr.dtype.kind == "O" and getattr(values, "ndim", 1) == 2:
-            arr = arr.astype(object)
+        arr, chosen = _pandas_array(values, g, columns)
     elif isinstance(values, np.ndarray):
         arr = values
     elif isinstance(values, (bool, np.bool_)):
@@ -183,11 +239,11 @@ def _prepare(values, g: Fraction | None, name: str = "values") -> _Prepared:
                 "e.g. granularity=0.5) or integer counts; floats are never rounded"
             )
         flat = _on_lattice(arr, g, name)
-    elif g is not None:
+    elif g is not None and g != 1:
         flat = _on_lattice(arr.astype(object), g, name)
     else:
         flat = np.ascontiguousarray(arr).reshape(-1)
-    return _Prepared(flat, tuple(arr.shape), scalar, pandas, source)
+    return _Prepared(flat, tuple(arr.shape), scalar, pandas, source, chosen)
 
 
 def _restore(prep: _Prepared, result: np.ndarray):
@@ -198,6 +254,11 @@ def _restore(prep: _Prepared, result: np.ndarray):
         return value
     if prep.pandas is not None:
         like = prep.pandas
+        if prep.columns is not None:  # the chosen columns noised, the others as they were
+            frame = like.copy()
+            for i, c in enumerate(prep.columns):
+                frame[c] = shaped[:, i]
+            return frame
         if getattr(like, "ndim", 1) == 2:
             return type(like)(shaped, index=like.index, columns=like.columns)
         return type(like)(shaped, index=like.index, name=like.name)
@@ -488,11 +549,23 @@ class GaussianMechanism:
         lo, hi = _acc.gaussian_interval(self.sigma2, alpha)
         return _scaled(lo, hi, self.granularity)
 
-    def __call__(self, values, *, rng=None, out=None, clip=None, overflow="raise", workers=None):
+    def __call__(
+        self,
+        values,
+        *,
+        rng=None,
+        out=None,
+        clip=None,
+        overflow="raise",
+        workers=None,
+        columns=None,
+    ):
         """``values`` plus independent N_Z(0, σ²) noise on every value (see the module
         docstring for inputs, overflow, ``out`` and ``clip``).  ``rng``: None for the OS
-        CSPRNG (use it for real data); a NumPy generator only for reproducible simulations."""
-        prep = _prepare(values, self.granularity)
+        CSPRNG (use it for real data); a NumPy generator only for reproducible simulations.
+        ``columns``: a DataFrame's count columns to noise (the others are returned as they
+        are); by default every column, each of which must hold integer counts."""
+        prep = _prepare(values, self.granularity, columns=columns)
         clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
         _check_out(out, prep, self.granularity is not None)
         self._releases.take()
@@ -566,10 +639,20 @@ class LaplaceMechanism:
         lo, hi = _acc.laplace_interval(self.scale, alpha)
         return _scaled(lo, hi, self.granularity)
 
-    def __call__(self, values, *, rng=None, out=None, clip=None, overflow="raise", workers=None):
+    def __call__(
+        self,
+        values,
+        *,
+        rng=None,
+        out=None,
+        clip=None,
+        overflow="raise",
+        workers=None,
+        columns=None,
+    ):
         """``values`` plus independent Lap_Z(t) noise on every value (see the module
-        docstring)."""
-        prep = _prepare(values, self.granularity)
+        docstring; ``columns`` as for :class:`GaussianMechanism`)."""
+        prep = _prepare(values, self.granularity, columns=columns)
         clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
         _check_out(out, prep, self.granularity is not None)
         self._releases.take()
@@ -609,6 +692,7 @@ def add_gaussian_noise(
     clip=None,
     overflow: str = "raise",
     workers=None,
+    columns=None,
 ):
     """``values`` plus N_Z(0, σ²) noise on every value: one release of a
     :class:`GaussianMechanism` (the keywords as there and in its call).
@@ -631,7 +715,9 @@ def add_gaussian_noise(
         accounting=accounting,
         granularity=granularity,
     )
-    return mech(values, rng=rng, out=out, clip=clip, overflow=overflow, workers=workers)
+    return mech(
+        values, rng=rng, out=out, clip=clip, overflow=overflow, workers=workers, columns=columns
+    )
 
 
 def add_laplace_noise(
@@ -648,6 +734,7 @@ def add_laplace_noise(
     clip=None,
     overflow: str = "raise",
     workers=None,
+    columns=None,
 ):
     """``values`` plus Lap_Z(t) noise on every value: one release of a
     :class:`LaplaceMechanism` (the keywords as there and in its call).
@@ -663,7 +750,9 @@ def add_laplace_noise(
         k=k,
         granularity=granularity,
     )
-    return mech(values, rng=rng, out=out, clip=clip, overflow=overflow, workers=workers)
+    return mech(
+        values, rng=rng, out=out, clip=clip, overflow=overflow, workers=workers, columns=columns
+    )
 
 
 # ==========================================================================
@@ -990,6 +1079,7 @@ class Accountant:
         clip=None,
         overflow: str = "raise",
         workers=None,
+        columns=None,
     ):
         """Noise ``values`` with a :class:`GaussianMechanism` (the keywords as there; one
         release) and spend its privacy.  The release is admitted only if the composition of
@@ -1004,7 +1094,7 @@ class Accountant:
             accounting=accounting,
             granularity=granularity,
         )
-        prep = _prepare(values, mech.granularity)
+        prep = _prepare(values, mech.granularity, columns=columns)
         clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
         _check_out(out, prep, mech.granularity is not None)
         self._spend(_acc.Gaussian(mech.sigma2, mech._sensitivity))
@@ -1036,6 +1126,7 @@ class Accountant:
         clip=None,
         overflow: str = "raise",
         workers=None,
+        columns=None,
     ):
         """Noise ``values`` with a :class:`LaplaceMechanism` (the keywords as there; one
         release) and spend its privacy, admitted as for :meth:`add_gaussian_noise`."""
@@ -1046,7 +1137,7 @@ class Accountant:
             sensitivity=sensitivity,
             granularity=granularity,
         )
-        prep = _prepare(values, mech.granularity)
+        prep = _prepare(values, mech.granularity, columns=columns)
         clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
         _check_out(out, prep, mech.granularity is not None)
         self._spend(_acc.Laplace(mech.scale, mech.sensitivity))
