@@ -2,10 +2,12 @@
 
 Run from an installed dgauss (peers: ``pip install '.[bench]'``)::
 
-    python benchmarks/bench_accounting.py             # about a minute
+    python benchmarks/bench_accounting.py             # a few minutes
     python benchmarks/bench_accounting.py --repeat 3  # quicker, noisier
+    python benchmarks/bench_accounting.py --only composition  # that section alone
 
-It prints a markdown table and writes ``benchmarks/results/bench_accounting.md``.
+It prints markdown tables and writes ``benchmarks/results/bench_accounting.md``
+(``bench_accounting_<section>.md`` with ``--only``).
 Each case is timed in the same run for dgauss and its peer: the median over
 ``--repeat`` rounds of ``timeit`` (each round as many calls as ``timeit.autorange``
 fits in 0.2 s), per call.  Beside each time is the value the call returned, so
@@ -20,7 +22,12 @@ that differences show:
 (c) k = 100 queries: ``gaussian_delta(2500, 1, k=100)`` vs the PLD's ``self_compose(100)``;
 (d) calibration: ``calibrate_gaussian(1, 1e-6, k=100)`` vs a bisection on sigma with
     the PLD (to a relative 1e-4 in sigma2, about the 4-digit grid of dgauss);
-(e) ``cdp_eps(0.5, 1e-6)`` vs OpenDP's profile ``epsilon(1e-6)``.
+(e) ``cdp_eps(0.5, 1e-6)`` vs OpenDP's profile ``epsilon(1e-6)``;
+
+and the composition of a program of heterogeneous releases (Gaussians of several sigma2
+and Laplaces of several scales: 3, 10 and 100 of them), ``compose(...).delta(1)`` and
+``.epsilon(1e-6)`` vs dp_accounting's PLDs composed release by release, beside the true
+delta and eps (tests/_compose_reference.py's exact computation) where it is computable.
 
 A delta below the float range is shown from ``log=True`` (e.g. 7.393e-549), the
 timed call being the plain one.  Every call is first tried once in a child
@@ -40,7 +47,10 @@ import time
 import timeit
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
+
+import numpy as np
 
 import dgauss
 from dgauss import accounting
@@ -99,6 +109,7 @@ class Measure:
 
     seconds: float | None
     value: str
+    raw: object = None  # what the call returned (None when n/a)
 
 
 def measure(
@@ -108,7 +119,7 @@ def measure(
     if not ok:
         return Measure(None, f"n/a ({result})")
     try:
-        return Measure(median_seconds(fn, repeat), show(result))
+        return Measure(median_seconds(fn, repeat), show(result), result)
     except Exception as exc:
         return Measure(None, f"n/a ({type(exc).__name__}: {exc})"[:140])
 
@@ -301,6 +312,347 @@ Its calibration (d) is a bisection written here on top of it, so its sigma2 is
 larger by its pessimism, not by a different grid."""
 
 
+# ---- composition of a program ------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+
+#: dp_accounting's discretisation of the privacy loss: its default, as in (b)-(d).
+PLD_INTERVAL = 1e-4
+
+#: Where a composition is asked for its delta, and for its eps.
+COMPOSITION_EPS = "1"
+COMPOSITION_DELTA = "1e-6"
+
+#: The time to stay under, by number of releases: (seconds, as shown).
+TARGETS = {10: (0.1, "100 ms"), 100: (1.0, "1 s")}
+
+#: Seconds the exact reference may take for one program's delta, and for its eps.
+TRUTH_LIMIT = 60.0
+TRUTH_EPS_LIMIT = 120.0
+
+#: Relative width of the bracket put around the true eps.
+TRUTH_EPS_REL = 1e-9
+
+
+@dataclass(frozen=True)
+class Program:
+    """Releases of sensitivity 1, each answered once: ("gaussian", sigma2) with noise
+    P[x] ∝ exp(-x²/(2 sigma2)) or ("laplace", t) with P[x] ∝ exp(-|x|/t), the parameter an
+    exact decimal string.  ``exact``: whether tests/_compose_reference.py is asked for the
+    true delta (it enumerates the composed loss atom by atom, so only for a few releases)."""
+
+    name: str
+    releases: tuple[tuple[str, str], ...]
+    exact: bool
+
+
+def heterogeneous(n: int, seed: int) -> Program:
+    """``n`` releases from a seeded generator: every fifth a Laplace with scale uniform in
+    [4, 40], the others Gaussians with sigma2 log-uniform in [20, 2000], to two decimals."""
+    rng = np.random.default_rng(seed)
+    releases = []
+    for i in range(n):
+        if i % 5 == 4:
+            releases.append(("laplace", f"{rng.uniform(4, 40):.2f}"))
+        else:
+            releases.append(
+                ("gaussian", f"{math.exp(rng.uniform(math.log(20), math.log(2000))):.2f}")
+            )
+    laplaces = sum(kind == "laplace" for kind, _ in releases)
+    return Program(
+        f"{n} releases: {n - laplaces} Gaussian (sigma2 in [20, 2000]), {laplaces} Laplace "
+        f"(scale in [4, 40]), seed {seed}",
+        tuple(releases),
+        exact=False,
+    )
+
+
+def programs() -> list[Program]:
+    def small(*releases: tuple[str, str]) -> Program:
+        name = ", ".join(f"{'G' if kind == 'gaussian' else 'L'}({x})" for kind, x in releases)
+        return Program(f"3 releases: {name}", releases, exact=True)
+
+    return [
+        small(("gaussian", "3"), ("gaussian", "5"), ("laplace", "2")),
+        small(("gaussian", "71.41"), ("gaussian", "300"), ("laplace", "4")),
+        heterogeneous(10, seed=10),
+        heterogeneous(100, seed=100),
+    ]
+
+
+def ours_program(program: Program) -> accounting.Composition:
+    """A fresh Composition (it caches its grids, so each timed call builds its own)."""
+    return accounting.compose(
+        *(
+            accounting.Gaussian(x) if kind == "gaussian" else accounting.Laplace(x)
+            for kind, x in program.releases
+        )
+    )
+
+
+def pld_program(pld, program: Program):
+    """dp_accounting's PLD of the program: one PLD per release, composed in order."""
+    dist = None
+    for kind, x in program.releases:
+        if kind == "gaussian":
+            # its sigma: P[x] ∝ exp(-x²/(2 sigma²)), so sigma = sqrt(sigma2)
+            one = pld.from_discrete_gaussian_mechanism(
+                math.sqrt(float(x)), sensitivity=1, value_discretization_interval=PLD_INTERVAL
+            )
+        else:
+            # its parameter a: P[x] ∝ exp(-a|x|), so a = 1/t
+            one = pld.from_discrete_laplace_mechanism(
+                1 / float(x), sensitivity=1, value_discretization_interval=PLD_INTERVAL
+            )
+        dist = one if dist is None else dist.compose(one)
+    return dist
+
+
+def exact_reference():
+    """tests/_compose_reference.py's ``composed_delta`` and mpmath, or why they are missing."""
+    try:
+        if str(TESTS) not in sys.path:
+            sys.path.insert(0, str(TESTS))
+        import mpmath
+
+        from _compose_reference import composed_delta
+
+        return (composed_delta, mpmath), None
+    except Exception as exc:
+        return None, f"exact reference unavailable: {type(exc).__name__}: {exc}"[:120]
+
+
+def reference_releases(program: Program) -> list[tuple]:
+    return [(kind, x, [1], 1) for kind, x in program.releases]
+
+
+def true_epsilon(reference, program: Program, delta: str, guesses: list[float]):
+    """((a, b) or None, {guess: verdict}).  (a, b): b = a·(1 + TRUTH_EPS_REL) about, with
+    true delta(a) > ``delta`` >= true delta(b), so that the true eps lies in (a, b] (found by
+    a secant on ln delta from the guesses, and checked on the reference's enclosures).
+    verdict: 1 if the true delta at that guess is at most ``delta`` (a valid eps), -1 if it
+    is above, 0 if the enclosure straddles ``delta``."""
+    composed_delta, mpmath = reference
+    releases = reference_releases(program)
+    q = Fraction(delta)
+    target = mpmath.mpf(q.numerator) / q.denominator
+    enclosures = {}
+
+    def gap(e: float) -> float:  # ln(true delta(e)) - ln(delta), from the enclosure's middle
+        enclosures[e] = composed_delta(releases, e, keep_digits=60)
+        lo, hi = enclosures[e]
+        return float(mpmath.log(lo + hi) - mpmath.log(2 * target))
+
+    x0, x1 = min(guesses), max(guesses)
+    if x1 - x0 < TRUTH_EPS_REL * x1:
+        x0 = x1 * (1 - 1e-3)
+    g0, g1 = gap(x0), gap(x1)
+    verdicts = {}
+    for e in guesses:
+        lo, hi = enclosures[e]
+        verdicts[e] = 1 if hi <= target else -1 if lo > target else 0
+    for _ in range(10):
+        if g1 == g0 or abs(x1 - x0) <= TRUTH_EPS_REL * x1 / 8:
+            break
+        x0, g0, x1 = x1, g1, x1 - g1 * (x1 - x0) / (g1 - g0)
+        g1 = gap(x1)
+    a, b = x1 * (1 - TRUTH_EPS_REL / 2), x1 * (1 + TRUTH_EPS_REL / 2)
+    gap(a)
+    gap(b)
+    closed = enclosures[a][0] > target and enclosures[b][1] <= target
+    return ((a, b) if closed else None), verdicts
+
+
+def eps_versus_truth(value: object, bracket, verdicts: dict) -> str:
+    """Whether the eps ``value`` is valid (the true delta there is at most the delta asked
+    for, i.e. ``value`` >= the true eps), and how far above the true eps it is."""
+    if not isinstance(value, float) or value not in verdicts:
+        return "—"
+    excess = ""
+    if bracket is not None:
+        a, b = bracket
+        if a < value <= b:
+            excess = f" (within {TRUTH_EPS_REL:g} rel.)"
+        else:
+            excess = f" ({(2 * value / (a + b) - 1) * 100:+.3g}%)"
+    return {1: "yes", -1: "NO", 0: "undecided"}[verdicts[value]] + excess
+
+
+def versus_truth(value: object, low, high) -> str:
+    """Whether ``value`` (a float, or None) is at least the truth in [low, high], and by how
+    much (relative to ``high``)."""
+    if not isinstance(value, float) or low is None:
+        return "—"
+    excess = f"{(value / float(high) - 1) * 100:+.3g}%"
+    if value >= high:
+        return f"yes ({excess})"
+    if value < low:
+        return f"NO ({excess})"
+    return "within the truth's enclosure"
+
+
+def target_text(n: int, seconds: float | None) -> str:
+    if n not in TARGETS:
+        return "—"
+    limit, shown = TARGETS[n]
+    if seconds is None:
+        return f"n/a (< {shown})"
+    return f"{'yes' if seconds < limit else 'NO'} (< {shown})"
+
+
+@dataclass
+class CompositionRow:
+    program: Program
+    route: str
+    ours: Measure
+    peer: Measure
+    truth: str
+    ours_check: str
+    peer_check: str
+
+
+def run_composition(repeat: int) -> tuple[list[CompositionRow], list[CompositionRow], list[str]]:
+    """The delta rows (at COMPOSITION_EPS), the eps rows (at COMPOSITION_DELTA), the peers."""
+    pld, pld_name = dp_accounting_pld()
+    reference, reference_name = exact_reference()
+    eps, delta = COMPOSITION_EPS, COMPOSITION_DELTA
+    delta_rows: list[CompositionRow] = []
+    eps_rows: list[CompositionRow] = []
+
+    def pld_side(fn: Callable) -> Measure:
+        if pld is None:
+            return unavailable(pld_name)
+        return measure(fn, g, repeat)
+
+    for p in programs():
+        route = ours_program(p).route(eps)
+        ours = measure(
+            lambda p=p: ours_program(p).delta(eps),
+            our_delta(lambda p=p: ours_program(p).delta(eps, log=True)),
+            repeat,
+        )
+        peer = pld_side(lambda p=p: pld_program(pld, p).get_delta_for_epsilon(float(eps)))
+        truth, low, high = "—", None, None
+        if p.exact and reference is not None:
+            ok, found = probe(
+                lambda p=p: reference[0](reference_releases(p), eps, keep_digits=60),
+                TRUTH_LIMIT,
+            )
+            if ok:
+                low, high = found
+                truth = g(float(high))
+            else:
+                truth = f"n/a ({found})"
+        elif p.exact:
+            truth = f"n/a ({reference_name})"
+        delta_rows.append(
+            CompositionRow(
+                p,
+                route,
+                ours,
+                peer,
+                truth,
+                versus_truth(ours.raw, low, high),
+                versus_truth(peer.raw, low, high),
+            )
+        )
+
+        ours = measure(lambda p=p: ours_program(p).epsilon(delta), g, repeat)
+        peer = pld_side(lambda p=p: pld_program(pld, p).get_epsilon_for_delta(float(delta)))
+        truth, bracket, verdicts = "—", None, {}
+        guesses = [m.raw for m in (ours, peer) if isinstance(m.raw, float)]
+        if p.exact and reference is not None and guesses:
+            ok, found = probe(
+                lambda p=p, gs=guesses: true_epsilon(reference, p, delta, gs), TRUTH_EPS_LIMIT
+            )
+            if ok:
+                bracket, verdicts = found
+                truth = "n/a (the bracket did not close)"
+                if bracket is not None:
+                    truth = f"{(bracket[0] + bracket[1]) / 2:.9g}"
+            else:
+                truth = f"n/a ({found})"
+        elif p.exact:
+            truth = f"n/a ({reference_name if reference is None else 'no eps to start from'})"
+        eps_rows.append(
+            CompositionRow(
+                p,
+                "",
+                ours,
+                peer,
+                truth,
+                eps_versus_truth(ours.raw, bracket, verdicts),
+                eps_versus_truth(peer.raw, bracket, verdicts),
+            )
+        )
+
+    return delta_rows, eps_rows, [pld_name]
+
+
+COMPOSITION_NOTES = f"""\
+Each timed call builds the program afresh and asks it one question: dgauss's
+`compose(Gaussian(sigma2), ..., Laplace(t), ...)` then `.delta({COMPOSITION_EPS})` or
+`.epsilon({COMPOSITION_DELTA})` (a Composition caches its grids, so a reused one would be
+timed on a cache); dp_accounting's `from_discrete_gaussian_mechanism(sqrt(sigma2))` and
+`from_discrete_laplace_mechanism(1/t)` (its parameter is the rate a of exp(-a|x|)), with
+value_discretization_interval {PLD_INTERVAL:g} and its defaults otherwise (pessimistic),
+composed release by release with `.compose`, then `get_delta_for_epsilon` or
+`get_epsilon_for_delta`.  Every release has sensitivity 1 and k = 1.  The truth is
+tests/_compose_reference.py's exact composition (60-digit masses, every atom of the
+composed loss), where it runs in seconds; the true eps is bracketed with it, to a relative
+{TRUTH_EPS_REL:g}.  "yes (+x%)": the delta is an upper bound on the true delta, x% above it;
+the eps is valid (the true delta there is at most {COMPOSITION_DELTA}), x% above the true
+eps; "NO": below the truth (for an eps: its true delta exceeds {COMPOSITION_DELTA}).
+"under target": the dgauss time against 100 ms for 10 releases and 1 s for 100."""
+
+
+def composition_markdown(delta_rows: list[CompositionRow], eps_rows: list[CompositionRow]) -> str:
+    def cells(r: CompositionRow, value_head: str) -> list[str]:
+        n = len(r.program.releases)
+        return [
+            r.program.name,
+            *([r.route] if value_head == "delta" else []),
+            r.ours.value,
+            r.peer.value,
+            r.truth,
+            r.ours_check,
+            r.peer_check,
+            time_text(r.ours.seconds),
+            time_text(r.peer.seconds),
+            ratio_text(r.ours.seconds, r.peer.seconds),
+            target_text(n, r.ours.seconds),
+        ]
+
+    def head(value_head: str) -> list[str]:
+        return [
+            "program",
+            *(["dgauss route"] if value_head == "delta" else []),
+            f"dgauss {value_head}",
+            f"dp_accounting {value_head}",
+            f"true {value_head}",
+            "dgauss >= truth",
+            "dp_accounting >= truth",
+            "dgauss time",
+            "dp_accounting time",
+            "dp_accounting time / dgauss time",
+            "dgauss under target",
+        ]
+
+    lines = ["## Composition of a program", ""]
+    lines += [f"### delta at eps = {COMPOSITION_EPS}", ""]
+    lines += table(head("delta"), [cells(r, "delta") for r in delta_rows])
+    lines += ["", f"### eps at delta = {COMPOSITION_DELTA}", ""]
+    lines += table(head("eps"), [cells(r, "eps") for r in eps_rows])
+    lines += ["", "Programs (parameters as passed, exact decimals):", ""]
+    for r in delta_rows:
+        if not r.program.exact:
+            shown = ", ".join(
+                f"{'G' if kind == 'gaussian' else 'L'}({x})" for kind, x in r.program.releases
+            )
+            lines.append(f"- {r.program.name}: {shown}")
+    return "\n".join([*lines, "", COMPOSITION_NOTES])
+
+
 # ---- report ------------------------------------------------------------------------
 
 
@@ -320,7 +672,15 @@ def ratio_text(ours: float | None, peer: float | None) -> str:
     return f"{peer / ours:.3g}x"
 
 
-def markdown(rows: list[Row], peers: list[str], repeat: int, elapsed: float) -> str:
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cells in rows:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return lines
+
+
+def cases_markdown(rows: list[Row]) -> str:
     head = [
         "case",
         "dgauss value",
@@ -330,9 +690,8 @@ def markdown(rows: list[Row], peers: list[str], repeat: int, elapsed: float) -> 
         "peer time",
         "peer time / dgauss time",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        cells = [
+    cells = [
+        [
             r.case,
             r.ours.value,
             time_text(r.ours.seconds),
@@ -341,29 +700,48 @@ def markdown(rows: list[Row], peers: list[str], repeat: int, elapsed: float) -> 
             time_text(r.peer.seconds),
             ratio_text(r.ours.seconds, r.peer.seconds),
         ]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        for r in rows
+    ]
+    return "\n".join([*table(head, cells), "", NOTES])
+
+
+def markdown(sections: list[str], peers: list[str], repeat: int, elapsed: float) -> str:
     info = (
         f"dgauss {dgauss.__version__}; {'; '.join(peers)}; Python {platform.python_version()} "
         f"on {platform.machine()} ({platform.processor() or platform.system()}); median of "
         f"{repeat} timeit rounds per call; run took {elapsed:.0f} s."
     )
-    return (
-        "\n".join(["# dgauss.accounting against its peers", "", info, ""] + lines + ["", NOTES])
-        + "\n"
-    )
+    return "\n\n".join(["# dgauss.accounting against its peers", info, *sections]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7, help="timeit rounds per case (default 7)")
+    parser.add_argument(
+        "--only",
+        choices=["cases", "composition"],
+        help="run only the cases (a)-(e), or only the composition of a program "
+        "(written to bench_accounting_<name>.md)",
+    )
     args = parser.parse_args(argv)
+    repeat = max(1, args.repeat)
     start = time.perf_counter()
-    rows, peers = run_cases(max(1, args.repeat))
-    text = markdown(rows, peers, args.repeat, time.perf_counter() - start)
+    sections: list[str] = []
+    peers: list[str] = []
+    if args.only in (None, "cases"):
+        rows, names = run_cases(repeat)
+        sections.append(cases_markdown(rows))
+        peers += names
+    if args.only in (None, "composition"):
+        delta_rows, eps_rows, names = run_composition(repeat)
+        sections.append(composition_markdown(delta_rows, eps_rows))
+        peers += [n for n in names if n not in peers]
+    text = markdown(sections, peers, repeat, time.perf_counter() - start)
+    name = "bench_accounting.md" if args.only is None else f"bench_accounting_{args.only}.md"
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_accounting.md").write_text(text, encoding="utf-8")
+    (RESULTS / name).write_text(text, encoding="utf-8")
     print(text)
-    print(f"written to {RESULTS / 'bench_accounting.md'}", file=sys.stderr)
+    print(f"written to {RESULTS / name}", file=sys.stderr)
     return 0
 
 
