@@ -174,19 +174,35 @@ def _sensitivity(value, vector_ok: bool = True) -> tuple[int, ...]:
 # ==========================================================================
 # Safe-side rounding to float
 # ==========================================================================
+def _approx(x) -> float:
+    """x as a float, for choices only (a starting point, a tilt), never for a bound:
+    ±inf past the float range, 0.0 below it."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
 def _float_up(x) -> float:
-    """The smallest float >= x."""
-    f = float(x)
+    """The smallest float >= x: +inf past the float range (a valid upper bound on an ε)."""
+    f = _approx(x)
     if f < x:
         f = math.nextafter(f, math.inf)
+    return f
+
+
+def _float_up_finite(x, what: str) -> float:
+    """:func:`_float_up` for a value that must be reported as it is (a variance): past the
+    float range it raises OverflowError saying so."""
+    f = _float_up(x)
     if math.isinf(f):
-        raise OverflowError(f"the result {gmpy2.mpfr(x, 30)} exceeds the float range")
+        raise OverflowError(f"{what} is {gmpy2.mpfr(x, 30)}, beyond the float range")
     return f
 
 
 def _float_down(x) -> float:
     """The largest float <= x."""
-    f = float(x)
+    f = _approx(x)
     if f > x:
         f = math.nextafter(f, -math.inf)
     return f
@@ -283,7 +299,7 @@ def _cdp_u(rho: Fraction, eps: Fraction) -> mpfr | None:
     every α > 1, so it needs accuracy, not rigour: it runs in machine floats when
     ρ and ε fit them comfortably (the common case, a few µs), in MPFR otherwise.
     """
-    r, e = float(rho), float(eps)
+    r, e = _approx(rho), _approx(eps)
     if 1e-250 < r < 1e250 and e < 1e250 and (e == 0 or e > 1e-250):
         u = _cdp_u_float(r, e)
         return None if u is None else mpfr(u)
@@ -803,7 +819,7 @@ def laplace_variance(scale: Number) -> float:
     ar = _AR
     q = ar.q(-1 / t).exp()
     one_minus_q = -(ar.q(-1 / t).expm1())
-    return _float_up((q.scale2(1) / (one_minus_q * one_minus_q)).hi)
+    return _float_up_finite((q.scale2(1) / (one_minus_q * one_minus_q)).hi, "the variance")
 
 
 def laplace_interval(scale: Number, alpha: Number) -> tuple[int, int]:
@@ -813,7 +829,8 @@ def laplace_interval(scale: Number, alpha: Number) -> tuple[int, int]:
     """
     t = _positive(scale, "scale")
     a = _probability(alpha, "alpha")
-    ar = _AR
+    # w is about t·ln(2/α): enough bits to place it to within one integer
+    ar = Arith(80 + max(0, (t.numerator // t.denominator).bit_length()))
     inv_t = ar.q(1 / t)
     log_q = -inv_t
     log_two_over = ar.q(2).log() - (log_q.exp() + 1).log()  # ln(2/(1+q))
@@ -825,9 +842,19 @@ def laplace_interval(scale: Number, alpha: Number) -> tuple[int, int]:
     # w + 1 ≥ (ln α − ln(2/(1+q)))/ln q
     guess = (log_two_over - ar.q(a).log()) * t
     w = max(int(guess.lo) - 2, 0)
-    while outside_hi(w) > target:
-        w += 1
-    return (-w, w)
+    # the smallest w ≥ this start with outside_hi(w) ≤ target: gallop, then bisect (the guess
+    # is within a relative 2^−60 of the answer, which is many integers when t is huge)
+    step = 1
+    while outside_hi(w + step - 1) > target:
+        w, step = w + step, step * 2
+    lo, hi = w, w + step - 1  # outside_hi(hi) ≤ target; every w' < lo is known not to work
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if outside_hi(mid) <= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return (-lo, lo)
 
 
 # ==========================================================================
@@ -839,7 +866,7 @@ def gaussian_variance(sigma2: Number) -> float:
     By Poisson summation (Lemma 22) for σ² ≥ 1/6, by direct summation below.
     """
     s = _positive(sigma2, "sigma2")
-    return _float_up(variance(s, Arith(192)).hi)
+    return _float_up_finite(variance(s, Arith(192)).hi, "the variance")
 
 
 def _log_sf(s: Fraction, m: int) -> Interval:

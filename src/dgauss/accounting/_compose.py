@@ -74,6 +74,10 @@ _DROP = 1e-18
 
 _NEG_INF = -math.inf
 
+#: Past this ε the PLD route is not asked (δ is then far below anything it resolves; the
+#: other routes answer, and a float ε this large is rounded down, which keeps δ an upper bound).
+_PLD_MAX_EPS = 1e6
+
 
 # ==========================================================================
 # Releases
@@ -213,7 +217,7 @@ def _atoms(c: _Coordinate, alpha: float):
     m = c.m
     if c.gaussian:
         s = c.param
-        sf = float(s)
+        sf = cf._approx(s)
         if not (2.0**-30 < sf < 2.0**60):
             return None
         sd = math.sqrt(sf)
@@ -234,7 +238,7 @@ def _atoms(c: _Coordinate, alpha: float):
             out += math.exp(-d * d / (2 * sf)) / -math.expm1(-(2 * d + 1) / (2 * sf))
         size = float(_WINDOW * _WINDOW / 2 + alpha * np.abs(loss).max())
         return _float_up_array(loss), w, _float_up(out * 1.0001), kappa, size, y_lo
-    t = float(c.param)
+    t = cf._approx(c.param)
     if not (2.0**-30 < t < 2.0**60) or m > PLD_MAX_ATOMS:
         return None
     r = math.exp(-1.0 / t)
@@ -505,6 +509,10 @@ class Composition:
         self._coords = _coordinates(self.releases)
         self._cache: dict[tuple, _PLD | None] = {}
         self._lock = threading.Lock()
+        # the PLD route enumerates atoms in floats: only for parameters well inside their range
+        self._in_range = all(
+            2.0**-30 < cf._approx(c.param) < 2.0**60 and c.m <= PLD_MAX_ATOMS for c in self._coords
+        )
 
     # ---- exact quantities -------------------------------------------------------------
     @property
@@ -581,8 +589,8 @@ class Composition:
             t, sens, k = lap
             bound = cf._laplace_log_delta(t, e, sens, k)
             routes["Eq. 49"] = mpfr("-inf") if bound is None else bound
-        if "Theorem 15" not in routes and not (lap is not None and sens == 1):
-            ef = float(e)
+        if "Theorem 15" not in routes and not (lap is not None and sens == 1) and self._in_range:
+            ef = float(e) if e < _PLD_MAX_EPS else _PLD_MAX_EPS
             self._pld(*_choose(self._coords, ef, None))
             # ε as a float rounded down keeps the bound valid (δ falls with ε); every grid
             # computed so far gives a valid bound, so the smallest is taken (and a δ read at
@@ -663,7 +671,7 @@ class Composition:
             candidates.append(cf._smallest_eps(lap_hi, target, Fraction(k * sens) / t))
             if sens == 1:
                 return min(candidates)
-        if one is None:
+        if one is None and self._in_range:
             found = self._pld_epsilon(d, min(candidates))
             if found is not None:
                 candidates.append(found)
@@ -671,6 +679,8 @@ class Composition:
 
     def _pld_epsilon(self, d: Fraction, start: Fraction) -> Fraction | None:
         """The smallest ε certified by the PLD route, searching one tilt and refining it once."""
+        if start > _PLD_MAX_EPS:
+            return None
         target = cf._float_down(cf._AR.q(d).log().lo)  # ln δ rounded down
         guess = float(start)
         best: Fraction | None = None

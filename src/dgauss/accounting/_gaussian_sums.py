@@ -85,7 +85,12 @@ def _theta_moment(c: Interval, power: int) -> Interval:
 
 def _excess(a: Interval) -> Interval:
     """c = Σ_{j≥1} e^{−aj²} + Σ_{j≥2} e^{−a(j²−j)}: θ(r) ≤ e^{−ar²}(1 + e^{−a(1−2r)} + c) on
-    [0, ½], used by both lattice bounds (the second sum is ≤ e^{−2a}/(1 − e^{−4a}))."""
+    [0, ½], used by both lattice bounds (the second sum is ≤ e^{−2a}/(1 − e^{−4a})).
+
+    For a < 1 (σ² below 1/(2π²)), c > e^{−a} > 1/4 and the lattice bounds give up; the
+    sum itself would need about 1/√a terms, so only its first term is computed then."""
+    if a.hi < 1:
+        return Interval((-a).exp().lo, mpfr("inf"), a.ar)
     return _theta_moment(a, 0) + (a * -2).exp() / (1 - (a * -4).exp())
 
 
