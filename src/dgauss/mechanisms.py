@@ -33,17 +33,20 @@ The rules every entry point follows:
 
 from __future__ import annotations
 
+import decimal
 import math
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import gmpy2
 import numpy as np
 
 from dgauss import _params
 from dgauss import accounting as _acc
 from dgauss._kinds import Kind
+from dgauss._rounding import _delta_text, _rounded_up
 from dgauss.accounting import _closed_forms as _cf
 
 __all__ = [
@@ -58,6 +61,10 @@ __all__ = [
 ]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+#: An (ε, δ) budget's δ below this is checked on ln δ (a float δ would underflow).
+_TINY_DELTA = Fraction(10) ** -300
 
 
 class PrivacyBudgetError(RuntimeError):
@@ -764,30 +771,15 @@ def _decimal(q: Fraction | float, digits: int = 4) -> str:
     """A readable decimal (never a 40-digit Fraction): exact for short values."""
     if isinstance(q, Fraction) and q.denominator == 1:
         return str(q.numerator)
-    f = float(q)
+    f = _cf._approx(q)
+    if isinstance(q, Fraction) and (f == 0 or math.isinf(f)):  # past the float range
+        with decimal.localcontext() as ctx:
+            ctx.prec, ctx.Emin, ctx.Emax = digits, decimal.MIN_EMIN, decimal.MAX_EMAX
+            text = str(decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator))
+        return text.replace("E", "e").replace("e+", "e")
     if isinstance(q, Fraction) and Fraction(f) == q and len(repr(f)) <= 12:
         return repr(f)
     return f"{f:.{digits}g}"
-
-
-def _up(x: float, digits: int = 3) -> str:
-    """x rounded up to ``digits`` significant digits, as text (for a published guarantee)."""
-    if x == 0 or not math.isfinite(x):
-        return repr(x)
-    text = f"{x:.{digits - 1}e}"
-    if float(text) < x:
-        mantissa, exponent = text.split("e")
-        step = 10.0 ** (int(exponent) - (digits - 1))
-        text = f"{float(text) + step:.{digits - 1}e}"
-        if float(text) < x:  # one more step can only be needed through rounding
-            text = f"{float(text) + step:.{digits - 1}e}"
-    mantissa, exponent = text.split("e")
-    value = float(text)
-    if -4 <= int(exponent) < 6:
-        plain = f"{value:.{max(digits - 1 - int(exponent), 0)}f}"
-        if float(plain) >= x:
-            return plain
-    return f"{mantissa}e{int(exponent)}"
 
 
 class PrivacyLoss:
@@ -811,12 +803,13 @@ class PrivacyLoss:
         """The exact zCDP total ρ (a pure ε-DP Laplace release counts as ε²/2)."""
         return sum((r.rho for r in self.releases), Fraction(0))
 
-    def delta(self, epsilon) -> float:
-        """The smallest certified δ at ``epsilon`` of everything released (rounded up)."""
+    def delta(self, epsilon, log: bool = False) -> float:
+        """The smallest certified δ at ``epsilon`` of everything released (rounded up);
+        ``log=True`` gives an upper bound on ln δ (for δ below the float range)."""
         if self._composition is None:
             _cf._nonnegative(epsilon, "epsilon")
-            return 0.0
-        return self._composition.delta(epsilon)
+            return -math.inf if log else 0.0
+        return self._composition.delta(epsilon, log=log)
 
     def epsilon(self, delta) -> float:
         """The smallest certified ε at ``delta`` of everything released (rounded up);
@@ -909,8 +902,13 @@ class Accountant:
                 return False, None
             return sum((r.epsilon for r in releases), Fraction(0)) <= self._budget[1], None
         composition = _acc.compose(*releases)
+        eps, delta = self._budget[1], self._budget[2]
         try:
-            return composition.delta(self._budget[1]) <= self._budget[2], composition
+            if delta >= _TINY_DELTA:  # as spent.delta(eps) will read it
+                return composition.delta(eps) <= delta, composition
+            # below the float range: ln δ's upper bound against ln(budget)'s lower bound
+            log_budget = _cf._AR.q(delta).log().lo
+            return composition.delta(eps, log=True) <= log_budget, composition
         except (ValueError, ArithmeticError):  # beyond what the routes compute: refuse
             return False, None
 
@@ -970,7 +968,8 @@ class Accountant:
         if n:
             b = self._budget
             if b[0] == "approx":
-                text += f", spent delta={_up(self._spent.delta(b[1]))} at epsilon={_decimal(b[1])}"
+                spent = _delta_text(self._spent.delta, b[1])
+                text += f", spent delta={spent} at epsilon={_decimal(b[1])}"
             elif b[0] == "pure":
                 used = sum((r.epsilon for r in self._releases), Fraction(0))
                 text += f", spent epsilon={_decimal(used)}"
@@ -996,19 +995,20 @@ class Accountant:
             else "No release has been made; the empty program"
         )
         b, spent = self._budget, self._spent
+        verb = "satisfies" if len(releases) == 1 else "satisfy"
         if b[0] == "approx" and releases:
             route = spent.route(b[1])
             guarantee = (
-                f"satisfy (ε, δ)-differential privacy with ε = {_decimal(b[1])} and "
-                f"δ = {_up(spent.delta(b[1]))} (a certified upper bound, composed by "
+                f"{verb} (ε, δ)-differential privacy with ε = {_decimal(b[1])} and "
+                f"δ = {_delta_text(spent.delta, b[1])} (a certified upper bound, composed by "
                 f"{route}; Canonne, Kamath & Steinke 2020)"
             )
         elif b[0] == "pure" and releases:
             used = sum((r.epsilon for r in releases), Fraction(0))
-            guarantee = f"satisfy ε-differential privacy with ε = {_up(float(used))}"
+            guarantee = f"{verb} ε-differential privacy with ε = {_rounded_up(used)}"
         elif releases:
             guarantee = (
-                f"satisfy ρ-zero-concentrated differential privacy with ρ = {_up(float(spent.rho))}"
+                f"{verb} ρ-zero-concentrated differential privacy with ρ = {_rounded_up(spent.rho)}"
             )
         else:
             guarantee = "reveals nothing"
@@ -1040,7 +1040,7 @@ class Accountant:
         if self._budget[0] == "pure":
             raise PrivacyBudgetError("a pure-DP budget admits only discrete Laplace releases")
         norm2 = sum(x * x for x in sens)
-        start = Fraction(kk * norm2, 2)  # rho = 1: a starting point only
+        start = Fraction(kk * norm2) / (2 * self._budget_rho())  # a starting point only
         return self._least(lambda s: _acc.Gaussian(s, sens, kk), start)
 
     def calibrate_laplace(self, sensitivity: int = 1, k: int = 1) -> Fraction:
@@ -1048,7 +1048,19 @@ class Accountant:
         Laplace releases of this ℓ1 ``sensitivity`` still fit the budget."""
         (sens,) = _cf._sensitivity(sensitivity, vector_ok=False)
         kk = _cf._count(k, "k")
-        return self._least(lambda t: _acc.Laplace(t, sens, kk), Fraction(kk * sens))
+        b = self._budget
+        eps = b[1] if b[0] != "rho" else _cf._exact(gmpy2.sqrt(gmpy2.mpfr(2 * b[1], 64)))
+        start = Fraction(kk * sens) / eps  # a starting point only
+        return self._least(lambda t: _acc.Laplace(t, sens, kk), start)
+
+    def _budget_rho(self) -> Fraction:
+        """The whole budget as a ρ (for starting points only: exactness is not needed)."""
+        b = self._budget
+        if b[0] == "rho":
+            return b[1]
+        if b[0] == "pure":
+            return b[1] * b[1] / 2
+        return _cf._exact(_cf._cdp_rho_bound(b[1], b[2]))
 
     def split(self, k: int, *, mechanism: str | None = None, sensitivity=1) -> Fraction:
         """The σ² (or, for ``mechanism="laplace"`` and by default under a pure budget, the
