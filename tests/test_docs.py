@@ -68,6 +68,35 @@ def test_the_readme_accounting_example_runs_and_says_what_it_returns():
         assert comment in block
 
 
+def test_the_readme_program_example_says_what_it_returns(capsys):
+    """The whole-program example is executed, and the numbers in its comments recomputed."""
+    from fractions import Fraction
+
+    import dgauss
+    from dgauss._rounding import _rounded_up
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### A whole release program", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(block, "README.md (A whole release program)", "exec"), namespace)
+    program, acc = namespace["program"], namespace["acc"]
+    delta = program.delta(1)
+    assert delta <= 1e-6 and program.route(1) == "PLD"
+    assert f"({_rounded_up(delta)}".replace("e-7", "e-07") in block
+    assert f"{program.epsilon('1e-6'):.5f}" in block
+    before = dgauss.Accountant(epsilon=1, delta="1e-6")  # the state when calibrate was called
+    before.add_gaussian_noise([0], sigma2="35.7")
+    before.add_gaussian_noise([0], sigma2="89.25")
+    assert "# 119:" in block and before.calibrate_gaussian(sensitivity=[1, 1]) == Fraction(119)
+    assert acc.spent.epsilon("1e-6") <= 1 and acc.spent.delta(1) <= 1e-6
+    printed = capsys.readouterr().out
+    assert printed.startswith("The 3 releases") and f"δ = {_rounded_up(delta)}" in printed
+    for line in block.split("print(acc.report())", 1)[1].splitlines():
+        words = line.lstrip("# ").split("(a certified")[0].split("; ...")[0]
+        assert words.strip() in printed.replace("\n", " ")
+
+
 # ---- every Python example in README.md and docs/**/*.md runs ---------------------------------
 #
 # Each example block runs *alone*, in a fresh namespace, as a reader who copies that one block
@@ -82,7 +111,7 @@ DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 #: page -> (blocks run, blocks marked "# not run: ..."); a page not listed must have none.
 EXPECTED_BLOCKS = {
-    "README.md": (3, 0),
+    "README.md": (4, 0),
     "docs/accounting.md": (1, 0),
     "docs/evidence.md": (1, 0),
 }
