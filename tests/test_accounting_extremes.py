@@ -105,3 +105,21 @@ def test_an_accountant_with_a_budget_past_the_floats(eps, delta):
 def test_a_rho_budget_past_the_floats_calibrates_at_once():
     acc = dgauss.Accountant(rho="1e-400")
     assert acc.calibrate_gaussian() == Fraction(5) * Fraction(10) ** 399
+
+
+@pytest.mark.parametrize(
+    "argv, shown",
+    [
+        (["account", "--sigma2", "1e-400"], ["1.000", "inf"]),  # δ = 1; ε past the floats
+        (["account", "--laplace", "1e-400"], ["1.000e400"]),
+        (["account", "--gaussian", "1e-400", "--laplace", "1e-400", "--eps", "1"], ["inf"]),
+        (["account", "--sigma2", "1e400"], ["e^-1.797e308"]),  # ln δ past the floats: a bound
+    ],
+)
+def test_the_command_line_answers_past_the_float_range(capsys, argv, shown):
+    from dgauss import cli
+
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    for text in shown:
+        assert text in out

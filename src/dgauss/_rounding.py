@@ -4,6 +4,7 @@ Accountant's ``repr`` and ``report()``) never reads below the certified bound it
 from __future__ import annotations
 
 import decimal
+import math
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -37,7 +38,10 @@ def _delta_text(delta: Callable[..., float], *args: object) -> str:
 
 
 def _rounded_up(value, digits: int = PRIVACY_DIGITS) -> str:
-    """``value`` (a float or Fraction >= 0) rounded up to ``digits`` significant digits."""
+    """``value`` (a float or Fraction >= 0) rounded up to ``digits`` significant digits;
+    ``inf`` (an ε past the float range) as "inf"."""
+    if value == math.inf:
+        return "inf"
     q = Fraction(value)
     with decimal.localcontext() as ctx:
         ctx.prec = digits
