@@ -64,9 +64,11 @@ def _convolve(a, b, keep):
     return out
 
 
-def composed_delta(releases, eps, keep_digits=80):
+def composed_delta(releases, eps, keep_digits=80, cut_digits=70):
     """(low, high) enclosing δ(ε) of the program; releases are tuples
-    ("gaussian" | "laplace", param, sensitivity vector, k)."""
+    ("gaussian" | "laplace", param, sensitivity vector, k).  Gaussian atoms below
+    10^-cut_digits and composed masses below 10^-keep_digits are left out (and counted in the
+    enclosure's width): for a δ near 10^-d, both must be well past d."""
     keep = mpmath.mpf(10) ** -keep_digits
     dist = {Fraction(0): mpmath.mpf(1)}
     cut = mpmath.mpf(0)
@@ -78,7 +80,7 @@ def composed_delta(releases, eps, keep_digits=80):
                 if not x:
                     continue
                 if kind == "gaussian":
-                    atoms, c = _gaussian_atoms(param, abs(x))
+                    atoms, c = _gaussian_atoms(param, abs(x), cut_digits)
                 else:
                     atoms, c = _laplace_atoms(param, abs(x))
                 cut += c
