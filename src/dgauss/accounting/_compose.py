@@ -59,8 +59,18 @@ _U = 2.0**-53  # unit roundoff of float64
 #: Relative accuracy aimed at by the PLD route's grid (half the 0.1% it reaches).
 PLD_TARGET = 5e-4
 
-#: Most grid points in the composed distribution (beyond, the grid is coarsened).
+#: Most grid points in the composed distribution's ±_WINDOW tilted standard deviations
+#: (beyond, the grid is coarsened) ...
 PLD_MAX_POINTS = 1 << 19
+
+#: ... unless the error of connecting the dots on that grid is estimated above PLD_FINE_ABOVE
+#: (the estimate runs about 3× above the error measured), when up to this many are used:
+#: composing 10^4..10^5 coordinates then takes seconds instead of a fraction of one.
+PLD_MAX_POINTS_FINE = 1 << 21
+PLD_FINE_ABOVE = 3e-3
+
+#: Most points in any vector while composing (its FFT then takes about 1 GiB).
+PLD_MAX_LENGTH = 1 << 25
 
 #: Most atoms enumerated for one coordinate's loss (σ² up to about 2·10^8).
 PLD_MAX_ATOMS = 400_000
@@ -73,6 +83,8 @@ _WINDOW = 14.0
 _DROP = 1e-18
 
 _NEG_INF = -math.inf
+_LOG_DROP = math.log(_DROP) + 1e-12  # rounded up
+_LOG_INV_DROP = -math.log(_DROP) + 1e-12  # rounded up (a wider t)
 
 #: Past this ε the PLD route is not asked (δ is then far below anything it resolves; the
 #: other routes answer, and a float ε this large is rounded down, which keeps δ an upper bound).
@@ -199,6 +211,11 @@ class _Node:
     err: float
     dropped: float
     log_mgf: float
+    #: the untruncated convolution's law (leaves normalised, independent): its mean (grid
+    #: index, within ``mean_err``) and Σ (leaf support width)², for Hoeffding's bound
+    mean: float = 0.0
+    mean_err: float = 0.0
+    width2: float = 0.0
 
 
 def _log_theta(s: Fraction) -> float:
@@ -316,11 +333,17 @@ def _leaf(c: _Coordinate, alpha: float, h: float, a: Fraction | None) -> _Node |
     # relative error of each entry: a few roundings (libm within 4 ulp), and the exponents'
     # absolute rounding errors, which grow with their size
     err = 64 * _U * (8 + exponent)
-    log_mgf = _log_mgf_bound(c, alpha, h, 1)
-    dropped = _NEG_INF
-    if out > 0:
-        dropped = _float_up(math.log(out * math.exp(alpha * h) / top) + kappa - log_mgf)
-    return _Node(base, v, kappa, err, dropped, log_mgf)
+    # M̄ ≥ E[e^{αL̃}] of the gridded coordinate: the window's tilted mass (each entry within
+    # a relative err, the float sum within size·u) plus the mass outside it, moved up by < h
+    log_window = math.log(float(v.sum()) * (1 + err + 2 * size * _U)) + kappa
+    log_out = math.log(out) + alpha * h + kappa - math.log(top) if out > 0 else _NEG_INF
+    log_mgf = _float_up(float(np.logaddexp(log_window, log_out)))
+    dropped = _float_up(log_out - log_mgf) if out > 0 else _NEG_INF
+    index = np.arange(size, dtype=np.float64)
+    mean = base + float((index * v).sum() / v.sum())
+    # v is within a relative `err` of the true vector: the mean within err·size, and more
+    mean_err = 4 * err * size + 1e-9 * size
+    return _Node(base, v, kappa, err, dropped, log_mgf, mean, mean_err, float(size - 1) ** 2)
 
 
 def _fft_error(n: int) -> float:
@@ -330,6 +353,8 @@ def _fft_error(n: int) -> float:
 
 def _merge(a: _Node, b: _Node) -> _Node:
     n = len(a.v) + len(b.v) - 1
+    if n > PLD_MAX_LENGTH:  # before allocating: the route is left out instead
+        raise ArithmeticError(f"a composed vector of {n} points exceeds the PLD route's budget")
     na, nb = float(a.v.sum()), float(b.v.sum())
     na_true, nb_true = na + a.err * len(a.v), nb + b.err * len(b.v)
     if min(len(a.v), len(b.v)) <= 64:
@@ -348,12 +373,35 @@ def _merge(a: _Node, b: _Node) -> _Node:
     err = err / top * (1 + 4 * _U)
     kappa = _float_up(a.kappa + b.kappa + math.log(top))
     dropped = float(np.logaddexp(a.dropped, b.dropped))
-    return _truncate(_Node(a.lo + b.lo, v, kappa, err, dropped, a.log_mgf + b.log_mgf))
+    merged = _Node(
+        a.lo + b.lo,
+        v,
+        kappa,
+        err,
+        dropped,
+        a.log_mgf + b.log_mgf,
+        a.mean + b.mean,
+        a.mean_err + b.mean_err,
+        a.width2 + b.width2,
+    )
+    return _truncate(merged)
 
 
 def _truncate(node: _Node) -> _Node:
-    """Drop the ends whose mass (value + error) is negligible, recording it as dropped."""
+    """Drop the ends of a node's vector whose mass is negligible, recording it as dropped.
+
+    Two bounds on an end's true tilted mass, whichever drops more on each side:
+
+    * measured: Σ (value + error) over it, while below _DROP of the whole;
+    * Hoeffding: the node's vector is (up to earlier drops, which only remove mass) the
+      convolution of its leaves, i.e. Π_j M̄_j times the law of a sum of independent
+      variables, leaf j's supported on an interval of width w_j.  Beyond its mean ± t,
+      t = √(Σw_j²·ln(1/_DROP)/2), each side holds at most _DROP of it: in the units of
+      ``dropped`` (mass / Π M̄_j) that is _DROP exactly, whatever the FFT's error floor,
+      which stops the measured bound from cutting anything in long compositions.
+    """
     v = node.v
+    n = len(v)
     upper = v + node.err
     total = float(upper.sum())
     limit = _DROP * total
@@ -361,15 +409,37 @@ def _truncate(node: _Node) -> _Node:
     tail = np.cumsum(upper[::-1])
     i = int(np.searchsorted(head, limit, side="right"))
     k = int(np.searchsorted(tail, limit, side="right"))
-    if i + k >= len(v) - 1 or (i == 0 and k == 0):
+    t = math.sqrt(node.width2 * _LOG_INV_DROP / 2) + node.mean_err + 1
+    i_h = max(0, math.floor(node.mean - t) - node.lo)  # indices below mean − t
+    k_h = max(0, n - 1 - (math.ceil(node.mean + t) - node.lo))  # indices above mean + t
+    pieces = []  # ln of each dropped part's mass / Π_{j∈node} M̄_j
+    if i_h > i:
+        i = i_h
+        pieces.append(_LOG_DROP)
+    elif i and head[i - 1] > 0:
+        pieces.append(_float_up(math.log(float(head[i - 1]) * 1.0001) + node.kappa - node.log_mgf))
+    if k_h > k:
+        k = k_h
+        pieces.append(_LOG_DROP)
+    elif k and tail[k - 1] > 0:
+        pieces.append(_float_up(math.log(float(tail[k - 1]) * 1.0001) + node.kappa - node.log_mgf))
+    if i + k >= n - 1 or i + k == 0:
         return node
-    gone = (float(head[i - 1]) if i else 0.0) + (float(tail[k - 1]) if k else 0.0)
     dropped = node.dropped
-    if gone > 0:
-        gone_rel = _float_up(math.log(gone * 1.0001) + node.kappa - node.log_mgf)
-        dropped = float(np.logaddexp(dropped, gone_rel))
-    kept = v[i : len(v) - k].copy()
-    return _Node(node.lo + i, kept, node.kappa, node.err, dropped, node.log_mgf)
+    for piece in pieces:
+        dropped = float(np.logaddexp(dropped, piece))
+    kept = v[i : n - k].copy()
+    return _Node(
+        node.lo + i,
+        kept,
+        node.kappa,
+        node.err,
+        dropped,
+        node.log_mgf,
+        node.mean,
+        node.mean_err,
+        node.width2,
+    )
 
 
 def _power(leaf: _Node, count: int) -> _Node:
@@ -384,16 +454,6 @@ def _power(leaf: _Node, count: int) -> _Node:
         base = _merge(base, base)
     assert result is not None
     return result
-
-
-def _log_mgf_bound(c: _Coordinate, alpha: float, h: float, count: int) -> float:
-    """ln M̄ ≥ ln E[e^{αL̃}] for one gridded coordinate, times ``count``; M̄ ≥ 1."""
-    if c.gaussian:
-        # E[e^{αL}] = e^{α(α+1)ρ}·Θ(shifted)/Θ ≤ e^{α(α+1)ρ}; gridding moves L by < h
-        per = alpha * (alpha + 1) * c.m * c.m / (2 * float(c.param)) + alpha * h
-    else:
-        per = alpha * (c.m / float(c.param) + h)
-    return _float_up(per * count * (1 + 8 * _U))
 
 
 def _moments(c: _Coordinate, alpha: float) -> tuple[float, float]:
@@ -433,7 +493,7 @@ class _PLD:
                 [nodes[-1]] if len(nodes) % 2 else []
             )
         self.root = nodes[0]
-        self.log_mgf = sum(_log_mgf_bound(c, alpha, h, c.count) for c in coords)
+        self.log_mgf = self.root.log_mgf  # Σ over the coordinates of ln M̄_j
         grid = (self.root.lo + np.arange(len(self.root.v), dtype=np.float64)) * h
         # the grid points as floats, rounded outward (h = float(a) may be inexact)
         self.grid_up = _float_up_array(grid)
@@ -489,11 +549,23 @@ def _choose(coords: list[_Coordinate], eps: float, log_inv_delta: float | None):
     h = math.sqrt(4 * PLD_TARGET / (n * lam * (lam + 1)))
     h = 2.0 ** math.floor(math.log2(min(h, 0.25)))
     # the composed width: about 2·_WINDOW tilted standard deviations, plus the leaves
-    var = sum(_moments(c, alpha)[1] for c in coords)
-    while 2 * _WINDOW * math.sqrt(var) / h > PLD_MAX_POINTS / 2 and h < 0.25:
-        h *= 2
+    width = 2 * _WINDOW * math.sqrt(sum(_moments(c, alpha)[1] for c in coords))
+
+    def coarsened(budget: int) -> float:
+        g = h
+        while width / g > budget / 2 and g < 0.25:
+            g *= 2
+        return g
+
+    def estimate(g: float) -> float:  # the relative error of connecting the dots at g
+        return n * g * g * lam * (lam + 1) / 4
+
+    budget = PLD_MAX_POINTS
+    if estimate(coarsened(budget)) > PLD_FINE_ABOVE:  # long programs: a finer, slower grid
+        budget = PLD_MAX_POINTS_FINE
+    h = coarsened(budget)
     a = _lattice(coords)
-    if a > 0 and 2 * _WINDOW * math.sqrt(var) / float(a) <= PLD_MAX_POINTS / 2 and a >= h / 4:
+    if a > 0 and width / float(a) <= budget / 2 and a >= h / 4:
         return alpha, float(a), a
     return alpha, h, None
 
