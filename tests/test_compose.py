@@ -179,3 +179,56 @@ def test_connect_the_dots_stays_above_the_truth_down_to_tiny_deltas(eps):
     assert hi < lo * (1 + mpmath.mpf("1e-12"))  # the truth is pinned
     got = mpmath.exp(program.delta(eps, log=True))
     assert hi <= got <= lo * mpmath.mpf("1.001")
+
+
+def _without_lattice(monkeypatch):
+    """Make the PLD route connect the dots even where the losses share a lattice."""
+    monkeypatch.setattr(C, "_lattice", lambda coords: Fraction(0))
+
+
+def test_a_long_composition_connects_the_dots_within_a_thousandth(monkeypatch):
+    """300 coordinates of one σ² through the PLD route with the grid forced off the lattice,
+    against Theorem 15 at δ = 1e-12: the truncations (Hoeffding, measured) and the carried FFT
+    error keep it above the truth and within 0.1%."""
+    _without_lattice(monkeypatch)
+    program = compose(Gaussian("40.9", k=300))
+    eps = Fraction(A.gaussian_epsilon("40.9", "1e-12", k=300))
+    exact = A.gaussian_delta("40.9", eps, k=300, log=True)
+    alpha, h, lattice = C._choose(program._coords, float(eps), None)
+    assert lattice is None
+    got = C._PLD(program._coords, alpha, h, None).log_delta(float(eps))
+    assert exact - 1e-9 <= got <= exact + math.log(1.001)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma2, k, delta", [(10**6, 10**5, "1e-6"), ("1000.7", 2000, "1e-100")])
+def test_very_long_compositions_stay_within_a_thousandth(monkeypatch, sigma2, k, delta):
+    """10^5 and 2000 coordinates (the fine grid, seconds each), checked as above."""
+    _without_lattice(monkeypatch)
+    program = compose(Gaussian(sigma2, k=k))
+    eps = Fraction(A.gaussian_epsilon(sigma2, delta, k=k))
+    exact = A.gaussian_delta(sigma2, eps, k=k, log=True)
+    got = program._pld(*C._choose(program._coords, float(eps), None)).log_delta(float(eps))
+    assert exact - 1e-9 <= got <= exact + math.log(1.002)
+
+
+def test_a_huge_program_answers_within_bounded_memory():
+    """10^7 Gaussian queries and a Laplace: the PLD vectors outgrew memory (the process was
+    killed); now the Hoeffding cut keeps them short: it answers in about 10 s, peaking under
+    2 GiB (and under a 6 GiB address-space cap, a MemoryError would be an answer too)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource; resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))\n"
+        "from dgauss.accounting import compose, Gaussian, Laplace\n"
+        "p = compose(Gaussian(10**6, k=10**7), Laplace(10))\n"
+        "print(p.delta(1), p.route(1), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    delta, route, peak_kib = done.stdout.split()
+    assert 0 < float(delta) <= A.cdp_delta(Fraction(10**7, 2 * 10**6) + Fraction(1, 200), 1)
+    assert int(peak_kib) < 2 << 20  # 0.66 GiB here; the vectors alone once took > 6 GiB

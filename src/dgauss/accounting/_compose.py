@@ -481,12 +481,17 @@ class _PLD:
         self, coords: list[_Coordinate], alpha: float, h: float, a: Fraction | None
     ) -> None:
         self.alpha, self.h = alpha, h
-        nodes = []
+        leaves = []
         for c in coords:
             leaf = _leaf(c, alpha, h, a)
             if leaf is None:
                 raise ArithmeticError("a coordinate is out of the PLD route's range")
-            nodes.append(_power(leaf, c.count))
+            leaves.append(leaf)
+        # the composed vector, cut by Hoeffding, spans at most 2t: refuse before the work
+        width2 = sum(c.count * leaf.width2 for c, leaf in zip(coords, leaves, strict=True))
+        if 2 * math.sqrt(width2 * _LOG_INV_DROP / 2) > PLD_MAX_LENGTH / 2:
+            raise ArithmeticError("the composed vector would exceed the PLD route's budget")
+        nodes = [_power(leaf, c.count) for c, leaf in zip(coords, leaves, strict=True)]
         while len(nodes) > 1:  # balanced merging keeps the vectors short
             nodes.sort(key=lambda node: len(node.v))
             nodes = [_merge(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)] + (
