@@ -27,7 +27,10 @@ The PLD route (derivation in ``docs/accounting.md``, *Composing a program*):
    the composed tilted masses are convolved once by FFT and untilted at the end.
 3. Mass far out in the tilted tails is dropped and accounted for by a Chernoff bound:
    (1 − e^{ε−x})₊ ≤ c_α e^{α(x−ε)} with c_α = α^α/(1+α)^{1+α}, so a dropped part adds at most
-   c_α e^{−αε}·(its tilted mass)·Π_j M̄_j(α), M̄_j ≥ E[e^{αL_j}].
+   c_α e^{−αε}·(its tilted mass)·Π_j M̄_j(α), M̄_j ≥ E[e^{αL̃_j}] (measured on the gridded
+   leaf).  An end is dropped when its measured mass is negligible, or when Hoeffding's bound
+   over the leaves' supports says it is (the FFT's error floor hides the first in long
+   compositions).
 4. Each convolution's floating-point error is bounded entrywise (FFT error analysis,
    generously inflated) and carried; every entry is used as (value + bound).
 
