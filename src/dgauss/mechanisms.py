@@ -987,13 +987,12 @@ class Accountant:
             parts.append(f"{g} with discrete Gaussian noise")
         if lap:
             parts.append(f"{lap} with discrete Laplace noise")
-        what = (
-            f"The {len(releases)} release{'s' if len(releases) != 1 else ''} ("
-            + " and ".join(parts)
-            + ")"
-            if releases
-            else "No release has been made; the empty program"
-        )
+        if len(releases) == 1:
+            what = f"The release (with discrete {'Gaussian' if g else 'Laplace'} noise)"
+        elif releases:
+            what = f"The {len(releases)} releases (" + " and ".join(parts) + ")"
+        else:
+            what = "No release has been made; the empty program"
         b, spent = self._budget, self._spent
         verb = "satisfies" if len(releases) == 1 else "satisfy"
         if b[0] == "approx" and releases:

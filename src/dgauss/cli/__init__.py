@@ -25,16 +25,8 @@ import sys
 from collections.abc import Sequence
 
 import dgauss
-from dgauss.cli._common import (
-    EXIT_FAILURE,
-    EXIT_USAGE,
-    PRIVACY_DIGITS,
-    TINY_DELTA,
-    Progress,
-    _grid_text,
-    _rounded_up,
-    _rounded_up_from_log,
-)
+from dgauss._rounding import PRIVACY_DIGITS, TINY_DELTA, _rounded_up, _rounded_up_from_log
+from dgauss.cli._common import EXIT_FAILURE, EXIT_USAGE, Progress, _grid_text
 from dgauss.cli.account import _add_account
 from dgauss.cli.calibrate import _add_calibrate
 from dgauss.cli.noise import _add_noise

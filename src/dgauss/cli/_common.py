@@ -12,15 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dgauss import _params, accounting
-from dgauss._rounding import (  # noqa: F401  (re-exported: the commands and tests use them)
-    PRIVACY_DIGITS,
-    TINY_DELTA,
-    _delta_text,
-    _pad,
-    _rounded_up,
-    _rounded_up_from_log,
-    _short,
-)
+from dgauss._rounding import _pad
 
 #: Exit status for a usage error (as argparse uses), an I/O or randomness
 #: failure, and an interrupt (128 + SIGINT).

@@ -9,16 +9,14 @@ import re
 from fractions import Fraction
 
 from dgauss import _params, accounting
+from dgauss._rounding import PRIVACY_DIGITS, _delta_text, _rounded_up
 from dgauss.cli._common import (
     _QUERIES_HELP,
-    PRIVACY_DIGITS,
     _accounting_errors,
     _add_query_options,
-    _delta_text,
     _one_line_errors,
     _queries,
     _rho_text,
-    _rounded_up,
     _table,
     _values,
 )

@@ -12,15 +12,14 @@ import numpy as np
 
 import dgauss
 from dgauss import _params, accounting
+from dgauss._rounding import _delta_text, _rounded_up
 from dgauss.cli._common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     _approx,
-    _delta_text,
     _one_line_errors,
     _rho_text,
-    _rounded_up,
 )
 from dgauss.cli._io import _atomic, _suffix
 
