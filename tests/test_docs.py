@@ -40,17 +40,22 @@ def test_ci_runs_exactly_the_quick_start():
     assert ci == quick_start
 
 
+def _readme_example(heading: str) -> tuple[str, dict]:
+    """The first Python block under ``heading`` in README.md, and the namespace it leaves."""
+    section = (ROOT / "README.md").read_text().split(heading, 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(block, f"README.md ({heading.lstrip('# ')})", "exec"), namespace)
+    return block, namespace
+
+
 def test_the_readme_accounting_example_runs_and_says_what_it_returns():
     """The Privacy accounting section's example is executed, and its comments checked."""
     from fractions import Fraction
 
     from dgauss import accounting
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Privacy accounting", 1)[1]
-    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    namespace: dict = {}
-    exec(compile(block, "README.md (Privacy accounting)", "exec"), namespace)
+    block, namespace = _readme_example("## Privacy accounting")
     assert namespace["sigma2"] == Fraction(1785)
     assert namespace["scale"] == Fraction(833, 20)
     assert accounting.gaussian_delta(namespace["sigma2"], 1, k=100) <= 1e-6
@@ -75,11 +80,7 @@ def test_the_readme_program_example_says_what_it_returns(capsys):
     import dgauss
     from dgauss._rounding import _rounded_up
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### A whole release program", 1)[1]
-    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    namespace: dict = {}
-    exec(compile(block, "README.md (A whole release program)", "exec"), namespace)
+    block, namespace = _readme_example("### A whole release program")
     program, acc = namespace["program"], namespace["acc"]
     delta = program.delta(1)
     assert delta <= 1e-6 and program.route(1) == "PLD"
@@ -248,11 +249,7 @@ def test_the_extraction_on_a_made_up_page(tmp_path):
 
 def test_the_readme_noising_example_says_what_it_returns():
     """The Noising counts example runs, and the values its comments state are the true ones."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Noising counts", 1)[1]
-    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    namespace: dict = {}
-    exec(compile(block, "README.md (Noising counts)", "exec"), namespace)
+    block, namespace = _readme_example("### Noising counts")
     mech, acc = namespace["mech"], namespace["acc"]
     assert str(mech.sigma2) == "179/10" and str(mech.rho) == "5/179"
     assert mech.interval(0.05) == (-8, 8) and mech.delta(1) <= 1e-6
