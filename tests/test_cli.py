@@ -381,3 +381,33 @@ def test_workers_error_says_what_is_accepted(capsys, workers):
     err = capsys.readouterr().err
     assert "positive int up to 1024 or -1" in err and ">= 0" not in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "name, count, need",
+    [
+        ("out.npy", 1000, 128 + 8 * 1000),  # exactly: the header and 8 bytes a sample
+        ("out.txt", 1000, 2 * 1000),  # at least a digit and a newline a sample
+    ],
+)
+def test_sample_refuses_an_output_that_cannot_fit(tmp_path, capsys, monkeypatch, name, count, need):
+    """-o checks the free space before drawing: one byte short is refused with both sizes,
+    nothing is written; exactly enough goes ahead."""
+    import shutil
+
+    real = shutil.disk_usage
+
+    def usage(free):
+        return lambda path: real(path)._replace(free=free)
+
+    path = tmp_path / name
+    monkeypatch.setattr(shutil, "disk_usage", usage(need - 1))
+    assert cli.main(["sample", "--sigma2", "100", "-n", str(count), "-o", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{need:,} bytes)" in err and f"{need - 1:,} bytes) free" in err
+    assert "1,000 samples" in err
+    assert not path.exists() and not list(tmp_path.iterdir())
+    monkeypatch.setattr(shutil, "disk_usage", usage(need))
+    assert cli.main(["sample", "--sigma2", "100", "-n", str(count), "-o", str(path)]) == 0
+    if name.endswith(".npy"):
+        assert path.stat().st_size == need and len(np.load(path)) == count

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 
@@ -23,6 +24,39 @@ def _disk_error(exc: OSError, path: str) -> OSError:
         exc.errno is None and "requested and" in str(exc)
     )
     return OSError(f"no space left on device writing {path}") if full else exc
+
+
+#: Bytes of a .npy file's header (format 1.0, padded to 64; ours is one line of 128).
+NPY_HEADER = 128
+
+
+def _least_output_bytes(path: str, count: int) -> int:
+    """The fewest bytes ``count`` samples take at ``path``: exactly, for a .npy of int64; for
+    a .txt, two per sample (a digit and a newline), a bound below any real run."""
+    return NPY_HEADER + 8 * count if _suffix(path) == ".npy" else 2 * count
+
+
+def _check_free_space(path: str, count: int) -> None:
+    """OSError, saying how much is needed and free, unless the output can fit beside ``path``
+    (it is written to a temporary file there and renamed: an old file stays until then)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    need, free = _least_output_bytes(path, count), shutil.disk_usage(folder).free
+    if need > free:
+        at_least = "" if _suffix(path) == ".npy" else "at least "
+        raise OSError(
+            f"{path} needs {at_least}{_size(need, up=True)} for {count:,} samples, but {folder} "
+            f"has {_size(free, up=False)} free; write fewer samples or elsewhere"
+        )
+
+
+def _size(n: int, up: bool) -> str:
+    """A byte count for people, its one decimal rounded ``up`` or down: '80.1 GB (80,000,000,128
+    bytes)', so that a need never reads smaller, nor the free space larger, than it is."""
+    for unit, scale in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= scale:
+            tenths = -(-n * 10 // scale) if up else n * 10 // scale
+            return f"{tenths / 10:.1f} {unit} ({n:,} bytes)"
+    return f"{n:,} bytes"
 
 
 def _write_npy_chunk(f, chunk: np.ndarray) -> None:

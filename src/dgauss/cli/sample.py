@@ -25,7 +25,7 @@ from dgauss.cli._common import (
     _positive_int,
     _workers,
 )
-from dgauss.cli._io import _INT64_MAX, _digits, _open_output, _suffix
+from dgauss.cli._io import _INT64_MAX, _check_free_space, _digits, _open_output, _suffix
 
 DEFAULT_CHUNK = 1 << 20
 
@@ -198,6 +198,13 @@ def run_sample(args: argparse.Namespace) -> int:
             "output to protect real data",
             file=sys.stderr,
         )
+
+    if args.output is not None:
+        try:
+            _check_free_space(args.output, args.count)
+        except OSError as exc:
+            print(f"dgauss sample: error: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
 
     moments = Moments(dist.mu)
     progress = Progress(
