@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import io
 import statistics
+import sys
 
 import numpy as np
 import pytest
@@ -128,3 +130,37 @@ def test_bad_input_one_line_nonzero_and_no_output(tmp_path, capsys, setup, args,
     assert status != 0 and message in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err and out.read_text() == "old content\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".dgauss-")] == []
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("limit, extra, shown", [(0, [], True), (0, ["--no-progress"], False)])
+def test_a_progress_bar_for_large_inputs_on_a_terminal(tmp_path, monkeypatch, limit, extra, shown):
+    """Above PROGRESS_BYTES (lowered here) the three steps advance one bar to 100%, then the
+    report follows on its own line; --no-progress, or a small input, shows none."""
+    from dgauss.cli import noise
+
+    path = tmp_path / "counts.csv"
+    path.write_text("id,n\n" + "".join(f"{i},{i % 7}\n" for i in range(1000)))
+    monkeypatch.setattr(noise, "PROGRESS_BYTES", limit)
+    monkeypatch.setattr(noise, "PROGRESS_ROWS", 100)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    out = tmp_path / "out.csv"
+    args = ["noise", str(path), "--column", "n", "--rho", "0.5", "-o", str(out), *extra]
+    assert cli.main(args) == 0
+    err = terminal.getvalue()
+    assert ("\r[" in err) == shown
+    if shown:
+        assert "reading counts.csv" in err and "noising 1,000 values" in err and "writing" in err
+        assert "\r[" + "#" * cli.Progress.WIDTH + "] 100%" in err
+        assert err.split("\r")[-1].split("\n", 1)[1].startswith("dgauss noise:")  # report after
+    assert len(out.read_text().splitlines()) == 1001
+    monkeypatch.setattr(noise, "PROGRESS_BYTES", path.stat().st_size)  # not above: no bar
+    terminal.seek(0)
+    terminal.truncate()
+    assert cli.main(args[: -len(extra) or None]) == 0
+    assert "\r[" not in terminal.getvalue()

@@ -46,15 +46,17 @@ class Progress:
         self.enabled = enabled
         self.shown = False
 
-    def update(self, done: int, elapsed: float) -> None:
-        """Redraw the bar for ``done`` samples after ``elapsed`` seconds."""
+    def update(self, done: int, elapsed: float, note: str | None = None) -> None:
+        """Redraw the bar for ``done`` of ``total`` after ``elapsed`` seconds, ending in the
+        rate (M samples/s) or in ``note`` (e.g. the step under way)."""
         if not self.enabled:
             return
         filled = self.WIDTH * done // self.total
         percent = 100 * done // self.total
         rate = done / elapsed / 1e6 if elapsed > 0 else 0.0
         bar = "#" * filled + "." * (self.WIDTH - filled)
-        sys.stderr.write(f"\r[{bar}] {percent:3d}%  {rate:.1f} M samples/s")
+        tail = note.ljust(24) if note is not None else f"{rate:.1f} M samples/s"
+        sys.stderr.write(f"\r[{bar}] {percent:3d}%  {tail}")
         sys.stderr.flush()
         self.shown = True
 

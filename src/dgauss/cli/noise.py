@@ -6,6 +6,7 @@ import argparse
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,7 @@ from dgauss.cli._common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    Progress,
     _approx,
     _one_line_errors,
     _rho_text,
@@ -45,6 +47,12 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
     )
     noise.set_defaults(command=run_noise)
     noise.add_argument("input", metavar="INPUT", help="a .csv file with a header, or a .npy file")
+    noise.add_argument(
+        "--no-progress",
+        action="store_true",
+        help=f"no progress bar (shown only when stderr is a terminal and the input is over "
+        f"{PROGRESS_BYTES // 2**20} MiB)",
+    )
     noise.add_argument(
         "--delimiter",
         type=_delimiter_option,
@@ -99,19 +107,50 @@ def run_noise(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         print(f"dgauss noise: error: {_noise_option_message(exc)}", file=sys.stderr)
         return EXIT_USAGE
+    steps = _Steps(args)
     try:
-        table = _read_noise_input(args)
+        table = _read_noise_input(args, steps)
+        steps.at(1, 0, f"noising {table.count:,} values")
         released = table.noised(mech, clip)
+        steps.at(2, 0, "writing")
+        _write_noise_output(args, released, steps)
+        steps.close()
         for line in _noise_report(mech, args, table.count):
             print(line, file=sys.stderr)
-        _write_noise_output(args, released)
     except InputError as exc:
+        steps.close()
         print(f"dgauss noise: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
+        steps.close()
         print("dgauss noise: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
+
+
+#: An input file above this size gets a progress bar (on a terminal): about a second's work.
+PROGRESS_BYTES = 16 * 2**20
+
+#: Rows read or written between two redraws of the bar.
+PROGRESS_ROWS = 1 << 16
+
+
+class _Steps:
+    """The progress of ``dgauss noise`` over its three steps, reading, noising and writing,
+    each a third of the bar (reading and writing advance row by row)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        big = os.path.isfile(args.input) and os.path.getsize(args.input) > PROGRESS_BYTES
+        self.bar = Progress(3 * 1000, enabled=big and not args.no_progress and sys.stderr.isatty())
+        self.start = time.perf_counter()
+
+    def at(self, step: int, fraction: float, note: str) -> None:
+        """Step ``step`` (0, 1, 2) is ``fraction`` done."""
+        done = 1000 * step + int(1000 * min(max(fraction, 0.0), 1.0))
+        self.bar.update(done, time.perf_counter() - self.start, note)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _noise_option_message(exc: Exception) -> str:
@@ -242,7 +281,7 @@ def _delimiter_option(text: str) -> str:
     return value
 
 
-def _read_noise_input(args: argparse.Namespace) -> _NoiseTable:
+def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable:
     import csv
 
     path = args.input
@@ -258,6 +297,7 @@ def _read_noise_input(args: argparse.Namespace) -> _NoiseTable:
         return _NoiseTable(None, None, [], array)
     try:
         # utf-8-sig: a byte-order mark (Excel's, many offices') is not part of the first name
+        steps.at(0, 0, f"reading {os.path.basename(path)}")
         with open(path, newline="", encoding="utf-8-sig") as f:
             first = f.readline()
             delimiter = _delimiter(args.delimiter, first)
@@ -276,7 +316,10 @@ def _read_noise_input(args: argparse.Namespace) -> _NoiseTable:
         if name not in names:
             raise InputError(f"no column {name!r} in {path}; its columns are: {', '.join(names)}")
         columns.append(names.index(name))
+    steps.at(0, 0.5, f"checking {len(rows):,} rows")
     for number, row in enumerate(rows, start=2):
+        if number % PROGRESS_ROWS == 0:
+            steps.at(0, 0.5 + number / len(rows) / 2, f"checking {len(rows):,} rows")
         if len(row) != len(header):
             raise InputError(
                 f"{path}, line {number}: {len(row)} fields where the header has {len(header)}"
@@ -324,7 +367,7 @@ def _noise_report(mech, args: argparse.Namespace, count: int) -> list[str]:
     return lines
 
 
-def _write_noise_output(args: argparse.Namespace, table: _NoiseTable) -> None:
+def _write_noise_output(args: argparse.Namespace, table: _NoiseTable, steps: _Steps) -> None:
     import csv
     import io
 
@@ -351,7 +394,9 @@ def _write_noise_output(args: argparse.Namespace, table: _NoiseTable) -> None:
     else:
         assert table.header is not None and table.rows is not None
         writer.writerow(table.header)
-        writer.writerows(table.rows)
+        for i in range(0, len(table.rows), PROGRESS_ROWS):
+            writer.writerows(table.rows[i : i + PROGRESS_ROWS])
+            steps.at(2, (i + PROGRESS_ROWS) / len(table.rows), "writing")
     text = buffer.getvalue()
     if path is None:
         sys.stdout.write(text)
