@@ -164,6 +164,8 @@ def test_memory_cap_gives_memory_error_not_abort(extra_mib):
     assert out.startswith("MemoryError"), (out, err[-2000:])
 
 
+# the point of the test: Python >= 3.12 warns that forking a multi-threaded process may deadlock
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_fork_while_another_thread_samples():
     """A child forked while a parent thread is inside a long call on a shared generator (whose
