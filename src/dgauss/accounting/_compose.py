@@ -216,9 +216,9 @@ class _Node:
     log_mgf: float
     #: the untruncated convolution's law (leaves normalised, independent): its mean (grid
     #: index, within ``mean_err``) and Σ (leaf support width)², for Hoeffding's bound
-    mean: float = 0.0
-    mean_err: float = 0.0
-    width2: float = 0.0
+    mean: float
+    mean_err: float
+    width2: float
 
 
 def _log_theta(s: Fraction) -> float:

@@ -109,22 +109,22 @@ def run_noise(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     steps = _Steps(args)
     try:
-        table = _read_noise_input(args, steps)
-        steps.at(1, 0, f"noising {table.count:,} values")
-        released = table.noised(mech, clip)
-        steps.at(2, 0, "writing")
-        _write_noise_output(args, released, steps)
-        steps.close()
-        for line in _noise_report(mech, args, table.count):
-            print(line, file=sys.stderr)
+        try:
+            table = _read_noise_input(args, steps)
+            steps.at(1, 0, f"noising {table.count:,} values")
+            released = table.noised(mech, clip)
+            steps.at(2, 0, "writing")
+            _write_noise_output(args, released, steps)
+        finally:
+            steps.close()  # the bar's line ends before any message
     except InputError as exc:
-        steps.close()
         print(f"dgauss noise: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
-        steps.close()
         print("dgauss noise: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    for line in _noise_report(mech, args, table.count):
+        print(line, file=sys.stderr)
     return 0
 
 
