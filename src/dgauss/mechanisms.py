@@ -176,7 +176,8 @@ def _pandas_array(values, g: Fraction | None, columns) -> tuple[np.ndarray, list
             if isinstance(dt, np.dtype)
             else np.dtype(getattr(dt, "numpy_dtype", np.dtype(object))).kind
         )
-        if kind == "b" or (kind not in "iuf" and not _all_ints(part)):
+        text = isinstance(dt, np.dtype) and kind in "SU" or type(dt).__name__ == "StringDtype"
+        if kind == "b" or text or (kind not in "iuf" and not _all_ints(part)):
             hint = " (choose the count columns with columns=[...])" if frame else ""
             raise ValueError(f"{label} holds {part.dtype} values, not integer counts{hint}")
         if kind == "f" and g is None:
@@ -426,6 +427,71 @@ def _add(
     return _restore(prep, result)
 
 
+def _int64_safe(kind: Kind, param: Fraction) -> bool:
+    """Whether noise of this kind and parameter is drawn as int64 (else exact Python ints)."""
+    if kind == Kind.DISCRETE_GAUSSIAN:
+        return _params.gaussian_int64_safe(param, 0)
+    return _params.laplace_int64_safe(param, 0)
+
+
+def _is_dask(values) -> bool:
+    """A Dask collection (array, DataFrame, Series), told apart without importing Dask."""
+    module = type(values).__module__
+    return module.split(".")[0] == "dask" and hasattr(values, "__dask_graph__")
+
+
+def _release(
+    values,
+    kind: Kind,
+    param: Fraction,
+    take,
+    *,
+    granularity: Fraction | None,
+    rng,
+    out,
+    clip,
+    overflow: str,
+    workers,
+    columns,
+):
+    """One release: check every argument, ``take()`` the release (count it, spend the budget:
+    it raises to refuse), then noise ``values``.  Nothing is drawn before ``take()`` admits
+    the release, and nothing is counted before every argument has been checked.  A Dask
+    collection is noised lazily, block by block (:mod:`dgauss.dask`)."""
+    if _is_dask(values):
+        from dgauss import dask as _dask  # the optional extra, on first use
+
+        return _dask._noised(
+            values,
+            kind,
+            param,
+            take,
+            granularity=granularity,
+            rng=rng,
+            out=out,
+            clip=clip,
+            overflow=overflow,
+            workers=workers,
+            columns=columns,
+        )
+    prep = _prepare(values, granularity, columns=columns)
+    clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
+    _check_out(out, prep, granularity is not None)
+    take()
+    return _add(
+        prep,
+        kind,
+        param,
+        _int64_safe(kind, param),
+        rng=rng,
+        out=out,
+        clip=clip_,
+        overflow=overflow_,
+        workers=workers,
+        granularity=granularity,
+    )
+
+
 # ==========================================================================
 # Mechanisms
 # ==========================================================================
@@ -572,21 +638,18 @@ class GaussianMechanism:
         CSPRNG (use it for real data); a NumPy generator only for reproducible simulations.
         ``columns``: a DataFrame's count columns to noise (the others are returned as they
         are); by default every column, each of which must hold integer counts."""
-        prep = _prepare(values, self.granularity, columns=columns)
-        clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
-        _check_out(out, prep, self.granularity is not None)
-        self._releases.take()
-        return _add(
-            prep,
+        return _release(
+            values,
             Kind.DISCRETE_GAUSSIAN,
             self.sigma2,
-            _params.gaussian_int64_safe(self.sigma2, 0),
+            self._releases.take,
+            granularity=self.granularity,
             rng=rng,
             out=out,
-            clip=clip_,
-            overflow=overflow_,
+            clip=clip,
+            overflow=overflow,
             workers=workers,
-            granularity=self.granularity,
+            columns=columns,
         )
 
 
@@ -659,21 +722,18 @@ class LaplaceMechanism:
     ):
         """``values`` plus independent Lap_Z(t) noise on every value (see the module
         docstring; ``columns`` as for :class:`GaussianMechanism`)."""
-        prep = _prepare(values, self.granularity, columns=columns)
-        clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
-        _check_out(out, prep, self.granularity is not None)
-        self._releases.take()
-        return _add(
-            prep,
+        return _release(
+            values,
             Kind.DISCRETE_LAPLACE,
             self.scale,
-            _params.laplace_int64_safe(self.scale, 0),
+            self._releases.take,
+            granularity=self.granularity,
             rng=rng,
             out=out,
-            clip=clip_,
-            overflow=overflow_,
+            clip=clip,
+            overflow=overflow,
             workers=workers,
-            granularity=self.granularity,
+            columns=columns,
         )
 
 
@@ -1105,22 +1165,23 @@ class Accountant:
             accounting=accounting,
             granularity=granularity,
         )
-        prep = _prepare(values, mech.granularity, columns=columns)
-        clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
-        _check_out(out, prep, mech.granularity is not None)
-        self._spend(_acc.Gaussian(mech.sigma2, mech._sensitivity))
-        mech._releases.take()
-        return _add(
-            prep,
+
+        def take() -> None:
+            self._spend(_acc.Gaussian(mech.sigma2, mech._sensitivity))
+            mech._releases.take()
+
+        return _release(
+            values,
             Kind.DISCRETE_GAUSSIAN,
             mech.sigma2,
-            _params.gaussian_int64_safe(mech.sigma2, 0),
-            clip=clip_,
-            overflow=overflow_,
+            take,
             granularity=mech.granularity,
             rng=rng,
             out=out,
+            clip=clip,
+            overflow=overflow,
             workers=workers,
+            columns=columns,
         )
 
     def add_laplace_noise(
@@ -1148,20 +1209,21 @@ class Accountant:
             sensitivity=sensitivity,
             granularity=granularity,
         )
-        prep = _prepare(values, mech.granularity, columns=columns)
-        clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
-        _check_out(out, prep, mech.granularity is not None)
-        self._spend(_acc.Laplace(mech.scale, mech.sensitivity))
-        mech._releases.take()
-        return _add(
-            prep,
+
+        def take() -> None:
+            self._spend(_acc.Laplace(mech.scale, mech.sensitivity))
+            mech._releases.take()
+
+        return _release(
+            values,
             Kind.DISCRETE_LAPLACE,
             mech.scale,
-            _params.laplace_int64_safe(mech.scale, 0),
-            clip=clip_,
-            overflow=overflow_,
+            take,
             granularity=mech.granularity,
             rng=rng,
             out=out,
+            clip=clip,
+            overflow=overflow,
             workers=workers,
+            columns=columns,
         )
