@@ -342,7 +342,7 @@ def client():
         processes=True,
         n_workers=2,
         threads_per_worker=1,
-        dashboard_address=None,
+        dashboard_address=":0",  # any free port
         silence_logs=logging.ERROR,
     )
     with cluster, Client(cluster) as c:
