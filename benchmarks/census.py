@@ -215,23 +215,27 @@ def noise_parameters(
 # ---- the releases ----------------------------------------------------------------------
 
 
-def release(qs, mechanism: str, eps: Fraction, delta: Fraction, rng, weights=None):
+def release(qs, mechanism: str, eps: Fraction, delta: Fraction, rng, weights=None, noise=None):
     """Noisy counts of every query under one budget split, each query's noise parameter
-    (sigma2 or scale), and the Accountant that admitted the releases."""
+    (sigma2 or scale), and the Accountant that admitted the releases.
+
+    ``noise(add, name, param)`` makes query ``name``'s release (in the order of ``qs``), with
+    ``add(values, param, **options)`` the Accountant's ``add_gaussian_noise`` (``param`` a
+    sigma2) or ``add_laplace_noise`` (a scale); by default it noises the counts of ``qs``
+    with ``rng``.  benchmarks/census_dask.py passes one that noises Dask DataFrames."""
     weights = parse_weights(DEFAULT_WEIGHTS) if weights is None else weights
     params = noise_parameters(mechanism, eps, delta, weights)
     if mechanism == "laplace":
         acc = dgauss.Accountant(epsilon=eps)  # pure DP
-        noisy = {
-            name: acc.add_laplace_noise(c, scale=params[name], rng=rng)
-            for name, (_, c) in qs.items()
-        }
+        add = lambda values, param, **options: acc.add_laplace_noise(values, scale=param, **options)
     else:
         acc = dgauss.Accountant(epsilon=eps, delta=delta)
-        noisy = {
-            name: acc.add_gaussian_noise(c, sigma2=params[name], rng=rng)
-            for name, (_, c) in qs.items()
-        }
+        add = lambda values, param, **options: acc.add_gaussian_noise(
+            values, sigma2=param, **options
+        )
+    if noise is None:
+        noise = lambda add, name, param: add(qs[name][1], param, rng=rng)
+    noisy = {name: noise(add, name, params[name]) for name in qs}
     return noisy, params, acc
 
 

@@ -107,3 +107,66 @@ def test_every_release_fits_its_budget_and_is_exact_noise(data, weights):
     assert any("1000+" in line for line in lines)
     detail = float(results["gaussian exact"][1]["detail"])
     assert any(f"gaussian exact (σ² {detail:.4g})" in line for line in lines)
+
+
+def test_the_dask_study_releases_what_census_py_releases(data, weights):
+    """benchmarks/census_dask.py's core (to_dask, study, errors) on a LocalCluster of two
+    worker processes, as the script runs it: the same budget, parameters and row sets, one
+    Accountant of 4 releases per mechanism, and MAEs at their expected values."""
+    pytest.importorskip("dask.dataframe")
+    pytest.importorskip("distributed")
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    import census_dask
+
+    table, qs = data
+    cluster = LocalCluster(
+        processes=True,
+        n_workers=2,
+        threads_per_worker=1,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    with cluster, Client(cluster) as client:
+        frames = census_dask.to_dask(table, qs, client)
+        seed = np.random.SeedSequence(2023)
+        results = census_dask.study(frames, EPS, DELTA, weights, seed)
+        mae = census_dask.errors(frames, results)
+        gathered = {
+            name: {q: noisy[q].compute() for q in census.QUERIES}
+            for name, (noisy, _, _) in results.items()
+        }
+        assert frames["detail"].npartitions == table["region_code"].nunique() == 20
+    assert tuple(results) == census.MECHANISMS
+    for name, (noisy, params, acc) in results.items():
+        _, local_params, local_acc = census.release(
+            qs, name, EPS, DELTA, np.random.default_rng(0), weights
+        )
+        assert len(acc.spent.releases) == 4
+        assert params == local_params == census.noise_parameters(name, EPS, DELTA, weights)
+        assert acc.report() == local_acc.report()
+        assert acc.spent.epsilon(DELTA) <= EPS
+        for q, (keys, true) in qs.items():
+            got = gathered[name][q]
+            assert noisy[q].divisions == frames[q].divisions
+            # every cell once, with its keys: the index is region * CELL + census.py's row
+            rows = got.index.to_numpy() % census_dask.CELL
+            assert np.array_equal(np.sort(rows), np.arange(true.size))
+            assert list(got.columns) == [*keys.columns, "count"]
+            for c in keys.columns:
+                assert np.array_equal(got[c].to_numpy(), keys[c].to_numpy()[rows])
+            assert got["count"].dtype == np.int64
+            errors = got["count"].to_numpy() - true[rows]
+            assert mae[name, q] == pytest.approx(np.abs(errors).mean(), rel=1e-12)
+            # The MAE of n cells has standard error sd|X| / sqrt(n); for N_Z(0, sigma2),
+            # E|X| ~ 0.80 sigma and sd|X| ~ 0.60 sigma, so relative SE ~ 0.76 / sqrt(n): 0.14%
+            # (detail, 284,436 cells), 0.85% (7,901), 1.2% (3,852), 2.8% (720).  6 standard
+            # errors (computed exactly below; 0.9%, 5.1%, 7.3%, 17% relative) is a false
+            # failure rate of 2e-9 per query -- and the seed is fixed (worst |z| here: 3.0);
+            # a noise of the wrong sigma2 (e.g. a share's 0.5 vs 0.2) is off by 10s of %.
+            expected = census.expected_abs(name, params[q])
+            se = census_dask.abs_sd(name, params[q]) / np.sqrt(true.size)
+            assert abs(mae[name, q] - expected) < 6 * se, (name, q, mae[name, q], expected)
+    assert results["gaussian exact"][1]["detail"] == census.exact_multiplier(EPS, DELTA, weights)
