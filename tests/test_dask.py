@@ -434,3 +434,27 @@ def test_cluster_a_worker_killed_mid_compute_gives_no_duplicated_block(client):
     assert distinct_blocks(values, chunk)
     client.wait_for_workers(2, timeout=60)  # the nanny restarted it
     assert set(client.run(os.getpid).values()) != set(pids.values())
+
+
+# ---- dask stays optional ------------------------------------------------------------------
+
+
+def test_dgauss_does_not_import_dask_and_says_how_to_get_it():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import numpy as np, dgauss\n"
+        "dgauss.add_gaussian_noise(np.arange(3), sigma2=1)\n"
+        "assert 'dask' not in sys.modules, 'dgauss imported dask'\n"
+        "sys.modules['dask'] = None  # as if it were not installed\n"
+        "try:\n"
+        "    import dgauss.dask\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "pip install 'dgauss[dask]'" in out.stdout
