@@ -262,6 +262,16 @@ def mae(noisy, true, mask):
     return float(np.abs(noisy[mask] - true[mask]).mean()) if mask.any() else float("nan")
 
 
+def spent_lines(name: str, params, acc, delta: Fraction, tail: str) -> str:
+    """Two lines on one mechanism's releases: its noise parameters, and what it spent."""
+    spent = acc.spent
+    return (
+        f"  {name}: {describe(name, params)} (detail / totals / province / region)\n"
+        f"    spent: epsilon = {spent.epsilon(delta):.6g} at delta = {float(delta):g}, "
+        f"rho = {float(spent.rho):.4g}; {tail}"
+    )
+
+
 def table_md(header, rows) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -480,12 +490,7 @@ def main(argv=None) -> int:
         f"{time.perf_counter() - start - loaded:.1f} s"
     )
     for name, (_, params, acc) in results.items():
-        spent = acc.spent
-        print(f"  {name}: {describe(name, params)} (detail / totals / province / region)")
-        print(
-            f"    spent: epsilon = {spent.epsilon(delta):.6g} at delta = {args.delta}, "
-            f"rho = {float(spent.rho):.4g}; {timings[name]:.2f} s"
-        )
+        print(spent_lines(name, params, acc, delta, f"{timings[name]:.2f} s"))
         print(f"    {acc.report()}")
     print()
     print("\n".join(report(table, qs, results, weights)))

@@ -306,13 +306,8 @@ def main(argv=None) -> int:
         f"scored in {took:.1f} s; noisy count dtype {', '.join(sorted(dtypes))}"
     )
     for name, (_, params, acc) in results.items():
-        spent = acc.spent
         same = acc.report() == local[name][2].report()
-        print(f"  {name}: {census.describe(name, params)} (detail / totals / province / region)")
-        print(
-            f"    spent: epsilon = {spent.epsilon(delta):.6g} at delta = {args.delta}, "
-            f"rho = {float(spent.rho):.4g}; {len(spent.releases)} releases"
-        )
+        print(census.spent_lines(name, params, acc, delta, f"{len(acc.spent.releases)} releases"))
         print(f"    Dask:        {acc.report()}")
         print(f"    one machine: {'the same' if same else local[name][2].report()}")
     print()

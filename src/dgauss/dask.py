@@ -338,22 +338,11 @@ def _partition(part, *, plan: _Plan, partition_info=None):
     return _noise_block(part, plan, partition_info["number"] if partition_info else 0)
 
 
-def _noised(
-    values,
-    kind: Kind,
-    param: Fraction,
-    take,
-    *,
-    granularity: Fraction | None,
-    rng,
-    out,
-    clip,
-    overflow: str,
-    workers,
-    columns,
-):
-    """The lazy noised collection of one release (see :func:`dgauss.mechanisms._release`):
-    every argument checked, then ``take()``, then the graph, one task per block."""
+def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns):
+    """The lazy noised collection of one release of ``mech`` (see
+    :func:`dgauss.mechanisms._release`): every argument checked, then ``take()``, then the
+    graph, one task per block."""
+    kind, param, granularity = mech._kind, mech._param, mech.granularity
     if out is not None:
         raise TypeError("out= is not supported for a Dask collection (it is noised lazily)")
     clip_, overflow_ = _mech._check_clip(clip), _mech._check_overflow(overflow)

@@ -440,55 +440,31 @@ def _is_dask(values) -> bool:
     return module.split(".")[0] == "dask" and hasattr(values, "__dask_graph__")
 
 
-def _release(
-    values,
-    kind: Kind,
-    param: Fraction,
-    take,
-    *,
-    granularity: Fraction | None,
-    rng,
-    out,
-    clip,
-    overflow: str,
-    workers,
-    columns,
-):
-    """One release: check every argument, ``take()`` the release (count it, spend the budget:
-    it raises to refuse), then noise ``values``.  Nothing is drawn before ``take()`` admits
-    the release, and nothing is counted before every argument has been checked.  A Dask
-    collection is noised lazily, block by block (:mod:`dgauss.dask`)."""
+def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns):
+    """One release of ``mech`` (a :class:`GaussianMechanism` or :class:`LaplaceMechanism`):
+    check every argument, ``take()`` the release (count it, spend the budget: it raises to
+    refuse), then noise ``values``.  Nothing is drawn before ``take()`` admits the release, and
+    nothing is counted before every argument has been checked.  A Dask collection is noised
+    lazily, block by block (:mod:`dgauss.dask`)."""
     if _is_dask(values):
         from dgauss import dask as _dask  # the optional extra, on first use
 
-        return _dask._noised(
-            values,
-            kind,
-            param,
-            take,
-            granularity=granularity,
-            rng=rng,
-            out=out,
-            clip=clip,
-            overflow=overflow,
-            workers=workers,
-            columns=columns,
-        )
-    prep = _prepare(values, granularity, columns=columns)
+        return _dask._noised(mech, values, take, rng, out, clip, overflow, workers, columns)
+    prep = _prepare(values, mech.granularity, columns=columns)
     clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
-    _check_out(out, prep, granularity is not None)
+    _check_out(out, prep, mech.granularity is not None)
     take()
     return _add(
         prep,
-        kind,
-        param,
-        _int64_safe(kind, param),
+        mech._kind,
+        mech._param,
+        _int64_safe(mech._kind, mech._param),
         rng=rng,
         out=out,
         clip=clip_,
         overflow=overflow_,
         workers=workers,
-        granularity=granularity,
+        granularity=mech.granularity,
     )
 
 
@@ -558,6 +534,8 @@ class GaussianMechanism:
         The exact zCDP parameter of all k releases, k‖Δ‖²/(2σ²).
     """
 
+    _kind = Kind.DISCRETE_GAUSSIAN
+
     def __init__(
         self,
         *,
@@ -602,6 +580,14 @@ class GaussianMechanism:
         self.rho = Fraction(self.k * norm2) / (2 * self.sigma2)
         self._releases = _Releases(self.k)
 
+    @property
+    def _param(self) -> Fraction:
+        return self.sigma2
+
+    def _accounting_release(self) -> _acc.Gaussian:
+        """One release of this mechanism, for :func:`dgauss.accounting.compose`."""
+        return _acc.Gaussian(self.sigma2, self._sensitivity)
+
     def __repr__(self) -> str:
         return (
             f"GaussianMechanism(sigma2={self.sigma2}, sensitivity={self.sensitivity!r}, "
@@ -638,19 +624,8 @@ class GaussianMechanism:
         CSPRNG (use it for real data); a NumPy generator only for reproducible simulations.
         ``columns``: a DataFrame's count columns to noise (the others are returned as they
         are); by default every column, each of which must hold integer counts."""
-        return _release(
-            values,
-            Kind.DISCRETE_GAUSSIAN,
-            self.sigma2,
-            self._releases.take,
-            granularity=self.granularity,
-            rng=rng,
-            out=out,
-            clip=clip,
-            overflow=overflow,
-            workers=workers,
-            columns=columns,
-        )
+        take = self._releases.take
+        return _release(self, values, take, rng, out, clip, overflow, workers, columns)
 
 
 class LaplaceMechanism:
@@ -666,6 +641,8 @@ class LaplaceMechanism:
     Attributes: ``scale`` (Fraction); ``rho``, the zCDP parameter of all k releases,
     k(Δ/t)²/2 (pure ε-DP implies ε²/2-zCDP).
     """
+
+    _kind = Kind.DISCRETE_LAPLACE
 
     def __init__(
         self,
@@ -691,6 +668,14 @@ class LaplaceMechanism:
             )
         self.rho = self.k * (Fraction(self.sensitivity) / self.scale) ** 2 / 2
         self._releases = _Releases(self.k)
+
+    @property
+    def _param(self) -> Fraction:
+        return self.scale
+
+    def _accounting_release(self) -> _acc.Laplace:
+        """One release of this mechanism, for :func:`dgauss.accounting.compose`."""
+        return _acc.Laplace(self.scale, self.sensitivity)
 
     def __repr__(self) -> str:
         return f"LaplaceMechanism(scale={self.scale}, sensitivity={self.sensitivity}, k={self.k})"
@@ -722,19 +707,8 @@ class LaplaceMechanism:
     ):
         """``values`` plus independent Lap_Z(t) noise on every value (see the module
         docstring; ``columns`` as for :class:`GaussianMechanism`)."""
-        return _release(
-            values,
-            Kind.DISCRETE_LAPLACE,
-            self.scale,
-            self._releases.take,
-            granularity=self.granularity,
-            rng=rng,
-            out=out,
-            clip=clip,
-            overflow=overflow,
-            workers=workers,
-            columns=columns,
-        )
+        take = self._releases.take
+        return _release(self, values, take, rng, out, clip, overflow, workers, columns)
 
 
 def _scaled(lo: int, hi: int, g: Fraction | None) -> tuple:
@@ -1134,6 +1108,16 @@ class Accountant:
 
     # ---- releases --------------------------------------------------------------------
 
+    def _taker(self, mech):
+        """``take()`` for one release of ``mech``: spend it from the budget (or refuse), then
+        count it against the mechanism."""
+
+        def take() -> None:
+            self._spend(mech._accounting_release())
+            mech._releases.take()
+
+        return take
+
     def add_gaussian_noise(
         self,
         values,
@@ -1166,23 +1150,8 @@ class Accountant:
             granularity=granularity,
         )
 
-        def take() -> None:
-            self._spend(_acc.Gaussian(mech.sigma2, mech._sensitivity))
-            mech._releases.take()
-
-        return _release(
-            values,
-            Kind.DISCRETE_GAUSSIAN,
-            mech.sigma2,
-            take,
-            granularity=mech.granularity,
-            rng=rng,
-            out=out,
-            clip=clip,
-            overflow=overflow,
-            workers=workers,
-            columns=columns,
-        )
+        take = self._taker(mech)
+        return _release(mech, values, take, rng, out, clip, overflow, workers, columns)
 
     def add_laplace_noise(
         self,
@@ -1210,20 +1179,5 @@ class Accountant:
             granularity=granularity,
         )
 
-        def take() -> None:
-            self._spend(_acc.Laplace(mech.scale, mech.sensitivity))
-            mech._releases.take()
-
-        return _release(
-            values,
-            Kind.DISCRETE_LAPLACE,
-            mech.scale,
-            take,
-            granularity=mech.granularity,
-            rng=rng,
-            out=out,
-            clip=clip,
-            overflow=overflow,
-            workers=workers,
-            columns=columns,
-        )
+        take = self._taker(mech)
+        return _release(mech, values, take, rng, out, clip, overflow, workers, columns)
