@@ -404,17 +404,29 @@ def test_cluster_dataframe_keeps_index_and_dtypes(client):
     assert distinct_blocks((out["count"] - data["count"]).to_numpy(), 400)
 
 
-def test_cluster_recomputation_warns_on_the_client(client):
+def test_cluster_recomputation_warns_on_the_client_whichever_worker_drew_it(client):
     x = dgd.sample_gaussian(100, 40, chunks=10)
-    first_worker = sorted(client.scheduler_info()["workers"])[0]
+    first, second = sorted(client.scheduler_info()["workers"])
     with pytest.warns(dgd.NoiseRecomputedWarning, match="persist") as record:
-        for _ in range(2):  # every block twice on the same worker
-            client.compute(x, workers=[first_worker], allow_other_workers=False).result()
+        # every block drawn once on one worker, then again on the other
+        client.compute(x, workers=[first], allow_other_workers=False).result()
+        client.compute(x, workers=[second], allow_other_workers=False).result()
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # the forwarded warning arrives asynchronously
+        while time.monotonic() < deadline:  # the workers' reports arrive asynchronously
             if any(issubclass(w.category, dgd.NoiseRecomputedWarning) for w in record):
                 break
             time.sleep(0.05)
+
+
+def test_cluster_persisted_noise_is_drawn_once(client):
+    noisy = dgauss.add_gaussian_noise(da.zeros(400, chunks=100, dtype=int), sigma2=4).persist()
+    with warnings.catch_warnings(record=True) as record:  # records the client's loop too
+        warnings.simplefilter("always")
+        cells = client.compute(noisy).result()
+        total = client.compute(noisy.sum()).result()
+        time.sleep(0.5)  # a report of a second drawing would have arrived
+    assert not [w for w in record if issubclass(w.category, dgd.NoiseRecomputedWarning)]
+    assert cells.sum() == total
 
 
 def test_cluster_a_worker_killed_mid_compute_gives_no_duplicated_block(client):
@@ -428,8 +440,10 @@ def test_cluster_a_worker_killed_mid_compute_gives_no_duplicated_block(client):
     time.sleep(0.2)
     assert not future.done()
     victim = sorted(pids)[0]
-    os.kill(pids[victim], signal.SIGKILL)
-    values = future.result(timeout=120)
+    with warnings.catch_warnings(record=True):  # blocks it had finished are drawn again: warns
+        warnings.simplefilter("always")
+        os.kill(pids[victim], signal.SIGKILL)
+        values = future.result(timeout=120)
     assert values.shape == (chunk * blocks,)
     assert distinct_blocks(values, chunk)
     client.wait_for_workers(2, timeout=60)  # the nanny restarted it

@@ -35,8 +35,8 @@ noise: two computations of one noised collection (or a block retried after a wor
 are two noisings of the same cells, and publishing both lets an observer average the noise
 away.  Draw once and keep the result: ``noisy = noisy.persist()``, or write it
 (``noisy.to_zarr(...)``, ``to_parquet``) and publish what was written.  A block computed a
-second time in one process warns with :class:`NoiseRecomputedWarning` (forwarded to the
-client from a ``distributed`` worker); see docs/dask.md for what that check cannot see.
+second time warns with :class:`NoiseRecomputedWarning` (on a ``distributed`` cluster, on the
+client, whichever workers drew it); see docs/dask.md for what that check cannot see.
 """
 
 from __future__ import annotations
@@ -113,33 +113,80 @@ def _block_rng(seed: tuple | None, index: int) -> np.random.Generator | None:
     return np.random.Generator(np.random.PCG64(child))
 
 
-_computed: set[tuple[str, int]] = set()  # (collection, block) drawn in this process
+#: The topic under which a distributed worker reports each block of OS noise it has drawn.
+_TOPIC = "dgauss-noise-drawn"
+_drawn_blocks: set[tuple[str, int]] = set()  # (collection, block) heard of in this process
 _warned: set[str] = set()  # collections warned about (once each)
-_computed_lock = threading.Lock()
+_watching: set[str] = set()  # the ids of the distributed clients that hear of drawn blocks
+_lock = threading.Lock()
 
 
-def _first_computation(name: str, index: int, seed: tuple | None) -> None:
-    """Note that block ``index`` of collection ``name`` is being drawn in this process, and warn
-    (once per collection) if it was drawn here before with OS randomness (a seeded block
-    repeats itself)."""
+def _drawn(name: str, index: int, seed: tuple | None) -> None:
+    """Block ``index`` of collection ``name`` has been drawn here.  With OS randomness, a
+    distributed worker reports it to the client (:func:`_watch`), which checks across every
+    worker; elsewhere (threads, the sync scheduler) the check is this process's.  A seeded
+    block repeats itself: nothing to check."""
     if seed is not None:
         return
-    with _computed_lock:
-        again = (name, index) in _computed and name not in _warned
-        _computed.add((name, index))
+    worker = _distributed_worker()
+    if worker is not None:
+        worker.log_event(_TOPIC, [name, index])
+    else:
+        _check_once(name, index)
+
+
+def _check_once(name: str, index: int) -> None:
+    """Warn (once per collection) when block ``index`` of ``name`` is drawn a second time."""
+    with _lock:
+        again = (name, index) in _drawn_blocks and name not in _warned
+        _drawn_blocks.add((name, index))
         if again:
             _warned.add(name)
     if again:
-        message = (
+        warnings.warn(
             f"block {index} of the noised collection {name!r} was computed again, with fresh "
             "OS noise: publishing both noisings of a cell lets an observer average the noise "
-            "away; persist the noised collection (.persist(), .to_zarr(...)) and use that"
+            "away; persist the noised collection (.persist(), .to_zarr(...)) and use that",
+            NoiseRecomputedWarning,
+            stacklevel=3,
         )
-        try:  # on a distributed worker, the warning is shown on the client as well
-            from distributed import warn as forward
-        except ImportError:
-            forward = warnings.warn
-        forward(message, NoiseRecomputedWarning, stacklevel=2)
+
+
+def _distributed_worker():
+    """The distributed worker running this task, or None."""
+    try:
+        from distributed import get_worker
+    except ImportError:
+        return None
+    try:
+        return get_worker()
+    except ValueError:  # not in a distributed task
+        return None
+
+
+def _watch(seed: tuple | None) -> None:
+    """With OS randomness and a distributed client current, have that client hear of every
+    block its workers draw (:func:`_drawn`), so that a block drawn twice warns on the client,
+    whichever workers drew it."""
+    if seed is not None:
+        return
+    try:
+        from distributed import default_client
+
+        client = default_client()
+    except (ImportError, ValueError):  # no distributed, or no client: local schedulers
+        return
+    with _lock:
+        if client.id in _watching:
+            return
+        _watching.add(client.id)
+    client.subscribe_topic(_TOPIC, _heard)
+
+
+def _heard(event) -> None:
+    """A worker's report of a drawn block, on the client: (timestamp, [name, index])."""
+    _, (name, index) = event
+    _check_once(name, index)
 
 
 def _name(prefix: str, seed: tuple | None, *parts) -> str:
@@ -170,9 +217,10 @@ class _Draw:
 def _sample_block(draw: _Draw, shape: tuple[int, ...], index: int) -> np.ndarray:
     from dgauss import _core, _driver  # the compiled core, on the worker
 
-    _first_computation(draw.name, index, draw.seed)
     rng = _block_rng(draw.seed, index)
-    return _driver.draw(_core.fill, draw.kind, draw.param, shape, draw.mu, rng, draw.dtype)
+    block = _driver.draw(_core.fill, draw.kind, draw.param, shape, draw.mu, rng, draw.dtype)
+    _drawn(draw.name, index, draw.seed)
+    return block
 
 
 def _sample(kind: Kind, param, size, chunks, mu, dtype, rng) -> da.Array:
@@ -199,6 +247,7 @@ def _sample(kind: Kind, param, size, chunks, mu, dtype, rng) -> da.Array:
     name = _name(prefix, seed, int(kind), value, mu, shape, normalized, out_dtype.str)
     numblocks = tuple(len(c) for c in normalized)
     draw = _Draw(int(kind), value, mu, out_dtype, seed, name)
+    _watch(seed)
     graph: dict[Any, Any] = {}
     for index, block_id in enumerate(np.ndindex(*numblocks)):
         block_shape = tuple(c[i] for c, i in zip(normalized, block_id, strict=True))
@@ -301,7 +350,6 @@ class _Plan:
 
 def _noise_block(values, plan: _Plan, index: int):
     """One block (an ndarray) or partition (pandas) noised as the in-memory API noises it."""
-    _first_computation(plan.name, index, plan.seed)
     prep = _mech._prepare(values, plan.granularity, columns=plan.columns)
     noised = _mech._add(
         prep,
@@ -315,6 +363,7 @@ def _noise_block(values, plan: _Plan, index: int):
         workers=plan.workers,
         granularity=plan.granularity,
     )
+    _drawn(plan.name, index, plan.seed)
     if prep.pandas is None:
         return noised.astype(plan.dtype, copy=False)
     return _as_meta(noised, plan.columns, plan.dtype)
@@ -350,6 +399,7 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
     _params.workers(workers, None)
     int64_safe = _mech._int64_safe(kind, param)
     float_out = granularity is not None
+    _watch(seed)
     common = (int(kind), param, int64_safe, granularity, clip_, overflow_, workers)
     prefix = "dgauss-noise-" + ("gaussian" if kind == Kind.DISCRETE_GAUSSIAN else "laplace")
     if isinstance(values, da.Array):
