@@ -279,6 +279,14 @@ def test_series_keeps_its_name_and_index():
     pd.testing.assert_index_equal(out.index, data.index)
 
 
+def test_two_os_noisings_of_one_frame_are_never_merged_by_dask():
+    _, ddf = frame(n=400, partitions=4)
+    a = dgauss.add_gaussian_noise(ddf, sigma2=100, columns=["count"])
+    b = dgauss.add_gaussian_noise(ddf, sigma2=100, columns=["count"])
+    first, second = dask.compute(a, b, scheduler="sync")
+    assert (first["count"] != second["count"]).any()
+
+
 def test_dataframe_problems_are_named():
     _, ddf = frame()
     acc = dgauss.Accountant(rho=1)
