@@ -451,8 +451,8 @@ def plot(path, qs, results, eps: Fraction, delta: Fraction, weights=None) -> Non
     fig.savefig(path, dpi=120)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def study_options(parser: argparse.ArgumentParser) -> None:
+    """The study's options (budget, its split, the data's year), shared with census_dask.py."""
     parser.add_argument("--epsilon", default="1", help="the whole budget's epsilon (default 1)")
     parser.add_argument("--delta", default="1e-6", help="the whole budget's delta (default 1e-6)")
     parser.add_argument(
@@ -461,8 +461,13 @@ def main(argv=None) -> int:
         help="the budget's shares of detail, municipality totals, province and region "
         f"(normalised to sum 1; default {DEFAULT_WEIGHTS}; 1,1,1,1 for an equal split)",
     )
-    parser.add_argument("--seed", type=int, default=2023, help="the simulation's seed")
     parser.add_argument("--year", type=int, default=2023, choices=(2022, 2023))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    study_options(parser)
+    parser.add_argument("--seed", type=int, default=2023, help="the simulation's seed")
     parser.add_argument("--plot", metavar="PNG", help="write the error-by-size chart here")
     args = parser.parse_args(argv)
     eps, delta = Fraction(args.epsilon), Fraction(args.delta)

@@ -219,14 +219,7 @@ def headline(qs, weights, results, dask_mae, local) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--epsilon", default="1", help="the whole budget's epsilon (default 1)")
-    parser.add_argument("--delta", default="1e-6", help="the whole budget's delta (default 1e-6)")
-    parser.add_argument(
-        "--weights",
-        default=census.DEFAULT_WEIGHTS,
-        help="the budget's shares of detail, municipality totals, province and region "
-        f"(normalised to sum 1; default {census.DEFAULT_WEIGHTS}; 1,1,1,1 for an equal split)",
-    )
+    census.study_options(parser)
     parser.add_argument(
         "--seed",
         type=int,
@@ -239,7 +232,6 @@ def main(argv=None) -> int:
         help="draw the Dask noise from the OS CSPRNG on the workers (the one-machine "
         "reference stays seeded)",
     )
-    parser.add_argument("--year", type=int, default=2023, choices=(2022, 2023))
     parser.add_argument(
         "--scheduler",
         metavar="ADDRESS",
