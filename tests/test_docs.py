@@ -26,6 +26,14 @@ def test_doctests(module):
     assert result.attempted > 0 and result.failed == 0
 
 
+def test_dask_doctests():
+    """dgauss.dask's examples run too (it needs the dask extra)."""
+    pytest.importorskip("dask")
+    import dgauss.dask
+
+    test_doctests(dgauss.dask)
+
+
 def test_ci_runs_exactly_the_quick_start():
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Quick start", 1)[1]

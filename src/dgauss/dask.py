@@ -1,7 +1,7 @@
 """Exact noise past one machine: lazy Dask arrays of samples, and noised Dask arrays,
 DataFrames and Series, computed block by block wherever Dask runs them.
 
-Needs the optional extra: ``pip install 'dgauss[dask]'`` (dask and distributed).
+Needs the optional extra: ``pip install 'dgauss[dask]'`` (dask, distributed and zarr).
 
 >>> import dgauss.dask
 >>> x = dgauss.dask.sample_gaussian(100, (4, 6), chunks=(2, 3))   # nothing drawn yet
@@ -399,7 +399,6 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
     _params.workers(workers, None)
     int64_safe = _mech._int64_safe(kind, param)
     float_out = granularity is not None
-    _watch(seed)
     common = (int(kind), param, int64_safe, granularity, clip_, overflow_, workers)
     prefix = "dgauss-noise-" + ("gaussian" if kind == Kind.DISCRETE_GAUSSIAN else "laplace")
     if isinstance(values, da.Array):
@@ -408,6 +407,7 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
         _check_values_dtype(values.dtype, granularity, "values")
         dtype = _result_dtype(values.dtype.kind, int64_safe, overflow_, float_out)
         take()
+        _watch(seed)
         plan = _Plan(
             *common,
             dtype=dtype,
@@ -434,6 +434,7 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
     kinds = {_numpy_kind(part.dtype) for part in parts}
     dtype = _result_dtype("O" if "O" in kinds else "i", int64_safe, overflow_, float_out)
     take()
+    _watch(seed)
     plan = _Plan(
         *common,
         dtype=dtype,
