@@ -2,6 +2,8 @@
 
 import errno
 import os
+import subprocess
+import sys
 import threading
 from fractions import Fraction
 
@@ -27,29 +29,47 @@ def test_seeded_generator_is_reproducible_and_advances():
     assert first.tolist() == dgauss.sample_gaussian(100, 50, rng=np.random.default_rng(7)).tolist()
 
 
+_FORK_CHILD_DRAWS_FRESH_BITS = """
+import os
+import numpy as np
+import dgauss
+
+dgauss.sample_gaussian(10**6, 3)  # the parent has used the source before forking
+read_end, write_end = os.pipe()
+pid = os.fork()
+if pid == 0:  # child
+    try:
+        os.write(write_end, dgauss.sample_gaussian(10**6, 64).tobytes())
+    finally:
+        os._exit(0)
+os.close(write_end)
+parent = dgauss.sample_gaussian(10**6, 64)
+data = b""
+while len(data) < 64 * 8:
+    chunk = os.read(read_end, 4096)
+    if not chunk:
+        break
+    data += chunk
+os.waitpid(pid, 0)
+child = np.frombuffer(data, dtype=np.int64)
+assert child.size == 64, child.size
+assert child.tolist() != parent.tolist(), "the child repeated the parent's bits"
+print("fresh")
+"""
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_fork_child_draws_fresh_bits():
-    dgauss.sample_gaussian(10**6, 3)  # the parent has used the source before forking
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        try:
-            os.write(write_end, dgauss.sample_gaussian(10**6, 64).tobytes())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    parent = dgauss.sample_gaussian(10**6, 64)
-    data = b""
-    while len(data) < 64 * 8:
-        chunk = os.read(read_end, 4096)
-        if not chunk:
-            break
-        data += chunk
-    os.close(read_end)
-    os.waitpid(pid, 0)
-    child = np.frombuffer(data, dtype=np.int64)
-    assert child.size == 64
-    assert child.tolist() != parent.tolist()
+    # in a fresh interpreter: this process may hold other tests' threads (Dask's pools), and
+    # forking a multi-threaded process may deadlock the child (test_robustness tests that case)
+    out = subprocess.run(
+        [sys.executable, "-c", _FORK_CHILD_DRAWS_FRESH_BITS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "fresh"
 
 
 def test_threads_with_own_generators_match_serial_runs():
