@@ -11,6 +11,7 @@ import mpmath
 import pytest
 
 from _compose_reference import composed_delta
+from _python import run_python
 from dgauss import accounting as A
 from dgauss.accounting import Gaussian, Laplace, compose
 from dgauss.accounting import _compose as C
@@ -216,18 +217,13 @@ def test_a_huge_program_answers_within_bounded_memory():
     """10^7 Gaussian queries and a Laplace: the PLD vectors outgrew memory (the process was
     killed); now the Hoeffding cut keeps them short: it answers in about 10 s, peaking under
     2 GiB (and under a 6 GiB address-space cap, a MemoryError would be an answer too)."""
-    import subprocess
-    import sys
-
     code = (
         "import resource; resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))\n"
         "from dgauss.accounting import compose, Gaussian, Laplace\n"
         "p = compose(Gaussian(10**6, k=10**7), Laplace(10))\n"
         "print(p.delta(1), p.route(1), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
-    )
+    done = run_python(code, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     delta, route, peak_kib = done.stdout.split()
     assert 0 < float(delta) <= A.cdp_delta(Fraction(10**7, 2 * 10**6) + Fraction(1, 200), 1)

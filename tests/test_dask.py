@@ -21,6 +21,7 @@ import pandas as pd  # noqa: E402
 
 import dgauss  # noqa: E402
 import dgauss.dask as dgd  # noqa: E402
+from _python import run_python  # noqa: E402
 from _stats import ALPHA, chi2_gof, gaussian_pmf, laplace_pmf  # noqa: E402
 from dgauss.mechanisms import PrivacyBudgetError  # noqa: E402
 
@@ -462,9 +463,6 @@ def test_cluster_a_worker_killed_mid_compute_gives_no_duplicated_block(client):
 
 
 def test_dgauss_does_not_import_dask_and_says_how_to_get_it():
-    import subprocess
-    import sys
-
     code = (
         "import sys\n"
         "import numpy as np, dgauss\n"
@@ -476,7 +474,6 @@ def test_dgauss_does_not_import_dask_and_says_how_to_get_it():
         "except ImportError as exc:\n"
         "    print(exc)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
+    out = run_python(code)
+    assert out.returncode == 0, out.stderr
     assert "pip install 'dgauss[dask]'" in out.stdout

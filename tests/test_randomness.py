@@ -2,8 +2,6 @@
 
 import errno
 import os
-import subprocess
-import sys
 import threading
 from fractions import Fraction
 
@@ -11,6 +9,7 @@ import numpy as np
 import pytest
 
 import dgauss
+from _python import run_python
 from dgauss import reference
 from dgauss.testing import ScriptedOS, Tape
 
@@ -62,12 +61,7 @@ print("fresh")
 def test_fork_child_draws_fresh_bits():
     # in a fresh interpreter: this process may hold other tests' threads (Dask's pools), and
     # forking a multi-threaded process may deadlock the child (test_robustness tests that case)
-    out = subprocess.run(
-        [sys.executable, "-c", _FORK_CHILD_DRAWS_FRESH_BITS],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_python(_FORK_CHILD_DRAWS_FRESH_BITS)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "fresh"
 
