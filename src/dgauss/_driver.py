@@ -120,6 +120,22 @@ def draw(
     return out.reshape(shape)
 
 
+def int64_safe(kind: Kind, param: Fraction, mu: int = 0) -> bool:
+    """Whether the discrete Gaussian (param σ²) or Laplace (param t) centred at ``mu`` is drawn
+    into int64 by default (else exact Python ints)."""
+    if kind == DISCRETE_GAUSSIAN:
+        return _params.gaussian_int64_safe(param, mu)
+    return _params.laplace_int64_safe(param, mu)
+
+
+def checked(kind: Kind, param, mu, dtype) -> tuple[Fraction, int, np.dtype]:
+    """A discrete Gaussian's or Laplace's parameter (σ² or scale) and ``mu``, exact and
+    checked by name, and the output dtype ``dtype`` resolves to."""
+    value = _params.positive(param, "sigma2" if kind == DISCRETE_GAUSSIAN else "scale")
+    mu = _params.integer(mu, "mu")
+    return value, mu, _params.result_dtype(dtype, int64_safe(kind, value, mu))
+
+
 def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None):
     """Check the distribution's parameters, pick the dtype, then :func:`draw`."""
     if kind == BERNOULLI_EXP:
@@ -133,13 +149,7 @@ def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None):
             np.dtype(np.bool_),
             workers,
         )
-    name = "sigma2" if kind == DISCRETE_GAUSSIAN else "scale"
-    value = _params.positive(param, name)
-    mu = _params.integer(mu, "mu")
-    safe = (
-        _params.gaussian_int64_safe if kind == DISCRETE_GAUSSIAN else _params.laplace_int64_safe
-    )(value, mu)
-    out_dtype = _params.result_dtype(dtype, safe)
+    value, mu, out_dtype = checked(kind, param, mu, dtype)
     if size is None and dtype is None:
         out_dtype = np.dtype(object)  # a scalar is always an exact Python int
     return draw(fill, kind, value, size, mu, rng, out_dtype, workers)

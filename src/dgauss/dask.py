@@ -59,7 +59,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         "dgauss.dask needs Dask: pip install 'dgauss[dask]' (dask and distributed)"
     ) from exc
 
-from dgauss import _params
+from dgauss import _driver, _params
 from dgauss import mechanisms as _mech
 from dgauss._kinds import Kind
 
@@ -215,7 +215,7 @@ class _Draw:
 
 
 def _sample_block(draw: _Draw, shape: tuple[int, ...], index: int) -> np.ndarray:
-    from dgauss import _core, _driver  # the compiled core, on the worker
+    from dgauss import _core  # the compiled core, on the worker
 
     rng = _block_rng(draw.seed, index)
     block = _driver.draw(_core.fill, draw.kind, draw.param, shape, draw.mu, rng, draw.dtype)
@@ -224,15 +224,7 @@ def _sample_block(draw: _Draw, shape: tuple[int, ...], index: int) -> np.ndarray
 
 
 def _sample(kind: Kind, param, size, chunks, mu, dtype, rng) -> da.Array:
-    name_of = "sigma2" if kind == Kind.DISCRETE_GAUSSIAN else "scale"
-    value = _params.positive(param, name_of)
-    mu = _params.integer(mu, "mu")
-    safe = (
-        _params.gaussian_int64_safe
-        if kind == Kind.DISCRETE_GAUSSIAN
-        else _params.laplace_int64_safe
-    )(value, mu)
-    out_dtype = _params.result_dtype(dtype, safe)
+    value, mu, out_dtype = _driver.checked(kind, param, mu, dtype)
     shape = _params.shape(size)
     if shape is None:
         raise ValueError("size must be an int or a tuple of ints (a Dask array has a shape)")
@@ -397,7 +389,7 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
     clip_, overflow_ = _mech._check_clip(clip), _mech._check_overflow(overflow)
     seed = _seed(rng)
     _params.workers(workers, None)
-    int64_safe = _mech._int64_safe(kind, param)
+    int64_safe = _driver.int64_safe(kind, param)
     float_out = granularity is not None
     common = (int(kind), param, int64_safe, granularity, clip_, overflow_, workers)
     prefix = "dgauss-noise-" + ("gaussian" if kind == Kind.DISCRETE_GAUSSIAN else "laplace")

@@ -43,7 +43,7 @@ from typing import Any
 import gmpy2
 import numpy as np
 
-from dgauss import _params
+from dgauss import _driver, _params
 from dgauss import accounting as _acc
 from dgauss._kinds import Kind
 from dgauss._rounding import _delta_text, _rounded_up
@@ -356,7 +356,7 @@ def _check_out(out, prep: _Prepared, float_out: bool) -> None:
 
 
 def _noise_into(kind: Kind, param: Fraction, count: int, rng, dtype, workers, out=None):
-    from dgauss import _core, _driver  # the compiled core, on first use
+    from dgauss import _core  # the compiled core, on first use
 
     return _driver.draw(_core.fill, kind, param, (count,), 0, rng, dtype, workers, out=out)
 
@@ -427,13 +427,6 @@ def _add(
     return _restore(prep, result)
 
 
-def _int64_safe(kind: Kind, param: Fraction) -> bool:
-    """Whether noise of this kind and parameter is drawn as int64 (else exact Python ints)."""
-    if kind == Kind.DISCRETE_GAUSSIAN:
-        return _params.gaussian_int64_safe(param, 0)
-    return _params.laplace_int64_safe(param, 0)
-
-
 def _is_dask(values) -> bool:
     """A Dask collection (array, DataFrame, Series), told apart without importing Dask."""
     module = type(values).__module__
@@ -458,7 +451,7 @@ def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns
         prep,
         mech._kind,
         mech._param,
-        _int64_safe(mech._kind, mech._param),
+        _driver.int64_safe(mech._kind, mech._param),
         rng=rng,
         out=out,
         clip=clip_,
