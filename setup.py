@@ -72,7 +72,8 @@ def extensions():
     gmp_include, gmp_lib = gmp_flags()
     core = Extension(
         "dgauss._core",
-        sources=["src/dgauss/_core.pyx", "csrc/dg_rng.c", "csrc/dg_prim.c", "csrc/dg_exp.c"],
+        sources=["src/dgauss/_core.pyx", "csrc/dg_rng.c", "csrc/dg_prim.c", "csrc/dg_exp.c",
+                 "csrc/dg_inv.c"],
         # the paper's loops and the int conversion are included by _core.pyx (one unit)
         depends=[
             "src/dgauss/_algorithms.pxi",
@@ -82,6 +83,7 @@ def extensions():
             "csrc/dg_rng.h",
             "csrc/dg_prim.h",
             "csrc/dg_exp.h",
+            "csrc/dg_inv.h",
         ],
         include_dirs=["csrc", numpy_include, *gmp_include],
         library_dirs=gmp_lib,

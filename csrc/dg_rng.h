@@ -32,7 +32,8 @@ enum dg_status {
     /* testing (dgauss.testing): */
     DG_ERR_RESTART = 5,   /* stopped at a rejection-loop restart, as asked */
     DG_ERR_RAW_BITS = 6,  /* a raw bit was read in decision mode */
-    DG_ERR_DECISION = 7   /* a decision outside the primitive's range */
+    DG_ERR_DECISION = 7,  /* a decision outside the primitive's range */
+    DG_ERR_CALLBACK = 8   /* the caller's own step failed (dgauss._core keeps the exception) */
 };
 
 struct dg_decider;        /* decision mode: see dg_prim.h */

@@ -7,7 +7,7 @@ contract change updates them with ``python tests/test_regression_vectors.py --up
 (and says so in its commit).
 
 The cases cover four NumPy bit generators, σ² from 1/4 to 10^100 (int64 and object
-outputs), a shift μ, the discrete Laplace from scale 1 to beyond 2^40, and
+outputs) by rejection and from 1/64 to 2^24 by inversion, a shift μ, the discrete Laplace from scale 1 to beyond 2^40, and
 Bernoulli(exp(−γ)) for γ below and above 1.
 """
 
@@ -27,14 +27,20 @@ SIZE = 500
 
 #: (name, sampler, parameter, keyword arguments, bit generator, seed)
 CASES = [
-    ("gaussian 1/4", "gaussian", "1/4", {}, "PCG64", 1),
-    ("gaussian 1", "gaussian", "1", {}, "Philox", 2),
-    ("gaussian 1/3 mu=-5", "gaussian", "1/3", {"mu": -5}, "SFC64", 3),
-    ("gaussian 100", "gaussian", "100", {}, "MT19937", 4),
-    ("gaussian 10^6", "gaussian", "1000000", {}, "PCG64", 5),
+    ("gaussian 1/4", "gaussian", "1/4", {"method": "rejection"}, "PCG64", 1),
+    ("gaussian 1", "gaussian", "1", {"method": "rejection"}, "Philox", 2),
+    ("gaussian 1/3 mu=-5", "gaussian", "1/3", {"mu": -5, "method": "rejection"}, "SFC64", 3),
+    ("gaussian 100", "gaussian", "100", {"method": "rejection"}, "MT19937", 4),
+    ("gaussian 10^6", "gaussian", "1000000", {"method": "rejection"}, "PCG64", 5),
     ("gaussian 10^10", "gaussian", "10000000000", {}, "Philox", 6),
     ("gaussian 10^100 (object)", "gaussian", "1e100", {}, "SFC64", 7),
     ("gaussian 2^101 mu=2^70 (object)", "gaussian", str(2**101), {"mu": 2**70}, "MT19937", 8),
+    ("gaussian 1/64 by inversion", "gaussian", "1/64", {}, "PCG64", 16),
+    ("gaussian 1/4 by inversion", "gaussian", "1/4", {}, "Philox", 17),
+    ("gaussian 7/3 mu=-5 by inversion", "gaussian", "7/3", {"mu": -5}, "SFC64", 18),
+    ("gaussian 100 by inversion", "gaussian", "100", {}, "MT19937", 19),
+    ("gaussian 10^6 by inversion", "gaussian", "1000000", {}, "PCG64", 20),
+    ("gaussian 2^24 by inversion", "gaussian", str(2**24), {}, "Philox", 21),
     ("laplace 1", "laplace", "1", {}, "PCG64", 9),
     ("laplace 7/3", "laplace", "7/3", {}, "Philox", 10),
     ("laplace 1000", "laplace", "1000", {}, "SFC64", 11),

@@ -52,7 +52,7 @@ def test_failure_in_any_slice_raises():
     script = ScriptedOS(fail_after=4, fail_count=1, fail_errno=errno.EIO)
     calls = itertools.count()
 
-    def fill(kind, num, den, mu, source, out, next_slice=None):
+    def fill(kind, num, den, mu, source, out, next_slice=None, **options):
         mine = script if next(calls) == 0 else source
         return _core.fill(kind, num, den, mu, mine, out, next_slice)
 
@@ -144,7 +144,7 @@ def test_a_slow_thread_takes_less_of_the_batch():
 
     taken, first = {}, []
 
-    def fill(kind, num, den, mu, source, out, next_slice):
+    def fill(kind, num, den, mu, source, out, next_slice, **options):
         name = threading.current_thread().name
         while (s := next_slice()) is not None:
             first.append(name)
@@ -169,7 +169,7 @@ def test_an_error_in_one_thread_stops_the_others(error):
 
     taken = []
 
-    def fill(kind, num, den, mu, source, out, next_slice):
+    def fill(kind, num, den, mu, source, out, next_slice, **options):
         while (s := next_slice()) is not None:
             if threading.current_thread() is threading.main_thread():
                 raise error("this slice failed")

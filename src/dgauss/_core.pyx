@@ -28,12 +28,15 @@ from dgauss._gmp cimport *
 from dgauss._csrc cimport *
 
 import errno as _errno
+import math as _math
 import os as _os
+import threading as _threading
+from collections import OrderedDict
 from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _kinds, _sources
+from dgauss import _inversion, _kinds, _sources
 
 cnp.import_array()
 
@@ -84,6 +87,10 @@ cdef struct State:
     int64_t mu64
     bint mu_small
     bint mu_zero
+    # the discrete Gaussian by inversion (method="inversion"): |X| from `inv`, then the sign
+    bint inversion
+    dg_inv_table inv
+    void *owner         # the _Job (a borrowed Python object), for the step past R's 64th bit
 
 
 
@@ -91,8 +98,46 @@ cdef struct State:
 # Batches
 # --------------------------------------------------------------------------
 
+cdef int magnitude_past_64(State *s, uint64_t r, uint64_t *y) noexcept nogil:
+    """|X| when R's first 64 bits r do not decide it (probability about 2**-64): the rule
+    of dgauss._inversion.invert from R's 65th bit, with the GIL, on exact thresholds."""
+    with gil:
+        job = <_Job>s.owner
+        bits = _RngBits.__new__(_RngBits)
+        (<_RngBits>bits).rng = &s.rng
+        try:
+            y[0] = _inversion.gaussian_magnitude(bits, job.sigma2, r, 64)
+            return 0
+        except _BitsFailed:
+            return -1
+        except BaseException as exc:
+            job.error = exc
+            s.rng.status = DG_ERR_CALLBACK
+            return -1
+
+
+cdef inline int gaussian_by_inversion(State *s, Value *v) noexcept nogil:
+    """X ~ N_Z(0, sigma^2): |X| by inversion (dg_inv.h), then the sign, one bit (1: negative)."""
+    cdef uint64_t y, r
+    cdef int rc = dg_inv_draw(&s.rng, &s.inv, &y, &r)
+    if rc == DG_INV_UNDECIDED:
+        rc = magnitude_past_64(s, r, &y)
+    if rc < 0:
+        return -1
+    v.big = False
+    v.mag = y
+    v.neg = False
+    if y != 0:
+        v.neg = dg_bit(&s.rng)
+        if s.rng.status != DG_OK:
+            return -1
+    return 0
+
+
 cdef inline int draw(State *s, Value *v) noexcept nogil:
     cdef int b
+    if s.inversion:
+        return gaussian_by_inversion(s, v)
     if s.kind == KIND_DISCRETE_GAUSSIAN:
         return discrete_gaussian(&s.rng, &s.p, &s.w, v)
     if s.kind == KIND_DISCRETE_LAPLACE:
@@ -449,6 +494,117 @@ def exp_table(t, h_values, bint fixed_point=True):
         mpz_clear(lp.split.low_digits)
         free(words)
 
+class _BitsFailed(Exception):
+    """The bit source failed under a Python step (its status says why)."""
+
+
+cdef class _RngBits:
+    """bit() for dgauss._inversion: the next bit of one call's stream (the GIL held)."""
+    cdef dg_rng *rng
+
+    def __call__(self):
+        cdef int b = dg_bit(self.rng)
+        if self.rng.status != DG_OK:
+            raise _BitsFailed()
+        return b
+
+
+cdef class _InvTable:
+    """The words and guide of one parameter's inversion table (arrays the C table points into)."""
+    cdef readonly object thr, guide
+    cdef readonly uint64_t count
+    cdef readonly unsigned guide_bits
+    cdef readonly bint fixed_point     # the words came from dg_gauss_words (else _inversion)
+
+    @property
+    def nbytes(self):
+        return self.thr.nbytes + self.guide.nbytes
+
+
+#: Inversion tables by (sigma^2, fixed_point), least recently used first, at most
+#: INV_CACHE_BYTES in all: built once per parameter, shared by threads and calls.
+_INV_TABLES = OrderedDict()
+_INV_LOCK = _threading.Lock()
+INV_CACHE_BYTES = 64 << 20
+
+
+cdef object _gauss_words_fixed(object num, object den):
+    """The words from dg_gauss_words, or None where it does not apply or cannot decide."""
+    cdef mpz_t z, a, b
+    cdef cnp.ndarray thr
+    cdef int64_t count
+    cdef dg_u128 e, q
+    if not (num < 2**62 and den < 2**62 and num <= den << 24):
+        return None
+    mpz_init(z)
+    mpz_init(a)
+    mpz_init(b)
+    try:
+        int_to_mpz(a, den)
+        int_to_mpz(b, 2 * num)
+        dg_exp_neg_floor_mpz(z, a, b, 128)      # floor(2**128 exp(-d/(2n)))
+        e = _u128(mpz_to_int(z))
+        int_to_mpz(b, num)
+        dg_exp_neg_floor_mpz(z, a, b, 128)      # floor(2**128 exp(-d/n))
+        q = _u128(mpz_to_int(z))
+    finally:
+        mpz_clear(z)
+        mpz_clear(a)
+        mpz_clear(b)
+    cdef uint64_t n = num, d = den, cap = 16 * (_math.isqrt(num // den) + 1) + 64
+    thr = np.empty(cap, dtype=np.uint64)
+    cdef uint64_t *words = <uint64_t *>cnp.PyArray_DATA(thr)
+    with nogil:
+        count = dg_gauss_words(n, d, e, q, words, cap)
+    if count < 0:
+        return None
+    return thr[:count + 2].copy()
+
+
+def gauss_table(num, den, bint fixed_point=True):
+    """The inversion table of N_Z(0, num/den)'s |X| (cached): words by 128-bit fixed point
+    (dg_gauss_words) where that decides them, else from dgauss._inversion.gaussian_floors;
+    fixed_point=False takes them all from there (the same words, for tests)."""
+    cdef _InvTable tab
+    cdef dg_inv_table scratch
+    key = (num, den, fixed_point)
+    with _INV_LOCK:
+        tab = _INV_TABLES.get(key)
+        if tab is not None:
+            _INV_TABLES.move_to_end(key)
+            return tab
+    thr = _gauss_words_fixed(num, den) if fixed_point else None
+    tab = _InvTable.__new__(_InvTable)
+    tab.fixed_point = thr is not None
+    if thr is None:
+        words = _inversion.gaussian_floors(Fraction(num, den), 64).words
+        thr = np.array([2**64 - 1, *words, 0], dtype=np.uint64)
+    tab.thr = thr
+    tab.count = thr.size - 2
+    tab.guide_bits = dg_inv_guide_bits(tab.count)
+    tab.guide = np.empty(1 << tab.guide_bits, dtype=np.uint32)
+    dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(thr), tab.count,
+                <unsigned int *>cnp.PyArray_DATA(tab.guide), tab.guide_bits)
+    with _INV_LOCK:
+        _INV_TABLES[key] = tab
+        total = sum(t.nbytes for t in _INV_TABLES.values())
+        while total > INV_CACHE_BYTES and len(_INV_TABLES) > 1:
+            total -= _INV_TABLES.popitem(last=False)[1].nbytes
+    return tab
+
+
+def inversion_word(num, den, uint64_t r):
+    """(bits needed or 65, |X|) that the table of N_Z(0, num/den) gives for R's 64 bits r:
+    for tests."""
+    cdef _InvTable tab = gauss_table(num, den)
+    cdef dg_inv_table t
+    cdef uint64_t y
+    dg_inv_init(&t, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
+                <unsigned int *>cnp.PyArray_DATA(tab.guide), tab.guide_bits)
+    need = dg_inv_word(&t, r, &y)
+    return need, y
+
+
 cdef class _Job:
     """Everything one public call needs: parameters, scratch space, one bit stream."""
     cdef State s
@@ -462,6 +618,9 @@ cdef class _Job:
     cdef AcceptEntry *accept # Algorithm 3's cache of digits
     cdef uint64_t *geo_thr  # Algorithm 2's thresholds for the inversion
     cdef object source      # keeps a tape's arrays alive while C points into them
+    cdef object table       # the _InvTable the inversion reads (kept alive)
+    cdef object sigma2      # its parameter, for the step past R's 64th bit
+    cdef object error       # the exception of a failed Python step (DG_ERR_CALLBACK)
     cdef Py_ssize_t obj_chunk   # samples per stretch into an object array (vals has this many)
     cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
 
@@ -507,7 +666,7 @@ cdef class _Job:
         return 0
 
     cdef int setup(self, int kind, object num, object den, object mu, object source,
-                   unsigned long high_bits, bint fixed_point) except -1:
+                   unsigned long high_bits, bint fixed_point, bint inversion=False) except -1:
         cdef Params *p = &self.s.p
         cdef bitgen_t *bg
         # GMP's largest numbers: Algorithm 3's (a d t - n)^2 2**128 and its divisor 2 n d t^2
@@ -553,7 +712,16 @@ cdef class _Job:
         if p.lap.small:
             p.lap.s = mpz_get_ui(p.lap.S)
         p.lap.inversion = p.lap.t_small and p.lap.t <= DG_INVERSION_MAX
-        if p.lap.inversion and (kind == KIND_DISCRETE_LAPLACE or kind == KIND_DISCRETE_GAUSSIAN):
+        if inversion:
+            # the discrete Gaussian by inversion: one table, none of Algorithms 2-3's
+            self.table = gauss_table(num, den, fixed_point)
+            self.sigma2 = Fraction(num, den)
+            tab = <_InvTable>self.table
+            dg_inv_init(&self.s.inv, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
+                        <unsigned int *>cnp.PyArray_DATA(tab.guide), tab.guide_bits)
+            self.s.inversion = True
+            self.s.owner = <void *>self
+        elif p.lap.inversion and (kind == KIND_DISCRETE_LAPLACE or kind == KIND_DISCRETE_GAUSSIAN):
             self.geo_thr = <uint64_t *>malloc(dg_geometric_table_size(p.lap.t) * sizeof(uint64_t))
             if self.geo_thr == NULL:
                 raise MemoryError()
@@ -563,7 +731,7 @@ cdef class _Job:
             p.lap.blocks = p.lap.t
         elif kind == KIND_DISCRETE_LAPLACE or kind == KIND_DISCRETE_GAUSSIAN:
             self.exp_h = _laplace_setup(&p.lap, mpz_to_int(p.lap.T), high_bits, fixed_point)
-        if kind == KIND_DISCRETE_GAUSSIAN:
+        if kind == KIND_DISCRETE_GAUSSIAN and not inversion:
             p.accept_len = ACCEPT_CACHE_PER_T * p.lap.blocks
             # on cache lines, so that one block's 8 entries take two of them
             self.accept = <AcceptEntry *>aligned_alloc(64, p.accept_len * sizeof(AcceptEntry))
@@ -639,6 +807,8 @@ cdef class _Job:
             raise RuntimeError("a sampler read raw bits in decision mode")
         if rc == DG_ERR_DECISION:
             raise ValueError("a decision tape outcome is outside its primitive's range")
+        if rc == DG_ERR_CALLBACK:
+            raise self.error
         raise RuntimeError(f"dgauss core failed with status {rc}")
 
     cdef object pending_request(self):
@@ -693,7 +863,8 @@ cdef class _Job:
 
 
 def fill(int kind, object num, object den, object mu, object source, cnp.ndarray out,
-         object next_slice=None, *, unsigned long high_bits=HIGH_BITS, bint fixed_point=True):
+         object next_slice=None, *, unsigned long high_bits=HIGH_BITS, bint fixed_point=True,
+         str method="rejection"):
     """Fill the 1-D contiguous array `out` (int64, bool or object) with samples.
 
     kind: BERNOULLI_EXP (parameter gamma = num/den), LAPLACE (scale num/den) or
@@ -706,6 +877,10 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     threads sharing one next_slice share out the work as they go.  Returns the
     number of random bits consumed.
 
+    method="inversion" draws the discrete Gaussian by inversion against its thresholds
+    (dgauss._inversion; needs sigma^2 in the range _inversion.check_inversion allows and a
+    source of bits, not a DecisionTape); "rejection" runs Algorithm 3.
+
     For tests, per call: `high_bits` < HIGH_BITS makes Algorithm 2 split U of smaller t
     (it changes which bits are read, as dgauss.reference.HIGH_BITS does for the oracle), and
     fixed_point=False computes every digit word by GMP alone (the same words).
@@ -717,8 +892,10 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     if next_slice is not None and not (source is None or isinstance(source, _sources.ScriptedOS)):
         raise ValueError("next_slice needs source=None (the OS CSPRNG)")
     split_bits(1, high_bits)        # checks high_bits
+    cdef bint inversion = _inversion.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
+                                                   source, method)
     cdef _Job job = _Job()
-    job.setup(kind, num, den, mu, source, high_bits, fixed_point)
+    job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
     if isinstance(source, np.random.BitGenerator):
         with source.lock:
             job.run(out)

@@ -14,6 +14,7 @@ cdef extern from "dg_rng.h" nogil:
         DG_ERR_RESTART
         DG_ERR_RAW_BITS
         DG_ERR_DECISION
+        DG_ERR_CALLBACK
 
     ctypedef int (*dg_fill_fn)(void *ctx, uint64_t *words, size_t n) noexcept nogil
 
@@ -104,3 +105,16 @@ cdef extern from "dg_exp.h" nogil:
                                  int fixed_point)
     int dg_geometric_exp(dg_rng *rng, const dg_geometric_table *g, uint64_t *out)
     int dg_bernoulli_exp_digits(dg_rng *rng, uint64_t prefix, uint64_t n, uint64_t d)
+
+cdef extern from "dg_inv.h" nogil:
+    ctypedef struct dg_inv_table:
+        uint64_t count
+        unsigned shift
+    enum:
+        DG_INV_UNDECIDED
+    unsigned dg_inv_guide_bits(uint64_t count)
+    void dg_inv_init(dg_inv_table *tab, const uint64_t *thr, uint64_t count, unsigned int *guide,
+                     unsigned g)
+    unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)
+    int dg_inv_draw(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, uint64_t *r)
+    int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap)

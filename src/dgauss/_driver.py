@@ -11,6 +11,7 @@ This module does not import the compiled core: the oracle works without it.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import math
 import threading
 from collections.abc import Callable
@@ -18,8 +19,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _params
-from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, Kind
+from dgauss import _inversion, _params
+from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE, Kind
 
 ShapeLike = int | tuple[int, ...] | None
 RNGLike = np.random.Generator | np.random.BitGenerator | None
@@ -83,6 +84,7 @@ def draw(
     dtype: np.dtype | None,
     workers=None,
     out: np.ndarray | None = None,
+    method: str = "auto",
 ):
     """Validate ``size``, ``rng`` and ``workers``, allocate, fill, shape the result.
 
@@ -92,8 +94,12 @@ def draw(
     ``workers - 1`` helpers take contiguous slices of the flat output as they finish
     the last (:class:`_Slices`), each thread with its own OS bit stream (``fill``
     releases the GIL).  ``out``, a 1-D C-contiguous array of ``dtype`` with the
-    right number of elements, is filled instead of a new array.
+    right number of elements, is filled instead of a new array.  ``method``
+    ("auto", "inversion" or "rejection"; :func:`dgauss._inversion.resolve`) picks the
+    discrete Gaussian's sampler.
     """
+    if kind in (DISCRETE_GAUSSIAN, DISCRETE_LAPLACE):
+        method = _inversion.resolve(kind == DISCRETE_GAUSSIAN, param, method)
     shape = _params.shape(size)
     source = _params.bit_generator(rng)
     threads = _params.workers(workers, source)
@@ -104,6 +110,7 @@ def draw(
         except ValueError:  # NumPy's "array is too big" / "Maximum allowed dimension exceeded"
             raise MemoryError(f"size {size!r} ({count} samples) is too large for memory") from None
     threads = max(1, min(threads, count // MIN_SLICE))
+    fill = functools.partial(fill, method=method)
     if threads == 1:
         fill(kind, param.numerator, param.denominator, mu, source, out)
     else:
@@ -136,8 +143,8 @@ def checked(kind: Kind, param, mu, dtype) -> tuple[Fraction, int, np.dtype]:
     return value, mu, _params.result_dtype(dtype, int64_safe(kind, value, mu))
 
 
-def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None):
-    """Check the distribution's parameters, pick the dtype, then :func:`draw`."""
+def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None, method="auto"):
+    """Check the distribution's parameters, pick the dtype and the method, then :func:`draw`."""
     if kind == BERNOULLI_EXP:
         return draw(
             fill,
@@ -152,4 +159,4 @@ def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None):
     value, mu, out_dtype = checked(kind, param, mu, dtype)
     if size is None and dtype is None:
         out_dtype = np.dtype(object)  # a scalar is always an exact Python int
-    return draw(fill, kind, value, size, mu, rng, out_dtype, workers)
+    return draw(fill, kind, value, size, mu, rng, out_dtype, workers, method=method)

@@ -26,7 +26,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _driver
+from dgauss import _driver, _inversion
 from dgauss._kinds import Kind
 from dgauss._sources import DecisionTape, Exhausted, Restart, ScriptedOS, Tape
 
@@ -47,6 +47,7 @@ __all__ = [
     "laplace_attempt",
     "discrete_laplace",
     "discrete_gaussian",
+    "discrete_gaussian_by_inversion",
     "sample_gaussian",
     "sample_laplace",
     "sample_bernoulli_exp",
@@ -453,6 +454,15 @@ def discrete_gaussian(bits: BitStream, sigma2: Fraction, high_bits: int = HIGH_B
         restart(bits)
 
 
+def discrete_gaussian_by_inversion(bits: BitStream, sigma2: Fraction) -> int:
+    """X ~ N_Z(0, sigma2) by inversion (``method="inversion"``): |X| by
+    :func:`dgauss._inversion.invert` against the exact thresholds P[|X| >= x]
+    (:func:`dgauss._inversion.gaussian_floors`), then, when |X| > 0, the sign: one bit,
+    1 meaning negative."""
+    magnitude = _inversion.gaussian_magnitude(bits.bit, sigma2)
+    return -magnitude if magnitude and bits.bit() else magnitude
+
+
 def _os_word() -> int:
     return int.from_bytes(os.urandom(8), "little")
 
@@ -483,12 +493,15 @@ def fill(
     *,
     high_bits: int = HIGH_BITS,
     fixed_point: bool = True,
+    method: str = "rejection",
 ) -> int:
     """The oracle's backend, with the same contract as ``dgauss._core.fill`` (``fixed_point``
     is accepted for symmetry: the oracle computes every digit exactly)."""
     if next_slice is not None and source is not None:
         raise ValueError("next_slice needs source=None (the OS CSPRNG)")
     split_bits(1, high_bits)  # checks high_bits
+    gaussian = kind == Kind.DISCRETE_GAUSSIAN
+    inversion = _inversion.use_inversion(gaussian, num, den, source, method)
     stream = open_stream(source)
     lock = source.lock if isinstance(source, np.random.BitGenerator) else contextlib.nullcontext()
     param = Fraction(num, den)
@@ -505,7 +518,9 @@ def fill(
                 if kind == Kind.UNIFORM:
                     out[i] = uniform(stream, num)
                     continue
-                if kind == Kind.DISCRETE_GAUSSIAN:
+                if inversion:
+                    value = discrete_gaussian_by_inversion(stream, param) + mu
+                elif gaussian:
                     value = discrete_gaussian(stream, param, high_bits) + mu
                 else:
                     value = discrete_laplace(stream, num, den, high_bits) + mu
@@ -527,14 +542,18 @@ def _advancing(source, stream):
             source.position += stream.words_taken
 
 
-def sample_gaussian(sigma2, size=None, *, mu=0, rng=None, dtype=None, workers=None):
+def sample_gaussian(sigma2, size=None, *, mu=0, rng=None, dtype=None, workers=None,
+                    method="auto"):
     """:func:`dgauss.sample_gaussian`, computed by the oracle (threads give it no speed)."""
-    return _driver.sample(fill, Kind.DISCRETE_GAUSSIAN, sigma2, size, mu, rng, dtype, workers)
+    return _driver.sample(
+        fill, Kind.DISCRETE_GAUSSIAN, sigma2, size, mu, rng, dtype, workers, method
+    )
 
 
-def sample_laplace(scale, size=None, *, mu=0, rng=None, dtype=None, workers=None):
+def sample_laplace(scale, size=None, *, mu=0, rng=None, dtype=None, workers=None,
+                   method="auto"):
     """:func:`dgauss.sample_laplace`, computed by the oracle."""
-    return _driver.sample(fill, Kind.DISCRETE_LAPLACE, scale, size, mu, rng, dtype, workers)
+    return _driver.sample(fill, Kind.DISCRETE_LAPLACE, scale, size, mu, rng, dtype, workers, method)
 
 
 def sample_bernoulli_exp(gamma, size=None, *, rng=None, workers=None):
