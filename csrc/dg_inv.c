@@ -181,3 +181,93 @@ int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *t
     thr[x] = 0;
     return (int64_t)(x - 1);
 }
+
+/* ---- the discrete Laplace's three stages (dgauss._inversion.laplace_floors) ---- */
+
+/* floor(2**g / d) (up = 0) or ceil(2**g / d) (up = 1) for 0 < d <= 2**128, as a u128
+ * (the caller makes sure it fits); d_is_2_128 stands for d = 2**128. */
+static dg_u128 recip(unsigned g, dg_u128 d, int d_is_2_128, int up)
+{
+    mpz_t num, den;
+    dg_u128 v;
+    mpz_inits(num, den, NULL);
+    mpz_set_ui(num, 1);
+    mpz_mul_2exp(num, num, g);
+    if (d_is_2_128) {
+        mpz_set_ui(den, 1);
+        mpz_mul_2exp(den, den, 128);
+    } else {
+        dg_mpz_set_u128(den, d);
+    }
+    if (up)
+        mpz_cdiv_q(num, num, den);
+    else
+        mpz_fdiv_q(num, num, den);
+    v = mpz_to_u128(num);
+    mpz_clears(num, den, NULL);
+    return v;
+}
+
+/*
+ * With p = exp(-1/scale), e1 = floor(2**128 p), eL = floor(2**128 p**block): the words of
+ *   DG_LAPLACE_HEAD    T_x = p**x / ((1 + p)/2),                 x = 1 .. block,
+ *   DG_LAPLACE_BLOCKS  T_v = p**(block v),                       v >= 1,
+ *   DG_LAPLACE_OFFSET  T_u = (p**u - p**block) / (1 - p**block),  u = 1 .. block - 1,
+ * into thr[1 .. K] up to the last non-zero word (thr[0] = 2**64 - 1, thr[K + 1] = 0).
+ * P_m = e**m by products rounded down is a lower bound within 2m - 1 units of 2**-128
+ * (dg_exp.c's table).  A ratio N/D with N in [N_lo, N_hi] and D in [D_lo, D_hi] (units
+ * 2**-128) has floor(2**64 N/D) between floor(mul_fix(N_lo, V_lo) / 2**s) and
+ * floor((mul_fix(N_hi, V_hi) + 1) / 2**s), V_lo = floor(2**(192+s) / D_hi),
+ * V_hi = ceil(2**(192+s) / D_lo), as for the Gaussian; s = 62 for HEAD (D >= 1/2) and
+ * s = 54 for OFFSET (D = 1 - p**block >= 2**-8.1 for scale <= 2**20).  Returns K, -1 when
+ * a bound does not decide a word, -2 when cap is too small.
+ */
+int64_t dg_laplace_words(int stage, dg_u128 e1, dg_u128 el, uint64_t block, uint64_t *thr,
+                         uint64_t cap)
+{
+    dg_u128 w, base = (stage == DG_LAPLACE_BLOCKS) ? el : e1, n_lo, n_hi, v_lo, v_hi, f_lo, f_hi;
+    dg_u128 d_lo = 0, one_minus = ~el;     /* 2**128 - 1 - eL */
+    uint64_t m, last = 0;
+    unsigned s = 0;
+    thr[0] = UINT64_MAX;
+    if (stage == DG_LAPLACE_HEAD) {
+        s = 62;
+        d_lo = ((dg_u128)1 << 127) + (e1 >> 1);         /* (2**128 + e1) / 2, rounded down */
+        v_lo = recip(192 + s, d_lo + 1, 0, 0);           /* D <= (2**128 + e1 + 1) / 2 < d_lo + 1 */
+        v_hi = recip(192 + s, d_lo, 0, 1);
+    } else if (stage == DG_LAPLACE_OFFSET) {
+        s = 54;
+        v_lo = recip(192 + s, one_minus + 1, el == 0, 0);   /* D <= 2**128 - eL */
+        v_hi = recip(192 + s, one_minus, 0, 1);             /* D >= 2**128 - eL - 1 */
+    }
+    w = base;
+    for (m = 1;; m++) {
+        if (stage != DG_LAPLACE_BLOCKS && m > (stage == DG_LAPLACE_HEAD ? block : block - 1))
+            break;
+        if (m + 1 >= cap)
+            return -2;
+        if (stage == DG_LAPLACE_BLOCKS) {
+            f_lo = w >> 64;
+            f_hi = (w + 2 * (dg_u128)m - 1) >> 64;
+        } else {
+            n_lo = w;
+            n_hi = w + 2 * (dg_u128)m - 1;
+            if (stage == DG_LAPLACE_OFFSET) {
+                n_lo = (n_lo > el) ? n_lo - el - 1 : 0;      /* p**u - p**block >= P_u - (eL + 1) */
+                n_hi -= el;
+            }
+            f_lo = mul_fix(n_lo, v_lo) >> s;
+            f_hi = (mul_fix(n_hi, v_hi) + 1) >> s;
+        }
+        if (f_lo != f_hi)
+            return -1;
+        if (f_lo == 0 && stage == DG_LAPLACE_BLOCKS)
+            break;
+        thr[m] = (uint64_t)f_lo;
+        if (f_lo != 0)
+            last = m;
+        w = mul_fix(w, base);
+    }
+    thr[last + 1] = 0;
+    return (int64_t)last;
+}

@@ -48,6 +48,13 @@ typedef struct dg_inv_table {
  */
 int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap);
 
+/* The discrete Laplace's stages (dgauss._inversion.HEAD, BLOCKS, OFFSET): see dg_inv.c. */
+#define DG_LAPLACE_HEAD 0
+#define DG_LAPLACE_BLOCKS 1
+#define DG_LAPLACE_OFFSET 2
+int64_t dg_laplace_words(int stage, dg_u128 e1, dg_u128 el, uint64_t block, uint64_t *thr,
+                         uint64_t cap);
+
 /* The guide's bits for K thresholds: about two entries per threshold, 4 .. 16 bits. */
 unsigned dg_inv_guide_bits(uint64_t count);
 

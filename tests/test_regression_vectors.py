@@ -6,8 +6,9 @@ compiled core and the pure-Python oracle must reproduce every one.  A deliberate
 contract change updates them with ``python tests/test_regression_vectors.py --update``
 (and says so in its commit).
 
-The cases cover four NumPy bit generators, σ² from 1/4 to 10^100 (int64 and object
-outputs) by rejection and from 1/64 to 2^24 by inversion, a shift μ, the discrete Laplace from scale 1 to beyond 2^40, and
+The cases cover four NumPy bit generators; σ² from 1/4 to 10^100 (int64 and object
+outputs) by rejection and from 1/64 to 2^24 by inversion; a shift μ; the discrete Laplace
+from scale 1 to beyond 2^40 by rejection and from 1/64 to 2^20 by inversion; and
 Bernoulli(exp(−γ)) for γ below and above 1.
 """
 
@@ -41,11 +42,15 @@ CASES = [
     ("gaussian 100 by inversion", "gaussian", "100", {}, "MT19937", 19),
     ("gaussian 10^6 by inversion", "gaussian", "1000000", {}, "PCG64", 20),
     ("gaussian 2^24 by inversion", "gaussian", str(2**24), {}, "Philox", 21),
-    ("laplace 1", "laplace", "1", {}, "PCG64", 9),
-    ("laplace 7/3", "laplace", "7/3", {}, "Philox", 10),
-    ("laplace 1000", "laplace", "1000", {}, "SFC64", 11),
-    ("laplace 10^6 mu=7", "laplace", "1000000", {"mu": 7}, "MT19937", 12),
+    ("laplace 1", "laplace", "1", {"method": "rejection"}, "PCG64", 9),
+    ("laplace 7/3", "laplace", "7/3", {"method": "rejection"}, "Philox", 10),
+    ("laplace 1000", "laplace", "1000", {"method": "rejection"}, "SFC64", 11),
+    ("laplace 10^6 mu=7", "laplace", "1000000", {"mu": 7, "method": "rejection"}, "MT19937", 12),
     ("laplace 2^41+1 (object)", "laplace", str(2**41 + 1), {}, "PCG64", 13),
+    ("laplace 1/64 by inversion", "laplace", "1/64", {}, "SFC64", 22),
+    ("laplace 7/3 by inversion", "laplace", "7/3", {}, "PCG64", 23),
+    ("laplace 1000 mu=-3 by inversion", "laplace", "1000", {"mu": -3}, "Philox", 24),
+    ("laplace 2^20 by inversion", "laplace", str(2**20), {}, "MT19937", 25),
     ("bernoulli_exp 1/2", "bernoulli_exp", "1/2", {}, "Philox", 14),
     ("bernoulli_exp 7/3", "bernoulli_exp", "7/3", {}, "SFC64", 15),
 ]

@@ -28,6 +28,7 @@ from dgauss._gmp cimport *
 from dgauss._csrc cimport *
 
 import errno as _errno
+import functools
 import math as _math
 import os as _os
 import threading as _threading
@@ -64,6 +65,13 @@ cdef enum:
                                # made (with the GIL): fewer hand-overs of the GIL between threads
     OBJECT_CHUNK_BYTES = 1 << 20   # and about this many bytes of GMP values per stretch
 
+cdef enum:
+    LAPLACE_BLOCK = 4096        # dgauss._inversion.BLOCK (checked below)
+
+if _inversion.BLOCK != LAPLACE_BLOCK or (_inversion.HEAD, _inversion.BLOCKS, _inversion.OFFSET) != (
+        DG_LAPLACE_HEAD, DG_LAPLACE_BLOCKS, DG_LAPLACE_OFFSET):
+    raise ImportError("dgauss._core was built for another Laplace inversion than dgauss._inversion")
+
 #: When t is at most this, Algorithm 2 draws X = U + tV by inversion (dg_exp.h).
 INVERSION_MAX = DG_INVERSION_MAX
 
@@ -87,9 +95,10 @@ cdef struct State:
     int64_t mu64
     bint mu_small
     bint mu_zero
-    # the discrete Gaussian by inversion (method="inversion"): |X| from `inv`, then the sign
+    # by inversion (method="inversion"): the Gaussian's |X| from inv[0], the Laplace's from
+    # inv[HEAD, BLOCKS, OFFSET] (dgauss._inversion); then the sign
     bint inversion
-    dg_inv_table inv
+    dg_inv_table inv[3]
     void *owner         # the _Job (a borrowed Python object), for the step past R's 64th bit
 
 
@@ -98,15 +107,15 @@ cdef struct State:
 # Batches
 # --------------------------------------------------------------------------
 
-cdef int magnitude_past_64(State *s, uint64_t r, uint64_t *y) noexcept nogil:
-    """|X| when R's first 64 bits r do not decide it (probability about 2**-64): the rule
-    of dgauss._inversion.invert from R's 65th bit, with the GIL, on exact thresholds."""
+cdef int stage_past_64(State *s, int stage, uint64_t r, uint64_t *y) noexcept nogil:
+    """A stage's value when R's first 64 bits r do not decide it (probability about 2**-64):
+    the rule of dgauss._inversion.invert from R's 65th bit, with the GIL, on exact thresholds."""
     with gil:
         job = <_Job>s.owner
         bits = _RngBits.__new__(_RngBits)
         (<_RngBits>bits).rng = &s.rng
         try:
-            y[0] = _inversion.gaussian_magnitude(bits, job.sigma2, r, 64)
+            y[0] = job.continuations[stage](bits, a=r, j=64)
             return 0
         except _BitsFailed:
             return -1
@@ -116,14 +125,30 @@ cdef int magnitude_past_64(State *s, uint64_t r, uint64_t *y) noexcept nogil:
             return -1
 
 
-cdef inline int gaussian_by_inversion(State *s, Value *v) noexcept nogil:
-    """X ~ N_Z(0, sigma^2): |X| by inversion (dg_inv.h), then the sign, one bit (1: negative)."""
-    cdef uint64_t y, r
-    cdef int rc = dg_inv_draw(&s.rng, &s.inv, &y, &r)
+cdef inline int inversion_stage(State *s, int stage, uint64_t *y) noexcept nogil:
+    """One inversion against table `stage` (dg_inv.h): 0, or -1 with the status set."""
+    cdef uint64_t r
+    cdef int rc = dg_inv_draw(&s.rng, &s.inv[stage], y, &r)
     if rc == DG_INV_UNDECIDED:
-        rc = magnitude_past_64(s, r, &y)
-    if rc < 0:
+        rc = stage_past_64(s, stage, r, y)
+    return rc
+
+
+cdef inline int by_inversion(State *s, Value *v) noexcept nogil:
+    """X by inversion (dgauss._inversion): the Gaussian's |X| in one stage, the Laplace's in
+    HEAD, then BLOCKS and OFFSET when HEAD gives BLOCK; then the sign, one bit (1: negative)."""
+    cdef uint64_t y, blocks, offset
+    if inversion_stage(s, 0, &y) < 0:
         return -1
+    if s.kind == KIND_DISCRETE_LAPLACE and y == LAPLACE_BLOCK:
+        if inversion_stage(s, DG_LAPLACE_BLOCKS, &blocks) < 0:
+            return -1
+        if inversion_stage(s, DG_LAPLACE_OFFSET, &offset) < 0:
+            return -1
+        if blocks >= (UINT64_MAX >> 13) - 1:    # not seen: probability below exp(-2**50)
+            s.rng.status = DG_ERR_LIMIT
+            return -1
+        y = LAPLACE_BLOCK * (blocks + 1) + offset
     v.big = False
     v.mag = y
     v.neg = False
@@ -137,7 +162,7 @@ cdef inline int gaussian_by_inversion(State *s, Value *v) noexcept nogil:
 cdef inline int draw(State *s, Value *v) noexcept nogil:
     cdef int b
     if s.inversion:
-        return gaussian_by_inversion(s, v)
+        return by_inversion(s, v)
     if s.kind == KIND_DISCRETE_GAUSSIAN:
         return discrete_gaussian(&s.rng, &s.p, &s.w, v)
     if s.kind == KIND_DISCRETE_LAPLACE:
@@ -528,57 +553,88 @@ _INV_LOCK = _threading.Lock()
 INV_CACHE_BYTES = 64 << 20
 
 
-cdef object _gauss_words_fixed(object num, object den):
-    """The words from dg_gauss_words, or None where it does not apply or cannot decide."""
+cdef dg_u128 _exp_floor_128(object n, object d) except? 0:
+    """floor(2**128 exp(-n/d)) (GMP), or 0 when exp(-n/d) < 2**-128 (n/d >= 0.7 * 128)."""
     cdef mpz_t z, a, b
-    cdef cnp.ndarray thr
-    cdef int64_t count
-    cdef dg_u128 e, q
-    if not (num < 2**62 and den < 2**62 and num <= den << 24):
-        return None
+    if 10 * n >= 7 * 128 * d:
+        return 0
     mpz_init(z)
     mpz_init(a)
     mpz_init(b)
     try:
-        int_to_mpz(a, den)
-        int_to_mpz(b, 2 * num)
-        dg_exp_neg_floor_mpz(z, a, b, 128)      # floor(2**128 exp(-d/(2n)))
-        e = _u128(mpz_to_int(z))
-        int_to_mpz(b, num)
-        dg_exp_neg_floor_mpz(z, a, b, 128)      # floor(2**128 exp(-d/n))
-        q = _u128(mpz_to_int(z))
+        int_to_mpz(a, n)
+        int_to_mpz(b, d)
+        dg_exp_neg_floor_mpz(z, a, b, 128)
+        return _u128(mpz_to_int(z))
     finally:
         mpz_clear(z)
         mpz_clear(a)
         mpz_clear(b)
-    cdef uint64_t n = num, d = den, cap = 16 * (_math.isqrt(num // den) + 1) + 64
+
+
+cdef object _words_fixed(object key):
+    """A table's words (thr[0] .. thr[K + 1]) in 128-bit fixed point (dg_gauss_words,
+    dg_laplace_words), or None where that does not apply or cannot decide a word."""
+    cdef cnp.ndarray thr
+    cdef int64_t count
+    cdef dg_u128 e, q
+    cdef uint64_t n, d, cap
+    cdef uint64_t *words
+    cdef int stage
+    family, num, den = key[0], key[1], key[2]
+    if not (num < 2**62 and den < 2**62):
+        return None
+    if family == "gaussian":
+        if num > den << 24:
+            return None
+        e = _exp_floor_128(den, 2 * num)
+        q = _exp_floor_128(den, num)
+        n, d = num, den
+        cap = 16 * (_math.isqrt(num // den) + 1) + 64
+    else:
+        stage = key[3]
+        if num > den << 20:
+            return None
+        e = _exp_floor_128(den, num)                        # p = exp(-1/scale), scale = num/den
+        q = _exp_floor_128(LAPLACE_BLOCK * den, num)        # p**BLOCK
+        cap = LAPLACE_BLOCK + 64 if stage != DG_LAPLACE_BLOCKS else 64 * (num // (den * LAPLACE_BLOCK)) + 64
     thr = np.empty(cap, dtype=np.uint64)
-    cdef uint64_t *words = <uint64_t *>cnp.PyArray_DATA(thr)
+    words = <uint64_t *>cnp.PyArray_DATA(thr)
     with nogil:
-        count = dg_gauss_words(n, d, e, q, words, cap)
+        if family == "gaussian":
+            count = dg_gauss_words(n, d, e, q, words, cap)
+        else:
+            count = dg_laplace_words(stage, e, q, LAPLACE_BLOCK, words, cap)
     if count < 0:
         return None
     return thr[:count + 2].copy()
 
 
-def gauss_table(num, den, bint fixed_point=True):
-    """The inversion table of N_Z(0, num/den)'s |X| (cached): words by 128-bit fixed point
-    (dg_gauss_words) where that decides them, else from dgauss._inversion.gaussian_floors;
+cdef object _floors(object key):
+    """The same words from dgauss._inversion's exact integer bounds."""
+    family, num, den = key[0], key[1], key[2]
+    if family == "gaussian":
+        return _inversion.gaussian_floors(Fraction(num, den), 64).words
+    return _inversion.laplace_floors(Fraction(num, den), key[3], 64).words
+
+
+cdef _InvTable inv_table(object key, bint fixed_point):
+    """The inversion table for key = ("gaussian", n, d) or ("laplace", t, s, stage) (cached):
+    words by 128-bit fixed point where that decides them, else from dgauss._inversion;
     fixed_point=False takes them all from there (the same words, for tests)."""
     cdef _InvTable tab
     cdef dg_inv_table scratch
-    key = (num, den, fixed_point)
+    key = (*key, fixed_point)
     with _INV_LOCK:
         tab = _INV_TABLES.get(key)
         if tab is not None:
             _INV_TABLES.move_to_end(key)
             return tab
-    thr = _gauss_words_fixed(num, den) if fixed_point else None
+    thr = _words_fixed(key) if fixed_point else None
     tab = _InvTable.__new__(_InvTable)
     tab.fixed_point = thr is not None
     if thr is None:
-        words = _inversion.gaussian_floors(Fraction(num, den), 64).words
-        thr = np.array([2**64 - 1, *words, 0], dtype=np.uint64)
+        thr = np.array([2**64 - 1, *_floors(key), 0], dtype=np.uint64)
     tab.thr = thr
     tab.count = thr.size - 2
     tab.guide_bits = dg_inv_guide_bits(tab.count)
@@ -593,10 +649,23 @@ def gauss_table(num, den, bint fixed_point=True):
     return tab
 
 
-def inversion_word(num, den, uint64_t r):
-    """(bits needed or 65, |X|) that the table of N_Z(0, num/den) gives for R's 64 bits r:
-    for tests."""
-    cdef _InvTable tab = gauss_table(num, den)
+def gauss_table(num, den, bint fixed_point=True):
+    """The inversion table of N_Z(0, num/den)'s |X| (see inv_table): for tests."""
+    return inv_table(("gaussian", num, den), fixed_point)
+
+
+def laplace_table(num, den, int stage, bint fixed_point=True):
+    """The table of one stage (dgauss._inversion.HEAD, BLOCKS, OFFSET) of Lap_Z(0, num/den)'s
+    |X| (see inv_table): for tests."""
+    if stage not in (DG_LAPLACE_HEAD, DG_LAPLACE_BLOCKS, DG_LAPLACE_OFFSET):
+        raise ValueError("stage must be HEAD, BLOCKS or OFFSET")
+    return inv_table(("laplace", num, den, stage), fixed_point)
+
+
+def inversion_word(num, den, uint64_t r, stage=None):
+    """(bits needed or 65, the value) that the table of N_Z(0, num/den) (stage None) or of a
+    stage of Lap_Z(0, num/den) gives for R's 64 bits r: for tests."""
+    cdef _InvTable tab = gauss_table(num, den) if stage is None else laplace_table(num, den, stage)
     cdef dg_inv_table t
     cdef uint64_t y
     dg_inv_init(&t, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
@@ -618,8 +687,8 @@ cdef class _Job:
     cdef AcceptEntry *accept # Algorithm 3's cache of digits
     cdef uint64_t *geo_thr  # Algorithm 2's thresholds for the inversion
     cdef object source      # keeps a tape's arrays alive while C points into them
-    cdef object table       # the _InvTable the inversion reads (kept alive)
-    cdef object sigma2      # its parameter, for the step past R's 64th bit
+    cdef object tables      # the _InvTables the inversion reads (kept alive while C points in)
+    cdef object continuations   # per table: dgauss._inversion.invert past R's 64th bit
     cdef object error       # the exception of a failed Python step (DG_ERR_CALLBACK)
     cdef Py_ssize_t obj_chunk   # samples per stretch into an object array (vals has this many)
     cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
@@ -713,14 +782,21 @@ cdef class _Job:
             p.lap.s = mpz_get_ui(p.lap.S)
         p.lap.inversion = p.lap.t_small and p.lap.t <= DG_INVERSION_MAX
         if inversion:
-            # the discrete Gaussian by inversion: one table, none of Algorithms 2-3's
-            self.table = gauss_table(num, den, fixed_point)
-            self.sigma2 = Fraction(num, den)
-            tab = <_InvTable>self.table
-            dg_inv_init(&self.s.inv, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
-                        <unsigned int *>cnp.PyArray_DATA(tab.guide), tab.guide_bits)
+            # by inversion: the tables, none of Algorithms 2-3's
             self.s.inversion = True
             self.s.owner = <void *>self
+            param = Fraction(num, den)
+            if kind == KIND_DISCRETE_GAUSSIAN:
+                self.tables = [gauss_table(num, den, fixed_point)]
+                floors = [functools.partial(_inversion.gaussian_floors, param)]
+            else:
+                self.tables = [laplace_table(num, den, st, fixed_point) for st in range(3)]
+                floors = [functools.partial(_inversion.laplace_floors, param, st) for st in range(3)]
+            self.continuations = [functools.partial(_inversion.invert, floors_at=f) for f in floors]
+            for i, table in enumerate(self.tables):
+                tab = <_InvTable>table
+                dg_inv_init(&self.s.inv[i], <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
+                            <unsigned int *>cnp.PyArray_DATA(tab.guide), tab.guide_bits)
         elif p.lap.inversion and (kind == KIND_DISCRETE_LAPLACE or kind == KIND_DISCRETE_GAUSSIAN):
             self.geo_thr = <uint64_t *>malloc(dg_geometric_table_size(p.lap.t) * sizeof(uint64_t))
             if self.geo_thr == NULL:
@@ -892,8 +968,9 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     if next_slice is not None and not (source is None or isinstance(source, _sources.ScriptedOS)):
         raise ValueError("next_slice needs source=None (the OS CSPRNG)")
     split_bits(1, high_bits)        # checks high_bits
-    cdef bint inversion = _inversion.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
-                                                   source, method)
+    cdef bint inversion = (kind in (KIND_DISCRETE_GAUSSIAN, KIND_DISCRETE_LAPLACE)
+                           and _inversion.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
+                                                        source, method))
     cdef _Job job = _Job()
     job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
     if isinstance(source, np.random.BitGenerator):

@@ -118,3 +118,9 @@ cdef extern from "dg_inv.h" nogil:
     unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)
     int dg_inv_draw(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, uint64_t *r)
     int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap)
+    enum:
+        DG_LAPLACE_HEAD
+        DG_LAPLACE_BLOCKS
+        DG_LAPLACE_OFFSET
+    int64_t dg_laplace_words(int stage, dg_u128 e1, dg_u128 el, uint64_t block, uint64_t *thr,
+                             uint64_t cap)

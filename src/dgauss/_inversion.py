@@ -42,6 +42,10 @@ GAUSSIAN_INVERSION_MAX = Fraction(1 << 24)
 
 METHODS = ("auto", "inversion", "rejection")
 
+#: "auto" draws by inversion only for parameters n/d with n, d below this (the core then
+#: builds the table in 128-bit fixed point, in well under a millisecond).
+WORD_PARAM = 1 << 62
+
 
 class Floors:
     """floor(2**p T_x) for x = 1 .. K, the last x where it is not 0 (T_x < 2**-p beyond),
@@ -97,6 +101,9 @@ def invert(bit: Callable[[], int], floors_at: Callable[[int], Floors], a: int = 
 # --------------------------------------------------------------------------
 
 def _exp_neg_floor(gamma: Fraction, k: int) -> int:
+    """floor(2**k exp(-gamma)), exactly; 0 at once when gamma >= 0.7 k (exp(-0.7) < 1/2)."""
+    if 10 * gamma >= 7 * k:
+        return 0
     from dgauss.reference import exp_neg_floor  # the oracle's exact digits of exp(-gamma)
 
     return exp_neg_floor(gamma, k)
@@ -189,6 +196,110 @@ def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: 
     return invert(bit, functools.partial(gaussian_floors, sigma2), a, j)
 
 
+# --------------------------------------------------------------------------
+# The discrete Laplace's thresholds, in three stages
+# --------------------------------------------------------------------------
+
+#: The discrete Laplace Lap_Z(0, scale) by inversion: with p = exp(-1/scale),
+#: P[|X| >= x] = 2 p**x / (1 + p) for x >= 1.  |X| is drawn in up to three inversions:
+#:   HEAD    min(|X|, BLOCK):      T_x = 2 p**x / (1 + p),              x = 1 .. BLOCK
+#: and, when that is BLOCK, |X| = BLOCK + BLOCK V + U (|X| - BLOCK is geometric, so its
+#: quotient and remainder by BLOCK are independent):
+#:   BLOCKS  V, geometric:         T_v = p**(BLOCK v),                  v >= 1
+#:   OFFSET  U, truncated:         T_u = (p**u - p**BLOCK) / (1 - p**BLOCK), u = 1 .. BLOCK - 1
+#: so that no table is longer than about BLOCK + 45 scale / BLOCK words.
+BLOCK = 4096
+HEAD, BLOCKS, OFFSET = 0, 1, 2
+
+LAPLACE_INVERSION_MIN = Fraction(1, 64)
+LAPLACE_INVERSION_MAX = Fraction(1 << 20)
+
+
+def _laplace_words(scale: Fraction, stage: int, q: int, p: int):
+    """The stage's floors at precision p from bounds in units of 2**-q, or None when a
+    bound does not decide one.  p**m comes from e = floor(2**q exp(-1/scale)) by
+    P_m = floor(P_{m-1} e / 2**q), a lower bound within 2m - 1 units (as for the Gaussian's
+    terms); p**BLOCK is also computed directly, eL = floor(2**q exp(-BLOCK/scale)), within 1."""
+    one = 1 << q
+    b = 1 / scale  # p = exp(-b)
+    words = []
+    if stage == BLOCKS:
+        e_l = _exp_neg_floor(BLOCK * b, q)
+        w, v = e_l, 1
+        while True:
+            lo, hi = w >> (q - p), (w + 2 * v - 1) >> (q - p)
+            if lo != hi:
+                return None
+            if hi == 0:
+                return words
+            words.append(lo)
+            w, v = (w * e_l) >> q, v + 1
+    e = _exp_neg_floor(b, q)
+    e_l = _exp_neg_floor(BLOCK * b, q)
+    w = e
+    if stage == HEAD:  # T_x = p**x / ((1 + p) / 2)
+        d_lo, d_hi = one + e, one + e + 1
+        for x in range(1, BLOCK + 1):
+            lo = (2 * w << p) // d_hi
+            hi = (2 * (w + 2 * x - 1) << p) // d_lo
+            if lo != hi:
+                return None
+            words.append(lo)
+            w = (w * e) >> q
+    else:  # OFFSET
+        d_lo, d_hi = one - e_l - 1, one - e_l
+        for u in range(1, BLOCK):
+            lo = (max(0, w - e_l - 1) << p) // d_hi
+            hi = ((w + 2 * u - 1 - e_l) << p) // d_lo
+            if lo != hi:
+                return None
+            words.append(lo)
+            w = (w * e) >> q
+    while words and words[-1] == 0:
+        words.pop()  # zero words decide nothing the rule does not (see Floors.decide)
+    return words
+
+
+def laplace_floors(scale: Fraction, stage: int, p: int) -> Floors:
+    """floor(2**p T) for the thresholds T of one stage of Lap_Z(0, scale) (HEAD, BLOCKS or
+    OFFSET), exactly, up to the last that is not 0 (cached).  The bounds of
+    :func:`_laplace_words` at q = p + guard bits; the guard doubles until they decide every
+    floor (up to MAX_GUARD: a RuntimeError)."""
+    key = ("laplace", scale, stage, p)
+    with _FLOORS_LOCK:
+        found = _FLOORS.get(key)
+    if found is not None:
+        return found
+    guard = 64 + (scale.numerator // scale.denominator).bit_length()
+    while (words := _laplace_words(scale, stage, p + guard, p)) is None:
+        guard *= 2
+        if guard > MAX_GUARD:
+            raise RuntimeError(
+                f"a threshold of Lap_Z(0, {scale}) could not be told from a multiple of "
+                f"2**-{p} with {MAX_GUARD} guard bits")
+    found = Floors(p, words)
+    with _FLOORS_LOCK:
+        if len(_FLOORS) >= _FLOORS_MAX:
+            _FLOORS.clear()
+        _FLOORS[key] = found
+    return found
+
+
+def laplace_stage(bit: Callable[[], int], scale: Fraction, stage: int, a: int = 0,
+                  j: int = 0) -> int:
+    """One stage's value by :func:`invert` (from R's bit j + 1 on, given its first j)."""
+    return invert(bit, functools.partial(laplace_floors, scale, stage), a, j)
+
+
+def laplace_magnitude(bit: Callable[[], int], scale: Fraction) -> int:
+    """|X| for X ~ Lap_Z(0, scale): HEAD, then, when that is BLOCK, BLOCKS and OFFSET."""
+    head = laplace_stage(bit, scale, HEAD)
+    if head < BLOCK:
+        return head
+    blocks = laplace_stage(bit, scale, BLOCKS)
+    return BLOCK + BLOCK * blocks + laplace_stage(bit, scale, OFFSET)
+
+
 def check_method(method) -> str:
     """``method`` as given, or a ValueError naming the allowed values."""
     if method not in METHODS:
@@ -199,19 +310,23 @@ def check_method(method) -> str:
 def resolve(gaussian: bool, param: Fraction, method) -> str:
     """``method`` ("auto", "inversion" or "rejection") resolved for the discrete Gaussian
     (``param`` = sigma^2) or Laplace (``param`` = the scale), or a ValueError: "auto" is
-    "inversion" for a Gaussian with GAUSSIAN_INVERSION_MIN <= sigma^2 <= GAUSSIAN_INVERSION_MAX
-    and "rejection" otherwise."""
+    "inversion" inside the range where it is the faster (GAUSSIAN_INVERSION_MIN/MAX,
+    LAPLACE_INVERSION_MIN/MAX) for a parameter whose numerator and denominator are below
+    WORD_PARAM, and "rejection" otherwise."""
     method = check_method(method)
-    inside = gaussian and GAUSSIAN_INVERSION_MIN <= param <= GAUSSIAN_INVERSION_MAX
+    low, high = ((GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX) if gaussian
+                 else (LAPLACE_INVERSION_MIN, LAPLACE_INVERSION_MAX))
+    inside = low <= param <= high
     if method == "auto":
-        return "inversion" if inside else "rejection"
+        # and where the core builds the table in fixed point: a sigma^2 or scale whose
+        # numerator or denominator passes 2**62 is rare, and its table slow to build exactly
+        words = param.numerator < WORD_PARAM and param.denominator < WORD_PARAM
+        return "inversion" if inside and words else "rejection"
     if method == "inversion" and not inside:
-        if not gaussian:
-            raise ValueError("method='inversion' is for the discrete Gaussian; the discrete "
-                             "Laplace takes method='auto' or 'rejection'")
+        name = "sigma2" if gaussian else "scale"
         raise ValueError(
-            f"method='inversion' needs {GAUSSIAN_INVERSION_MIN} <= sigma2 <= 2**24, got "
-            f"{param}; method='auto' or 'rejection' draws any sigma2")
+            f"method='inversion' needs {low} <= {name} <= 2**{high.numerator.bit_length() - 1}, "
+            f"got {param}; method='auto' or 'rejection' draws any {name}")
     return method
 
 

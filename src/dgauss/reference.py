@@ -48,6 +48,7 @@ __all__ = [
     "discrete_laplace",
     "discrete_gaussian",
     "discrete_gaussian_by_inversion",
+    "discrete_laplace_by_inversion",
     "sample_gaussian",
     "sample_laplace",
     "sample_bernoulli_exp",
@@ -463,6 +464,14 @@ def discrete_gaussian_by_inversion(bits: BitStream, sigma2: Fraction) -> int:
     return -magnitude if magnitude and bits.bit() else magnitude
 
 
+def discrete_laplace_by_inversion(bits: BitStream, scale: Fraction) -> int:
+    """X ~ Lap_Z(0, scale) by inversion (``method="inversion"``): |X| by
+    :func:`dgauss._inversion.laplace_magnitude` (up to three inversions against exact
+    thresholds), then, when |X| > 0, the sign: one bit, 1 meaning negative."""
+    magnitude = _inversion.laplace_magnitude(bits.bit, scale)
+    return -magnitude if magnitude and bits.bit() else magnitude
+
+
 def _os_word() -> int:
     return int.from_bytes(os.urandom(8), "little")
 
@@ -501,7 +510,9 @@ def fill(
         raise ValueError("next_slice needs source=None (the OS CSPRNG)")
     split_bits(1, high_bits)  # checks high_bits
     gaussian = kind == Kind.DISCRETE_GAUSSIAN
-    inversion = _inversion.use_inversion(gaussian, num, den, source, method)
+    inversion = kind in (Kind.DISCRETE_GAUSSIAN, Kind.DISCRETE_LAPLACE) and (
+        _inversion.use_inversion(gaussian, num, den, source, method)
+    )
     stream = open_stream(source)
     lock = source.lock if isinstance(source, np.random.BitGenerator) else contextlib.nullcontext()
     param = Fraction(num, den)
@@ -518,8 +529,10 @@ def fill(
                 if kind == Kind.UNIFORM:
                     out[i] = uniform(stream, num)
                     continue
-                if inversion:
+                if inversion and gaussian:
                     value = discrete_gaussian_by_inversion(stream, param) + mu
+                elif inversion:
+                    value = discrete_laplace_by_inversion(stream, param) + mu
                 elif gaussian:
                     value = discrete_gaussian(stream, param, high_bits) + mu
                 else:

@@ -468,11 +468,13 @@ def enumerate_sampler(
     level: str | None = None,
     **fill_options: Any,
 ) -> Enumeration:
-    """Enumerate one draw of a named sampler: bit level for the Bernoulli samplers and
-    uniform, decision level (with restarts merged) for the Laplace and the Gaussian
-    (``fill_options``: as for :func:`sampler`)."""
+    """Enumerate one draw of a named sampler: bit level for the Bernoulli samplers, uniform
+    and ``method="inversion"``, decision level (with restarts merged) for the Laplace and
+    the Gaussian by rejection (``fill_options``: as for :func:`sampler`; ``method`` defaults
+    to "rejection", the paper's loops)."""
     draw = sampler(name, param, oracle=oracle, **fill_options)
-    level = level or ("decisions" if name in ("gaussian", "laplace") else "bits")
+    rejection = fill_options.get("method", "rejection") == "rejection"
+    level = level or ("decisions" if name in ("gaussian", "laplace") and rejection else "bits")
     if level == "bits":
         return enumerate_bits(draw, target=target, max_runs=max_runs)
     return enumerate_decisions(draw, target=target, max_runs=max_runs)
@@ -499,10 +501,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--level",
         choices=("bits", "decisions"),
-        help="tape level (default: bits for Bernoulli samplers and uniform, "
-        "decisions for laplace and gaussian)",
+        help="tape level (default: bits for Bernoulli samplers, uniform and --method inversion, "
+        "decisions for laplace and gaussian by rejection)",
+    )
+    parser.add_argument(
+        "--method",
+        choices=("rejection", "inversion"),
+        default="rejection",
+        help="for gaussian and laplace: the paper's rejection loops (default) or the inversion "
+        "path (read at the bit level)",
     )
     args = parser.parse_args(argv)
+    options = {}
+    if args.method == "inversion":
+        options = {"method": "inversion"}
     try:
         enumeration = enumerate_sampler(
             args.name,
@@ -511,6 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             target=args.target,
             max_runs=args.max_runs,
             level=args.level,
+            **options,
         )
         result = check(enumeration, args.name, args.param)
     except (ValueError, TypeError) as exc:
