@@ -14,12 +14,18 @@ unsigned dg_inv_guide_bits(uint64_t count)
 void dg_inv_init(dg_inv_table *tab, const uint64_t *thr, uint64_t count, uint32_t *guide,
                  unsigned g)
 {
-    unsigned shift = 64 - g;
-    uint64_t h, x = count + 1;          /* thr[count + 1] = 0 <= every r */
+    unsigned shift = 64 - g, below, above;
+    uint64_t h, r, x = count + 1;       /* thr[count + 1] = 0 <= every r */
     for (h = 0; h < (UINT64_C(1) << g); h++) {
         while (x > 1 && (thr[x - 1] >> shift) <= h)
             x--;
         guide[h] = (uint32_t)x;
+        if ((thr[x] >> shift) < h) {    /* no word in the bucket: its neighbours differ above bit g */
+            r = h << shift;
+            below = (unsigned)__builtin_clzll(r ^ thr[x]);
+            above = (x > 1) ? (unsigned)__builtin_clzll(r ^ thr[x - 1]) : 0;
+            guide[h] |= DG_GUIDE_DECIDED | (uint32_t)(1 + (below > above ? below : above)) << 24;
+        }
     }
     tab->thr = thr;
     tab->count = count;
@@ -225,7 +231,8 @@ static dg_u128 recip(unsigned g, dg_u128 d, int d_is_2_128, int up)
 int64_t dg_laplace_words(int stage, dg_u128 e1, dg_u128 el, uint64_t block, uint64_t *thr,
                          uint64_t cap)
 {
-    dg_u128 w, base = (stage == DG_LAPLACE_BLOCKS) ? el : e1, n_lo, n_hi, v_lo, v_hi, f_lo, f_hi;
+    dg_u128 w, base = (stage == DG_LAPLACE_BLOCKS) ? el : e1, n_lo, n_hi, f_lo, f_hi;
+    dg_u128 v_lo = 0, v_hi = 0;         /* HEAD and OFFSET: the reciprocal's bounds */
     dg_u128 d_lo = 0, one_minus = ~el;     /* 2**128 - 1 - eL */
     uint64_t m, last = 0;
     unsigned s = 0;

@@ -578,9 +578,9 @@ cdef object _words_fixed(object key):
     cdef cnp.ndarray thr
     cdef int64_t count
     cdef dg_u128 e, q
-    cdef uint64_t n, d, cap
+    cdef uint64_t n = 0, d = 0, cap
     cdef uint64_t *words
-    cdef int stage
+    cdef int stage = 0
     family, num, den = key[0], key[1], key[2]
     if not (num < 2**62 and den < 2**62):
         return None
@@ -637,6 +637,8 @@ cdef _InvTable inv_table(object key, bint fixed_point):
         thr = np.array([2**64 - 1, *_floors(key), 0], dtype=np.uint64)
     tab.thr = thr
     tab.count = thr.size - 2
+    if tab.count > DG_GUIDE_MAX_COUNT:     # not reached in the ranges dgauss._inversion allows
+        raise RuntimeError(f"an inversion table of {tab.count} words is too long for its guide")
     tab.guide_bits = dg_inv_guide_bits(tab.count)
     tab.guide = np.empty(1 << tab.guide_bits, dtype=np.uint32)
     dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(thr), tab.count,

@@ -112,6 +112,7 @@ cdef extern from "dg_inv.h" nogil:
         unsigned shift
     enum:
         DG_INV_UNDECIDED
+    uint64_t DG_GUIDE_MAX_COUNT
     unsigned dg_inv_guide_bits(uint64_t count)
     void dg_inv_init(dg_inv_table *tab, const uint64_t *thr, uint64_t count, unsigned int *guide,
                      unsigned g)
