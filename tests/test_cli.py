@@ -16,11 +16,11 @@ import dgauss
 from dgauss import cli
 
 
-def api_draws(sampler, param, n, chunk, seed, mu=0):
+def api_draws(sampler, param, n, chunk, seed, mu=0, **options):
     """What ``dgauss sample`` draws: chunks in sequence from one seeded generator."""
     rng = np.random.default_rng(seed)
     sizes = [chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])
-    parts = [sampler(param, size=k, mu=mu, rng=rng) for k in sizes]
+    parts = [sampler(param, size=k, mu=mu, rng=rng, **options) for k in sizes]
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
 
@@ -180,7 +180,7 @@ def test_summary(capsys):
     )
     captured = capsys.readouterr()
     first, moments_line, destination = captured.out.splitlines()
-    assert first.startswith("dgauss: 20,000 samples of N_Z(0, 100) in ")
+    assert first.startswith("dgauss: 20,000 samples of N_Z(0, 100) by inversion in ")
     assert first.endswith(" million samples/s")
     samples = api_draws(dgauss.sample_gaussian, 100, 20000, 7000, 1).tolist()
     mean = float(statistics.mean(samples))
@@ -191,6 +191,20 @@ def test_summary(capsys):
     assert float(printed[4]) == pytest.approx(variance, rel=1e-5)
     assert "not kept" in destination
     assert "seed" in captured.err  # the warning about seeded output
+
+
+def test_method_is_passed_on_checked_and_named(tmp_path, capsys):
+    path = tmp_path / "noise.npy"
+    args = ["sample", "--sigma2", "100", "-n", "5000", "--seed", "3", "--method", "rejection"]
+    assert cli.main([*args, "-o", str(path)]) == 0
+    assert " by rejection in " in capsys.readouterr().out
+    rejection = api_draws(dgauss.sample_gaussian, 100, 5000, 5000, 3, method="rejection")
+    np.testing.assert_array_equal(np.load(path), rejection)
+    # the default reads the bits differently (by inversion)
+    assert not np.array_equal(api_draws(dgauss.sample_gaussian, 100, 5000, 5000, 3), rejection)
+    assert cli.main(["sample", "--laplace", "1e30", "-n", "3", "--method", "inversion"]) == 2
+    err = capsys.readouterr().err
+    assert "--method" in err and "scale <= 2**20" in err
 
 
 def test_summary_names_laplace_mu_and_output(tmp_path, capsys):

@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 
 import dgauss
-from dgauss import _params
+from dgauss import _inversion, _params
 from dgauss.cli._common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -50,6 +50,8 @@ class Distribution:
         :func:`dgauss.sample_gaussian` or :func:`dgauss.sample_laplace`.
     int64_default : bool
         Whether the sampler's default dtype is int64 for these parameters.
+    method : str
+        "inversion" or "rejection", resolved from ``--method``.
     """
 
     symbol: str
@@ -59,6 +61,7 @@ class Distribution:
     mu: int
     sampler: Callable[..., np.ndarray]
     int64_default: bool
+    method: str = "rejection"
 
     @property
     def label(self) -> str:
@@ -67,7 +70,9 @@ class Distribution:
 
     def draw(self, size: int, rng: np.random.Generator | None, workers: int = 1) -> np.ndarray:
         """Draw ``size`` samples in the sampler's default dtype, on ``workers`` threads."""
-        return self.sampler(self.param, size, mu=self.mu, rng=rng, workers=workers)
+        return self.sampler(
+            self.param, size, mu=self.mu, rng=rng, workers=workers, method=self.method
+        )
 
 
 class Moments:
@@ -168,6 +173,14 @@ def _add_sample(commands: argparse._SubParsersAction) -> None:
         "needs the OS CSPRNG, not --seed)",
     )
     sample.add_argument(
+        "--method",
+        choices=_inversion.METHODS,
+        default="auto",
+        help="inversion (a table of exact thresholds; the fastest, for sigma2 in [1/64, 2**24] "
+        "or scale in [1/64, 2**20]), rejection (the paper's Algorithms 2-3, any parameter), or "
+        "auto (default: inversion inside those ranges)",
+    )
+    sample.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress bar (it is shown only when stderr is a terminal)",
@@ -244,6 +257,7 @@ def run_sample(args: argparse.Namespace) -> int:
 def _distribution(args: argparse.Namespace) -> Distribution:
     """The validated request; ValueError/TypeError naming the bad option otherwise."""
     mu = _params.integer(args.mu, "--mu")
+    method = getattr(args, "method", "auto")
     if args.sigma2 is not None:
         sigma2 = _params.positive(args.sigma2, "--sigma2")
         return Distribution(
@@ -254,6 +268,7 @@ def _distribution(args: argparse.Namespace) -> Distribution:
             mu,
             dgauss.sample_gaussian,
             _params.gaussian_int64_safe(sigma2, mu),
+            _resolve(True, sigma2, method),
         )
     scale = _params.positive(args.laplace, "--laplace")
     return Distribution(
@@ -264,7 +279,16 @@ def _distribution(args: argparse.Namespace) -> Distribution:
         mu,
         dgauss.sample_laplace,
         _params.laplace_int64_safe(scale, mu),
+        _resolve(False, scale, method),
     )
+
+
+def _resolve(gaussian: bool, param: Fraction, method: str) -> str:
+    """``--method`` resolved for the parameter, or a ValueError naming the option."""
+    try:
+        return _inversion.resolve(gaussian, param, method)
+    except ValueError as exc:
+        raise ValueError(f"--method: {exc}") from None
 
 
 def _check_output(path: str | None, dist: Distribution) -> None:
@@ -296,7 +320,7 @@ def _summary(dist: Distribution, moments: Moments, elapsed: float, path: str | N
     rate = moments.count / max(elapsed, 1e-9) / 1e6
     destination = f"written to {path}" if path else "not kept (use -o PATH to save them)"
     return [
-        f"dgauss: {moments.count:,} samples of {dist.label} in {elapsed:.2f} s: "
+        f"dgauss: {moments.count:,} samples of {dist.label} by {dist.method} in {elapsed:.2f} s: "
         f"{rate:.2f} million samples/s",
         f"  mean {_approx(moments.mean())}, sample variance {_approx(moments.variance())}",
         f"  {destination}",
