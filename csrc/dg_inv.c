@@ -1,6 +1,7 @@
 /* dg_inv.c -- inversion tables: the guide, the bit-by-bit start, the Gaussian's words.  See dg_inv.h. */
 #include <gmp.h>
 
+#include "dg_exp.h"
 #include "dg_inv.h"
 
 unsigned dg_inv_guide_bits(uint64_t count)
@@ -14,7 +15,13 @@ unsigned dg_inv_guide_bits(uint64_t count)
 void dg_inv_init(dg_inv_table *tab, const uint64_t *thr, uint64_t count, uint32_t *guide,
                  unsigned g)
 {
-    unsigned shift = 64 - g, below, above;
+    dg_inv_init_shift(tab, thr, count, guide, g, 64 - g);
+}
+
+void dg_inv_init_shift(dg_inv_table *tab, const uint64_t *thr, uint64_t count, uint32_t *guide,
+                       unsigned g, unsigned shift)
+{
+    unsigned below, above;
     uint64_t h, r, x = count + 1;       /* thr[count + 1] = 0 <= every r */
     for (h = 0; h < (UINT64_C(1) << g); h++) {
         while (x > 1 && (thr[x - 1] >> shift) <= h)
@@ -33,37 +40,7 @@ void dg_inv_init(dg_inv_table *tab, const uint64_t *thr, uint64_t count, uint32_
     tab->shift = shift;
 }
 
-/* The first j with need <= j is the rule's stopping point: a smaller need would have
- * shown at an earlier j, as the bits after R's first j cannot move a threshold past R. */
-int dg_inv_draw_bitwise(dg_rng *rng, const dg_inv_table *tab, uint64_t known, unsigned have,
-                        uint64_t *y, uint64_t *r)
-{
-    unsigned j = have;
-    uint64_t a = known;
-    int b;
-    while (j < 64) {
-        b = dg_bit(rng);
-        if (rng->status != DG_OK)
-            return -1;
-        a |= (uint64_t)b << (63 - j);
-        j++;
-        if (dg_inv_word(tab, a, y) <= j)
-            return 0;
-    }
-    *r = a;
-    return DG_INV_UNDECIDED;
-}
-
-/* floor(a b / 2**128) for a, b < 2**128 (as in dg_exp.c). */
-static dg_u128 mul_fix(dg_u128 a, dg_u128 b)
-{
-    uint64_t ah = (uint64_t)(a >> 64), al = (uint64_t)a;
-    uint64_t bh = (uint64_t)(b >> 64), bl = (uint64_t)b;
-    dg_u128 ll = (dg_u128)al * bl;
-    dg_u128 m1 = (dg_u128)ah * bl + (ll >> 64);
-    dg_u128 m2 = (dg_u128)al * bh + (uint64_t)m1;
-    return (dg_u128)ah * bh + (m1 >> 64) + (m2 >> 64);
-}
+#define mul_fix dg_mul_fix
 
 /* Sums are kept in units of 2**-SUM_BITS: Z = 1 + 2 S_1 < 2**14 for sigma^2 <= 2**24, so
  * 2 Z 2**SUM_BITS < 2**127. */
@@ -188,23 +165,17 @@ int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *t
     return (int64_t)(x - 1);
 }
 
-/* ---- the discrete Laplace's three stages (dgauss._inversion.laplace_floors) ---- */
+/* ---- the discrete Laplace: T_x = 2 p**x / (1 + p), p = exp(-1/scale) ---- */
 
-/* floor(2**g / d) (up = 0) or ceil(2**g / d) (up = 1) for 0 < d <= 2**128, as a u128
- * (the caller makes sure it fits); d_is_2_128 stands for d = 2**128. */
-static dg_u128 recip(unsigned g, dg_u128 d, int d_is_2_128, int up)
+/* floor(2**g / d) (up = 0) or ceil(2**g / d) (up = 1) for 0 < d < 2**128 (GMP). */
+static dg_u128 recip(unsigned g, dg_u128 d, int up)
 {
     mpz_t num, den;
     dg_u128 v;
     mpz_inits(num, den, NULL);
     mpz_set_ui(num, 1);
     mpz_mul_2exp(num, num, g);
-    if (d_is_2_128) {
-        mpz_set_ui(den, 1);
-        mpz_mul_2exp(den, den, 128);
-    } else {
-        dg_mpz_set_u128(den, d);
-    }
+    dg_mpz_set_u128(den, d);
     if (up)
         mpz_cdiv_q(num, num, den);
     else
@@ -215,66 +186,140 @@ static dg_u128 recip(unsigned g, dg_u128 d, int d_is_2_128, int up)
 }
 
 /*
- * With p = exp(-1/scale), e1 = floor(2**128 p), eL = floor(2**128 p**block): the words of
- *   DG_LAPLACE_HEAD    T_x = p**x / ((1 + p)/2),                 x = 1 .. block,
- *   DG_LAPLACE_BLOCKS  T_v = p**(block v),                       v >= 1,
- *   DG_LAPLACE_OFFSET  T_u = (p**u - p**block) / (1 - p**block),  u = 1 .. block - 1,
- * into thr[1 .. K] up to the last non-zero word (thr[0] = 2**64 - 1, thr[K + 1] = 0).
- * P_m = e**m by products rounded down is a lower bound within 2m - 1 units of 2**-128
- * (dg_exp.c's table).  A ratio N/D with N in [N_lo, N_hi] and D in [D_lo, D_hi] (units
- * 2**-128) has floor(2**64 N/D) between floor(mul_fix(N_lo, V_lo) / 2**s) and
- * floor((mul_fix(N_hi, V_hi) + 1) / 2**s), V_lo = floor(2**(192+s) / D_hi),
- * V_hi = ceil(2**(192+s) / D_lo), as for the Gaussian; s = 62 for HEAD (D >= 1/2) and
- * s = 54 for OFFSET (D = 1 - p**block >= 2**-8.1 for scale <= 2**20).  Returns K, -1 when
- * a bound does not decide a word, -2 when cap is too small.
+ * floor(2**64 T_x) exactly, scale = n/d: A = floor(2**k exp(-x d/n)), B = floor(2**k exp(-d/n))
+ * give T_x in [2A / (2**k + B + 1), 2(A + 1) / (2**k + B)]; k doubles until both ends have
+ * one floor (dgauss._inversion.laplace_floor).
  */
-int64_t dg_laplace_words(int stage, dg_u128 e1, dg_u128 el, uint64_t block, uint64_t *thr,
-                         uint64_t cap)
+uint64_t dg_laplace_word_exact(uint64_t n, uint64_t d, uint64_t x)
 {
-    dg_u128 w, base = (stage == DG_LAPLACE_BLOCKS) ? el : e1, n_lo, n_hi, f_lo, f_hi;
-    dg_u128 v_lo = 0, v_hi = 0;         /* HEAD and OFFSET: the reciprocal's bounds */
-    dg_u128 d_lo = 0, one_minus = ~el;     /* 2**128 - 1 - eL */
-    uint64_t m, last = 0;
-    unsigned s = 0;
-    thr[0] = UINT64_MAX;
-    if (stage == DG_LAPLACE_HEAD) {
-        s = 62;
-        d_lo = ((dg_u128)1 << 127) + (e1 >> 1);         /* (2**128 + e1) / 2, rounded down */
-        v_lo = recip(192 + s, d_lo + 1, 0, 0);           /* D <= (2**128 + e1 + 1) / 2 < d_lo + 1 */
-        v_hi = recip(192 + s, d_lo, 0, 1);
-    } else if (stage == DG_LAPLACE_OFFSET) {
-        s = 54;
-        v_lo = recip(192 + s, one_minus + 1, el == 0, 0);   /* D <= 2**128 - eL */
-        v_hi = recip(192 + s, one_minus, 0, 1);             /* D >= 2**128 - eL - 1 */
+    mpz_t a, b, num, den, lo, hi;
+    unsigned long k = 128;
+    uint64_t w;
+    mpz_inits(a, b, num, den, lo, hi, NULL);
+    for (;; k *= 2) {
+        mpz_set_ui(num, x);
+        mpz_mul_ui(num, num, d);
+        mpz_set_ui(den, n);
+        dg_exp_neg_floor_mpz(a, num, den, k);
+        mpz_set_ui(num, d);
+        dg_exp_neg_floor_mpz(b, num, den, k);
+        mpz_set_ui(den, 1);
+        mpz_mul_2exp(den, den, k);
+        mpz_add(den, den, b);                   /* 2**k + B */
+        mpz_mul_2exp(hi, a, 65);
+        mpz_add_ui(den, den, 1);
+        mpz_fdiv_q(lo, hi, den);                /* 2**65 A / (2**k + B + 1) */
+        mpz_sub_ui(den, den, 1);
+        mpz_add_ui(a, a, 1);
+        mpz_mul_2exp(hi, a, 65);
+        mpz_fdiv_q(hi, hi, den);                /* 2**65 (A + 1) / (2**k + B) */
+        if (mpz_cmp(lo, hi) == 0)
+            break;
     }
-    w = base;
-    for (m = 1;; m++) {
-        if (stage != DG_LAPLACE_BLOCKS && m > (stage == DG_LAPLACE_HEAD ? block : block - 1))
-            break;
-        if (m + 1 >= cap)
-            return -2;
-        if (stage == DG_LAPLACE_BLOCKS) {
-            f_lo = w >> 64;
-            f_hi = (w + 2 * (dg_u128)m - 1) >> 64;
-        } else {
-            n_lo = w;
-            n_hi = w + 2 * (dg_u128)m - 1;
-            if (stage == DG_LAPLACE_OFFSET) {
-                n_lo = (n_lo > el) ? n_lo - el - 1 : 0;      /* p**u - p**block >= P_u - (eL + 1) */
-                n_hi -= el;
-            }
-            f_lo = mul_fix(n_lo, v_lo) >> s;
-            f_hi = (mul_fix(n_hi, v_hi) + 1) >> s;
-        }
-        if (f_lo != f_hi)
-            return -1;
-        if (f_lo == 0 && stage == DG_LAPLACE_BLOCKS)
-            break;
-        thr[m] = (uint64_t)f_lo;
-        if (f_lo != 0)
-            last = m;
-        w = mul_fix(w, base);
+    w = mpz_get_ui(lo);
+    mpz_clears(a, b, num, den, lo, hi, NULL);
+    return w;
+}
+
+/*
+ * The first `count` words floor(2**64 T_x), x = 1 .. count, from e1 = floor(2**128 p): into
+ * thr[1 .. K] up to the last non-zero one (thr[0] = 2**64 - 1, thr[K + 1] = 0); returns K.
+ * P_x = e1**x by products rounded down is a lower bound within 2x - 1 units of 2**-128
+ * (dg_exp.c's table), T_x = p**x / D with D = (1 + p)/2 in [D_lo, D_lo + 1) units, and
+ * floor(2**64 N/D) lies between floor(mul_fix(N_lo, V_lo) / 2**62) and
+ * floor((mul_fix(N_hi, V_hi) + 1) / 2**62) for V_lo = floor(2**254 / (D_lo + 1)),
+ * V_hi = ceil(2**254 / D_lo) (< 2**128 as D >= 1/2): as for the Gaussian.  A word the
+ * bound does not decide is computed exactly (dg_laplace_word_exact).  `thr` has count + 2 words.
+ */
+uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t count, uint64_t *thr)
+{
+    dg_u128 w = e1, d_lo = ((dg_u128)1 << 127) + (e1 >> 1);  /* (2**128 + e1) / 2, rounded down */
+    dg_u128 v_lo = recip(254, d_lo + 1, 0), v_hi = recip(254, d_lo, 1), f_lo, f_hi;
+    uint64_t x, last = 0;
+    thr[0] = UINT64_MAX;
+    for (x = 1; x <= count; x++) {
+        f_lo = mul_fix(w, v_lo) >> 62;
+        f_hi = (mul_fix(w + 2 * (dg_u128)x - 1, v_hi) + 1) >> 62;
+        thr[x] = (f_lo == f_hi) ? (uint64_t)f_lo : dg_laplace_word_exact(n, d, x);
+        if (thr[x] == 0)
+            break;                      /* and every later word: T_x decreases */
+        last = x;
+        w = mul_fix(w, e1);
     }
     thr[last + 1] = 0;
-    return (int64_t)last;
+    return last;
+}
+
+/*
+ * Past DIRECT words: T_{Lb + u} = C_b p**u, C_b = 2 p**(Lb) / (1 + p), from
+ *   cb[b] <= 2**127 C_b < cb[b] + 3b + 3   (cb[0] = floor(2**256 / (2**128 + e1 + 1)), within 2
+ *            of 2**128 / (1 + p); cb[b] = mul_fix(cb[b - 1], pl), pl = floor(2**128 p**L)),
+ *   pu[u] <= 2**128 p**u < pu[u] + 2u     (pu[u] = e1**u rounded down),
+ * so V = mul_fix(cb[b], pu[u]) <= 2**127 T_x < V + err with err = 3b + 3 + 2u + 1 (the error
+ * of a product of lower bounds, as above), and floor(2**64 T_x) = V >> 63 whenever
+ * (V + err) >> 63 agrees (dg_laplace_word_exact otherwise).  The blocks' words BW[b] =
+ * floor(2**64 T_{Lb}), b = 1 .. NB (the last non-zero), form an inversion table;
+ * pw[L - u] = ~(pu[u] >> 64), about 2**64 (1 - p**u), another, only to estimate u (its guide
+ * spans pw[1]'s range: 1 - p**u is about u/scale when the scale is large), and
+ * iv[b] ~ 2**191 / cb[b] turns R into R / C_b.
+ * Fills the arrays (bw: nb_cap + 2 words; cb, iv: nb_cap + 1; pu, pw: L + 1) and returns NB,
+ * or -2 when nb_cap is too small.
+ */
+int64_t dg_geo_build(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned lbits,
+                     uint64_t *bw, uint64_t nb_cap, dg_u128 *cb, dg_u128 *iv, dg_u128 *pu,
+                     uint64_t *pw, uint64_t *pw_count)
+{
+    uint64_t L = UINT64_C(1) << lbits, u, b, top;
+    unsigned z;
+    dg_u128 w = e1, q;
+    mpz_t num, den;
+
+    pu[0] = ~(dg_u128)0;
+    for (u = 1; u <= L; u++) {
+        pu[u] = w;
+        w = mul_fix(w, e1);
+    }
+    /* pw[i] = ~floor(2**64 p**(L - i)) for i = 1 .. L - 1: 1 - p**u, decreasing in i */
+    pw[0] = UINT64_MAX;
+    for (u = 1; u < L; u++)
+        pw[L - u] = ~(uint64_t)(pu[u] >> 64);
+    pw[L] = 0;
+    *pw_count = L - 1;
+
+    /* cb[0] = floor(2**256 / (2**128 + e1 + 1)) */
+    mpz_inits(num, den, NULL);
+    mpz_set_ui(num, 1);
+    mpz_mul_2exp(num, num, 256);
+    dg_mpz_set_u128(den, e1);
+    mpz_add_ui(den, den, 1);
+    mpz_setbit(den, 128);
+    mpz_fdiv_q(num, num, den);
+    cb[0] = mpz_to_u128(num);
+    mpz_clears(num, den, NULL);
+
+    bw[0] = UINT64_MAX;
+    for (b = 0;; b++) {
+        if (b > 0) {
+            if (b + 1 >= nb_cap)
+                return -2;
+            cb[b] = mul_fix(cb[b - 1], pl);
+            if ((uint64_t)(cb[b] >> 63) == (uint64_t)((cb[b] + 3 * (dg_u128)b + 3) >> 63))
+                bw[b] = (uint64_t)(cb[b] >> 63);
+            else
+                bw[b] = dg_laplace_word_exact(n, d, b << lbits);
+            if (bw[b] == 0)
+                break;
+        }
+        /* iv[b] ~ 2**191 / cb[b] from cb's top 64 bits: cb = m 2**(64 - z) roughly, with
+         * m = its 64 bits from the first 1 (z leading zeros, z <= 64 as cb >= 2**63) */
+        z = (cb[b] >> 64) ? (unsigned)__builtin_clzll((uint64_t)(cb[b] >> 64)) : 64;
+        top = (uint64_t)((cb[b] << z) >> 64);
+        q = (((dg_u128)1 << 127) / top);            /* 2**63 < q <= 2**64 */
+        if (z == 0)
+            iv[b] = q;
+        else
+            iv[b] = (z >= 64 || (q >> (128 - z)) != 0) ? ~(dg_u128)0 : q << z;
+    }
+    bw[b] = 0;
+    return (int64_t)(b - 1);
 }

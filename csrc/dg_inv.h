@@ -60,20 +60,16 @@ typedef struct dg_inv_table {
  */
 int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap);
 
-/* The discrete Laplace's stages (dgauss._inversion.HEAD, BLOCKS, OFFSET): see dg_inv.c. */
-#define DG_LAPLACE_HEAD 0
-#define DG_LAPLACE_BLOCKS 1
-#define DG_LAPLACE_OFFSET 2
-int64_t dg_laplace_words(int stage, dg_u128 e1, dg_u128 el, uint64_t block, uint64_t *thr,
-                         uint64_t cap);
-
 /* The guide's bits for K thresholds: about two entries per threshold, 4 .. 16 bits. */
 unsigned dg_inv_guide_bits(uint64_t count);
 
 /* Fills `guide` (2**g entries) for the K + 2 words `thr` (K <= DG_GUIDE_MAX_COUNT) and
- * sets up `tab`. */
+ * sets up `tab`; dg_inv_init_shift buckets by r >> shift instead of by r's top g bits, for
+ * words below 2**(g + shift) (and r then below that too). */
 void dg_inv_init(dg_inv_table *tab, const uint64_t *thr, uint64_t count, uint32_t *guide,
                  unsigned g);
+void dg_inv_init_shift(dg_inv_table *tab, const uint64_t *thr, uint64_t count, uint32_t *guide,
+                       unsigned g, unsigned shift);
 
 /* Y for the 64 bits r, or 0 bits decided: returns the bits needed (1..64), or 65 when
  * r equals a word. */
@@ -107,49 +103,178 @@ static inline unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t
     return 1 + (below > above ? below : above);
 }
 
-/* The rule one bit at a time from R's bit have + 1 to its 64th, given its first `have`
- * bits (left-aligned in `known`, consumed, not deciding): for a finite source's short
- * last word.  Returns as dg_inv_draw. */
-int dg_inv_draw_bitwise(dg_rng *rng, const dg_inv_table *tab, uint64_t known, unsigned have,
-                        uint64_t *y, uint64_t *r);
-
-/* Y into *y: 0; -1 when the bit source failed; DG_INV_UNDECIDED with R's first 64 bits in *r. */
-static inline int dg_inv_draw(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, uint64_t *r)
+/* floor(a b / 2**128) for a, b < 2**128. */
+static inline dg_u128 dg_mul_fix(dg_u128 a, dg_u128 b)
 {
-    uint64_t first;
-    unsigned need, have;
-    if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
-        return -1;
-    need = dg_inv_word(tab, rng->cur, y);   /* unread bits as zeros: valid if need <= avail */
-    if (need <= rng->avail) {
-        rng->cur = (need == 64) ? 0 : rng->cur << need;
-        rng->avail -= need;
-        return 0;
-    }
-    /* R's first 64 bits run into the next word */
-    have = rng->avail;
-    first = rng->cur;
-    if (have < 64) {
-        if (dg_rng_next_word(rng) < 0)
-            return -1;
-        if (rng->avail < 64 - have)         /* a finite source's short last word */
-            return dg_inv_draw_bitwise(rng, tab, first, have, y, r);
-        *r = first | (rng->cur >> have);
-        need = dg_inv_word(tab, *r, y);
-        if (need <= 64) {
-            need -= have;
-            rng->cur = (need == 64) ? 0 : rng->cur << need;
-            rng->avail -= need;
-            return 0;
-        }
-        rng->cur <<= 64 - have;             /* 1 <= have < 64 */
-        rng->avail -= 64 - have;
-        return DG_INV_UNDECIDED;
-    }
-    *r = first;
-    rng->cur = 0;
-    rng->avail = 0;
-    return DG_INV_UNDECIDED;
+    uint64_t ah = (uint64_t)(a >> 64), al = (uint64_t)a;
+    uint64_t bh = (uint64_t)(b >> 64), bl = (uint64_t)b;
+    dg_u128 ll = (dg_u128)al * bl;
+    dg_u128 m1 = (dg_u128)ah * bl + (ll >> 64);
+    dg_u128 m2 = (dg_u128)al * bh + (uint64_t)m1;
+    return (dg_u128)ah * bh + (m1 >> 64) + (m2 >> 64);
 }
+
+/*
+ * The discrete Laplace past DIRECT words (dgauss._inversion.DIRECT_WORDS): its thresholds
+ * T_x = 2 p**x / (1 + p) are too many for a table (about 45 scale), so the words the rule
+ * needs are computed, x = L b + u (1 <= u <= L): T_x = C_b p**u with C_b = 2 p**(Lb) / (1 + p),
+ * from 128-bit lower bounds cb[b] of 2**127 C_b and pu[u] of 2**128 p**u (dg_geo_build says
+ * how close).  The block b is found in a table of the words of T_{Lb}; u from an estimate
+ * of R / C_b against the words of p**u, then corrected with exact words.
+ */
+typedef struct dg_geo_table {
+    dg_inv_table blocks;    /* thr[b] = floor(2**64 T_{Lb}), b = 1 .. NB; thr[NB + 1] = 0 */
+    dg_inv_table powers;    /* thr[L - u] = ~(pu[u] >> 64), u = 1 .. L - 1: estimates only */
+    const dg_u128 *cb;      /* b = 0 .. NB */
+    const dg_u128 *iv;      /* b = 0 .. NB: about 2**191 / cb[b], to turn r into r / C_b */
+    const dg_u128 *pu;      /* u = 0 .. L */
+    unsigned lbits;         /* L = 2**lbits */
+    uint64_t n, d;          /* the scale n/d */
+} dg_geo_table;
+
+/* floor(2**64 T_x) exactly, scale n/d, from GMP (when the fixed-point bound does not decide it). */
+uint64_t dg_laplace_word_exact(uint64_t n, uint64_t d, uint64_t x);
+
+/* The words of T_1 .. T_count into thr[1 .. K], K the last non-zero (thr[0] = 2**64 - 1,
+ * thr[K + 1] = 0; count + 2 words), e1 = floor(2**128 exp(-d/n)); returns K. */
+uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t count,
+                                 uint64_t *thr);
+
+/* Fills a dg_geo_table's arrays, pl = floor(2**128 exp(-L d/n)): bw (nb_cap + 2 words),
+ * cb, iv (nb_cap + 1), pu (L + 1), pw (L + 1).  Returns NB, or -2 when nb_cap is too small;
+ * *pw_count is the last non-zero pw[u], u < L. */
+int64_t dg_geo_build(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned lbits,
+                     uint64_t *bw, uint64_t nb_cap, dg_u128 *cb, dg_u128 *iv, dg_u128 *pu,
+                     uint64_t *pw, uint64_t *pw_count);
+
+/* floor(2**64 T_{Lb + u}) for b <= NB, 1 <= u <= L. */
+static inline uint64_t dg_geo_threshold(const dg_geo_table *g, uint64_t b, uint64_t u)
+{
+    dg_u128 v;
+    if (u == (UINT64_C(1) << g->lbits))
+        return g->blocks.thr[b + 1];
+    v = dg_mul_fix(g->cb[b], g->pu[u]);         /* <= 2**127 T_x < v + 3b + 2u + 4 */
+    if ((uint64_t)(v >> 63) == (uint64_t)((v + 3 * (dg_u128)b + 2 * (dg_u128)u + 4) >> 63))
+        return (uint64_t)(v >> 63);
+    return dg_laplace_word_exact(g->n, g->d, (b << g->lbits) + u);
+}
+
+/* As dg_inv_word, for a dg_geo_table. */
+static inline unsigned dg_geo_word(const dg_geo_table *g, uint64_t r, uint64_t *y)
+{
+    uint64_t b, est, u, w, comp, prev = 0, last = UINT64_C(1) << g->lbits;
+    unsigned below, above;
+    int has_prev;
+    dg_u128 rho;
+    if (dg_inv_word(&g->blocks, r, &b) == 65) {     /* r equals a block's word, or is 0 */
+        *y = 0;
+        return 65;
+    }
+    /* R < T_{Lb} (b > 0), R >= T_{L(b + 1)}: the answer is in block b; estimate R / C_b */
+    rho = (dg_u128)r * (uint64_t)(g->iv[b] >> 64) + (((dg_u128)r * (uint64_t)g->iv[b]) >> 64);
+    /* est = #{u < L : floor(2**64 p**u) > rho} = L - 1 - #{i : pw[i] >= ~rho} */
+    comp = (rho >> 64) ? 0 : ~(uint64_t)rho;
+    if (comp == 0) {
+        est = 0;
+    } else {
+        if (comp > g->powers.thr[1])
+            comp = g->powers.thr[1];
+        (void)dg_inv_word(&g->powers, comp - 1, &est);
+        est = last - 1 - est;
+    }
+    u = est + 1;
+    w = dg_geo_threshold(g, b, u);
+    while (w > r)                                   /* stops at u = L: T_{L(b + 1)} <= R */
+        w = dg_geo_threshold(g, b, ++u);
+    for (;;) {
+        if (u == 1) {
+            has_prev = b > 0;
+            prev = g->blocks.thr[b];                /* T_{Lb} > R */
+            break;
+        }
+        prev = dg_geo_threshold(g, b, u - 1);
+        if (prev > r) {
+            has_prev = 1;
+            break;
+        }
+        u--;
+        w = prev;
+    }
+    *y = (b << g->lbits) + u - 1;
+    if (w == r)
+        return 65;
+    below = (unsigned)__builtin_clzll(r ^ w);
+    above = has_prev ? (unsigned)__builtin_clzll(r ^ prev) : 0;
+    return 1 + (below > above ? below : above);
+}
+
+/*
+ * The draw, for a table type T and its word function WORD (dg_inv_word, dg_geo_word):
+ *   NAME(rng, tab, &y, &r): Y into y: 0; -1 when the bit source failed; DG_INV_UNDECIDED
+ *   with R's first 64 bits in r (consumed), when they do not decide.
+ * R's 64 bits may run into the next word; a finite source's short last word goes one bit at
+ * a time (NAME_bitwise): the first j with need <= j is the rule's stopping point, as a
+ * smaller need would have shown at an earlier j (the bits after R's first j cannot move a
+ * threshold past R).
+ */
+#define DG_INV_DRAW(NAME, T, WORD)                                                         \
+static int NAME##_bitwise(dg_rng *rng, const T *tab, uint64_t known, unsigned have,         \
+                          uint64_t *y, uint64_t *r)                                         \
+{                                                                                           \
+    unsigned j = have;                                                                      \
+    uint64_t a = known;                                                                     \
+    int b;                                                                                  \
+    while (j < 64) {                                                                        \
+        b = dg_bit(rng);                                                                    \
+        if (rng->status != DG_OK)                                                           \
+            return -1;                                                                      \
+        a |= (uint64_t)b << (63 - j);                                                       \
+        j++;                                                                                \
+        if (WORD(tab, a, y) <= j)                                                           \
+            return 0;                                                                       \
+    }                                                                                       \
+    *r = a;                                                                                 \
+    return DG_INV_UNDECIDED;                                                                \
+}                                                                                           \
+                                                                                            \
+static inline int NAME(dg_rng *rng, const T *tab, uint64_t *y, uint64_t *r)                \
+{                                                                                           \
+    uint64_t first;                                                                         \
+    unsigned need, have;                                                                    \
+    if (rng->avail == 0 && dg_rng_next_word(rng) < 0)                                       \
+        return -1;                                                                          \
+    need = WORD(tab, rng->cur, y);  /* unread bits as zeros: valid if need <= avail */      \
+    if (need <= rng->avail) {                                                               \
+        rng->cur = (need == 64) ? 0 : rng->cur << need;                                     \
+        rng->avail -= need;                                                                 \
+        return 0;                                                                           \
+    }                                                                                       \
+    have = rng->avail;              /* R's first 64 bits run into the next word */          \
+    first = rng->cur;                                                                       \
+    if (have < 64) {                                                                        \
+        if (dg_rng_next_word(rng) < 0)                                                      \
+            return -1;                                                                      \
+        if (rng->avail < 64 - have)                                                         \
+            return NAME##_bitwise(rng, tab, first, have, y, r);                             \
+        *r = first | (rng->cur >> have);                                                    \
+        need = WORD(tab, *r, y);                                                            \
+        if (need <= 64) {                                                                   \
+            need -= have;                                                                   \
+            rng->cur = (need == 64) ? 0 : rng->cur << need;                                 \
+            rng->avail -= need;                                                             \
+            return 0;                                                                       \
+        }                                                                                   \
+        rng->cur <<= 64 - have;     /* 1 <= have < 64 */                                    \
+        rng->avail -= 64 - have;                                                            \
+        return DG_INV_UNDECIDED;                                                            \
+    }                                                                                       \
+    *r = first;                                                                             \
+    rng->cur = 0;                                                                           \
+    rng->avail = 0;                                                                         \
+    return DG_INV_UNDECIDED;                                                                \
+}
+
+DG_INV_DRAW(dg_inv_draw, dg_inv_table, dg_inv_word)
+DG_INV_DRAW(dg_geo_draw, dg_geo_table, dg_geo_word)
 
 #endif /* DG_INV_H */

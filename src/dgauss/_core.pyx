@@ -66,10 +66,9 @@ cdef enum:
     OBJECT_CHUNK_BYTES = 1 << 20   # and about this many bytes of GMP values per stretch
 
 cdef enum:
-    LAPLACE_BLOCK = 4096        # dgauss._inversion.BLOCK (checked below)
+    LAPLACE_LBITS = 12          # dgauss._inversion.BLOCK = 2**LAPLACE_LBITS (checked below)
 
-if _inversion.BLOCK != LAPLACE_BLOCK or (_inversion.HEAD, _inversion.BLOCKS, _inversion.OFFSET) != (
-        DG_LAPLACE_HEAD, DG_LAPLACE_BLOCKS, DG_LAPLACE_OFFSET):
+if _inversion.BLOCK != 1 << LAPLACE_LBITS:
     raise ImportError("dgauss._core was built for another Laplace inversion than dgauss._inversion")
 
 #: When t is at most this, Algorithm 2 draws X = U + tV by inversion (dg_exp.h).
@@ -95,10 +94,12 @@ cdef struct State:
     int64_t mu64
     bint mu_small
     bint mu_zero
-    # by inversion (method="inversion"): the Gaussian's |X| from inv[0], the Laplace's from
-    # inv[HEAD, BLOCKS, OFFSET] (dgauss._inversion); then the sign
+    # by inversion (method="inversion", dgauss._inversion): |X| from the table `inv`, or for a
+    # Laplace of large scale from `geo` (when geo_on); then the sign
     bint inversion
-    dg_inv_table inv[3]
+    dg_inv_table inv
+    bint geo_on
+    dg_geo_table geo
     void *owner         # the _Job (a borrowed Python object), for the step past R's 64th bit
 
 
@@ -107,15 +108,15 @@ cdef struct State:
 # Batches
 # --------------------------------------------------------------------------
 
-cdef int stage_past_64(State *s, int stage, uint64_t r, uint64_t *y) noexcept nogil:
-    """A stage's value when R's first 64 bits r do not decide it (probability about 2**-64):
-    the rule of dgauss._inversion.invert from R's 65th bit, with the GIL, on exact thresholds."""
+cdef int magnitude_past_64(State *s, uint64_t r, uint64_t *y) noexcept nogil:
+    """|X| when R's first 64 bits r do not decide it (probability about 2**-64): the rule of
+    dgauss._inversion.invert from R's 65th bit, with the GIL, on exact thresholds."""
     with gil:
         job = <_Job>s.owner
         bits = _RngBits.__new__(_RngBits)
         (<_RngBits>bits).rng = &s.rng
         try:
-            y[0] = job.continuations[stage](bits, a=r, j=64)
+            y[0] = job.continuation(bits, a=r, j=64)
             return 0
         except _BitsFailed:
             return -1
@@ -125,30 +126,19 @@ cdef int stage_past_64(State *s, int stage, uint64_t r, uint64_t *y) noexcept no
             return -1
 
 
-cdef inline int inversion_stage(State *s, int stage, uint64_t *y) noexcept nogil:
-    """One inversion against table `stage` (dg_inv.h): 0, or -1 with the status set."""
-    cdef uint64_t r
-    cdef int rc = dg_inv_draw(&s.rng, &s.inv[stage], y, &r)
-    if rc == DG_INV_UNDECIDED:
-        rc = stage_past_64(s, stage, r, y)
-    return rc
-
-
 cdef inline int by_inversion(State *s, Value *v) noexcept nogil:
-    """X by inversion (dgauss._inversion): the Gaussian's |X| in one stage, the Laplace's in
-    HEAD, then BLOCKS and OFFSET when HEAD gives BLOCK; then the sign, one bit (1: negative)."""
-    cdef uint64_t y, blocks, offset
-    if inversion_stage(s, 0, &y) < 0:
+    """X by inversion (dg_inv.h): |X| against the thresholds P[|X| >= x], then the sign, one
+    bit (1: negative)."""
+    cdef uint64_t y, r
+    cdef int rc
+    if s.geo_on:
+        rc = dg_geo_draw(&s.rng, &s.geo, &y, &r)
+    else:
+        rc = dg_inv_draw(&s.rng, &s.inv, &y, &r)
+    if rc == DG_INV_UNDECIDED:
+        rc = magnitude_past_64(s, r, &y)
+    if rc < 0:
         return -1
-    if s.kind == KIND_DISCRETE_LAPLACE and y == LAPLACE_BLOCK:
-        if inversion_stage(s, DG_LAPLACE_BLOCKS, &blocks) < 0:
-            return -1
-        if inversion_stage(s, DG_LAPLACE_OFFSET, &offset) < 0:
-            return -1
-        if blocks >= (UINT64_MAX >> 13) - 1:    # not seen: probability below exp(-2**50)
-            s.rng.status = DG_ERR_LIMIT
-            return -1
-        y = LAPLACE_BLOCK * (blocks + 1) + offset
     v.big = False
     v.mag = y
     v.neg = False
@@ -574,40 +564,46 @@ cdef dg_u128 _exp_floor_128(object n, object d) except? 0:
 
 cdef object _words_fixed(object key):
     """A table's words (thr[0] .. thr[K + 1]) in 128-bit fixed point (dg_gauss_words,
-    dg_laplace_words), or None where that does not apply or cannot decide a word."""
+    dg_laplace_direct_words), or None where that does not apply or cannot decide a word (or,
+    for the Laplace, when T_x >= 2**-64 for x past DIRECT_WORDS: then the words are computed
+    as needed, _GeoTable)."""
     cdef cnp.ndarray thr
     cdef int64_t count
     cdef dg_u128 e, q
     cdef uint64_t n = 0, d = 0, cap
     cdef uint64_t *words
-    cdef int stage = 0
     family, num, den = key[0], key[1], key[2]
     if not (num < 2**62 and den < 2**62):
         return None
+    n, d = num, den
     if family == "gaussian":
         if num > den << 24:
             return None
         e = _exp_floor_128(den, 2 * num)
         q = _exp_floor_128(den, num)
-        n, d = num, den
         cap = 16 * (_math.isqrt(num // den) + 1) + 64
-    else:
-        stage = key[3]
-        if num > den << 20:
-            return None
-        e = _exp_floor_128(den, num)                        # p = exp(-1/scale), scale = num/den
-        q = _exp_floor_128(LAPLACE_BLOCK * den, num)        # p**BLOCK
-        cap = LAPLACE_BLOCK + 64 if stage != DG_LAPLACE_BLOCKS else 64 * (num // (den * LAPLACE_BLOCK)) + 64
-    thr = np.empty(cap, dtype=np.uint64)
-    words = <uint64_t *>cnp.PyArray_DATA(thr)
-    with nogil:
-        if family == "gaussian":
+        thr = np.empty(cap, dtype=np.uint64)
+        words = <uint64_t *>cnp.PyArray_DATA(thr)
+        with nogil:
             count = dg_gauss_words(n, d, e, q, words, cap)
-        else:
-            count = dg_laplace_words(stage, e, q, LAPLACE_BLOCK, words, cap)
-    if count < 0:
-        return None
+        if count < 0:
+            return None
+    else:
+        cap = _inversion.DIRECT_WORDS
+        # T_x = 2 exp(-x/scale) / (1 + p) is below 2**-64 when x/scale >= 46 (> 65 ln 2) and
+        # at least exp(-44) > 2**-64 when x/scale <= 44; in between, the word says
+        if (cap + 1) * den <= 44 * num or (
+                (cap + 1) * den < 46 * num and dg_laplace_word_exact(n, d, cap + 1) != 0):
+            return GEO          # T_x >= 2**-64 past DIRECT_WORDS: computed as needed
+        e = _exp_floor_128(den, num)                        # p = exp(-1/scale), scale = num/den
+        thr = np.empty(cap + 2, dtype=np.uint64)
+        words = <uint64_t *>cnp.PyArray_DATA(thr)
+        with nogil:
+            count = dg_laplace_direct_words(n, d, e, cap, words)
     return thr[:count + 2].copy()
+
+
+GEO = object()      # _words_fixed's answer for a Laplace whose words are computed as needed
 
 
 cdef object _floors(object key):
@@ -615,22 +611,96 @@ cdef object _floors(object key):
     family, num, den = key[0], key[1], key[2]
     if family == "gaussian":
         return _inversion.gaussian_floors(Fraction(num, den), 64).words
-    return _inversion.laplace_floors(Fraction(num, den), key[3], 64).words
+    floors = _inversion.LaplaceFloors(Fraction(num, den), 64)
+    return [floors.word(x) for x in range(1, floors.first_at_most(0))]
 
 
-cdef _InvTable inv_table(object key, bint fixed_point):
-    """The inversion table for key = ("gaussian", n, d) or ("laplace", t, s, stage) (cached):
-    words by 128-bit fixed point where that decides them, else from dgauss._inversion;
-    fixed_point=False takes them all from there (the same words, for tests)."""
+cdef class _GeoTable:
+    """A discrete Laplace's words computed as needed (dg_geo_table): its arrays."""
+    cdef readonly object bw, cb, iv, pu, pw, bw_guide, pw_guide
+    cdef readonly uint64_t blocks, pw_count, n, d
+    cdef readonly unsigned bw_bits, pw_bits, pw_shift
+
+    @property
+    def nbytes(self):
+        return sum(a.nbytes for a in (self.bw, self.cb, self.iv, self.pu, self.pw, self.bw_guide,
+                                      self.pw_guide))
+
+    cdef void init(self, dg_geo_table *g):
+        """Points g into the arrays."""
+        dg_inv_init(&g.blocks, <const uint64_t *>cnp.PyArray_DATA(self.bw), self.blocks,
+                    <unsigned int *>cnp.PyArray_DATA(self.bw_guide), self.bw_bits)
+        dg_inv_init_shift(&g.powers, <const uint64_t *>cnp.PyArray_DATA(self.pw), self.pw_count,
+                          <unsigned int *>cnp.PyArray_DATA(self.pw_guide), self.pw_bits,
+                          self.pw_shift)
+        g.cb = <const dg_u128 *>cnp.PyArray_DATA(self.cb)
+        g.iv = <const dg_u128 *>cnp.PyArray_DATA(self.iv)
+        g.pu = <const dg_u128 *>cnp.PyArray_DATA(self.pu)
+        g.lbits = LAPLACE_LBITS
+        g.n = self.n
+        g.d = self.d
+
+
+cdef _GeoTable _geo_table(object num, object den):
+    """A _GeoTable for Lap_Z(0, num/den) (num, den < 2**62, num/den <= 2**20)."""
+    cdef _GeoTable g = _GeoTable.__new__(_GeoTable)
+    cdef dg_u128 e1 = _exp_floor_128(den, num)
+    cdef dg_u128 pl = _exp_floor_128(den << LAPLACE_LBITS, num)
+    cdef uint64_t big_l = 1 << LAPLACE_LBITS, nb_cap = 64 * (num // (den << LAPLACE_LBITS)) + 64
+    cdef uint64_t pw_count = 0
+    cdef int64_t nb
+    g.n, g.d = num, den
+    g.bw = np.empty(nb_cap + 2, dtype=np.uint64)
+    g.cb = np.empty(2 * (nb_cap + 1), dtype=np.uint64)      # dg_u128 each
+    g.iv = np.empty(2 * (nb_cap + 1), dtype=np.uint64)
+    g.pu = np.empty(2 * (big_l + 1), dtype=np.uint64)
+    g.pw = np.empty(big_l + 1, dtype=np.uint64)
+    for a in (g.cb, g.iv, g.pu):
+        if cnp.PyArray_DATA(a) == NULL or (<size_t>cnp.PyArray_DATA(a)) % 16:
+            raise MemoryError("an inversion table is not 16-byte aligned")
+    nb = dg_geo_build(g.n, g.d, e1, pl, LAPLACE_LBITS, <uint64_t *>cnp.PyArray_DATA(g.bw), nb_cap,
+                      <dg_u128 *>cnp.PyArray_DATA(g.cb), <dg_u128 *>cnp.PyArray_DATA(g.iv),
+                      <dg_u128 *>cnp.PyArray_DATA(g.pu), <uint64_t *>cnp.PyArray_DATA(g.pw),
+                      &pw_count)
+    if nb < 0:
+        raise RuntimeError("dg_geo_build ran out of room (a bug: nb_cap is too small)")
+    g.blocks = nb
+    g.pw_count = pw_count
+    g.bw = g.bw[:nb + 2].copy()
+    g.bw_bits = dg_inv_guide_bits(g.blocks)
+    g.pw_bits = dg_inv_guide_bits(g.pw_count)
+    g.pw_shift = max(0, int(g.pw[1]).bit_length() - g.pw_bits)   # pw[1] is the largest
+    g.bw_guide = np.empty(1 << g.bw_bits, dtype=np.uint32)
+    g.pw_guide = np.empty(1 << g.pw_bits, dtype=np.uint32)
+    return g
+
+
+cdef object inv_table(object key, bint fixed_point):
+    """The inversion table for key = ("gaussian", n, d) or ("laplace", n, d) (cached): words
+    by 128-bit fixed point where that decides them, else from dgauss._inversion;
+    fixed_point=False takes them all from there (the same words, for tests).  A Laplace
+    with words past DIRECT_WORDS gets a _GeoTable (fixed point with GMP words where its
+    bound does not decide, whatever fixed_point says)."""
     cdef _InvTable tab
+    cdef _GeoTable geo
+    cdef dg_geo_table g
     cdef dg_inv_table scratch
     key = (*key, fixed_point)
     with _INV_LOCK:
-        tab = _INV_TABLES.get(key)
-        if tab is not None:
+        found = _INV_TABLES.get(key)
+        if found is not None:
             _INV_TABLES.move_to_end(key)
-            return tab
+            return found
     thr = _words_fixed(key) if fixed_point else None
+    if thr is None and key[0] == "laplace" and key[1] < 2**62 and key[2] < 2**62 and (
+            _inversion.LaplaceFloors(Fraction(key[1], key[2]), 64).word(
+                _inversion.DIRECT_WORDS + 1) != 0):
+        thr = GEO
+    if thr is GEO:
+        geo = _geo_table(key[1], key[2])
+        geo.init(&g)            # fills the guides
+        _cache(key, geo)
+        return geo
     tab = _InvTable.__new__(_InvTable)
     tab.fixed_point = thr is not None
     if thr is None:
@@ -643,12 +713,17 @@ cdef _InvTable inv_table(object key, bint fixed_point):
     tab.guide = np.empty(1 << tab.guide_bits, dtype=np.uint32)
     dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(thr), tab.count,
                 <unsigned int *>cnp.PyArray_DATA(tab.guide), tab.guide_bits)
+    _cache(key, tab)
+    return tab
+
+
+cdef _cache(object key, object table):
+    """Keeps `table` under `key`, dropping the least recently used past INV_CACHE_BYTES."""
     with _INV_LOCK:
-        _INV_TABLES[key] = tab
+        _INV_TABLES[key] = table
         total = sum(t.nbytes for t in _INV_TABLES.values())
         while total > INV_CACHE_BYTES and len(_INV_TABLES) > 1:
             total -= _INV_TABLES.popitem(last=False)[1].nbytes
-    return tab
 
 
 def gauss_table(num, den, bint fixed_point=True):
@@ -656,24 +731,45 @@ def gauss_table(num, den, bint fixed_point=True):
     return inv_table(("gaussian", num, den), fixed_point)
 
 
-def laplace_table(num, den, int stage, bint fixed_point=True):
-    """The table of one stage (dgauss._inversion.HEAD, BLOCKS, OFFSET) of Lap_Z(0, num/den)'s
-    |X| (see inv_table): for tests."""
-    if stage not in (DG_LAPLACE_HEAD, DG_LAPLACE_BLOCKS, DG_LAPLACE_OFFSET):
-        raise ValueError("stage must be HEAD, BLOCKS or OFFSET")
-    return inv_table(("laplace", num, den, stage), fixed_point)
+def laplace_table(num, den, bint fixed_point=True):
+    """The inversion table of Lap_Z(0, num/den)'s |X| (see inv_table): an _InvTable of every
+    word, or a _GeoTable that computes them: for tests."""
+    return inv_table(("laplace", num, den), fixed_point)
 
 
-def inversion_word(num, den, uint64_t r, stage=None):
-    """(bits needed or 65, the value) that the table of N_Z(0, num/den) (stage None) or of a
-    stage of Lap_Z(0, num/den) gives for R's 64 bits r: for tests."""
-    cdef _InvTable tab = gauss_table(num, den) if stage is None else laplace_table(num, den, stage)
+def inversion_word(num, den, uint64_t r, bint laplace=False):
+    """(bits needed or 65, |X|) that the table of N_Z(0, num/den) (or Lap_Z(0, num/den))
+    gives for R's 64 bits r: for tests."""
     cdef dg_inv_table t
+    cdef dg_geo_table g
     cdef uint64_t y
-    dg_inv_init(&t, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
-                <unsigned int *>cnp.PyArray_DATA(tab.guide), tab.guide_bits)
-    need = dg_inv_word(&t, r, &y)
+    table = laplace_table(num, den) if laplace else gauss_table(num, den)
+    if isinstance(table, _GeoTable):
+        (<_GeoTable>table).init(&g)
+        need = dg_geo_word(&g, r, &y)
+    else:
+        tab = <_InvTable>table
+        dg_inv_init(&t, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
+                    <unsigned int *>cnp.PyArray_DATA(tab.guide), tab.guide_bits)
+        need = dg_inv_word(&t, r, &y)
     return need, y
+
+
+def laplace_words(num, den, xs):
+    """floor(2**64 T_x) for the x in xs as Lap_Z(0, num/den)'s table gives them (computed, for
+    a _GeoTable, from its bounds or exactly): for tests."""
+    cdef dg_geo_table g
+    cdef uint64_t lbits = LAPLACE_LBITS, block = 1 << LAPLACE_LBITS
+    table = laplace_table(num, den)
+    if not isinstance(table, _GeoTable):
+        thr = (<_InvTable>table).thr
+        return [int(thr[x]) if x < thr.size else 0 for x in xs]
+    (<_GeoTable>table).init(&g)
+    out = []
+    for x in xs:
+        b, u = (x - 1) >> lbits, (x - 1) % block + 1
+        out.append(dg_geo_threshold(&g, b, u) if b <= g.blocks.count else 0)
+    return out
 
 
 cdef class _Job:
@@ -689,8 +785,8 @@ cdef class _Job:
     cdef AcceptEntry *accept # Algorithm 3's cache of digits
     cdef uint64_t *geo_thr  # Algorithm 2's thresholds for the inversion
     cdef object source      # keeps a tape's arrays alive while C points into them
-    cdef object tables      # the _InvTables the inversion reads (kept alive while C points in)
-    cdef object continuations   # per table: dgauss._inversion.invert past R's 64th bit
+    cdef object table       # the table the inversion reads (kept alive while C points in)
+    cdef object continuation    # dgauss._inversion.invert past R's 64th bit
     cdef object error       # the exception of a failed Python step (DG_ERR_CALLBACK)
     cdef Py_ssize_t obj_chunk   # samples per stretch into an object array (vals has this many)
     cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
@@ -789,15 +885,18 @@ cdef class _Job:
             self.s.owner = <void *>self
             param = Fraction(num, den)
             if kind == KIND_DISCRETE_GAUSSIAN:
-                self.tables = [gauss_table(num, den, fixed_point)]
-                floors = [functools.partial(_inversion.gaussian_floors, param)]
+                self.table = gauss_table(num, den, fixed_point)
+                floors = functools.partial(_inversion.gaussian_floors, param)
             else:
-                self.tables = [laplace_table(num, den, st, fixed_point) for st in range(3)]
-                floors = [functools.partial(_inversion.laplace_floors, param, st) for st in range(3)]
-            self.continuations = [functools.partial(_inversion.invert, floors_at=f) for f in floors]
-            for i, table in enumerate(self.tables):
-                tab = <_InvTable>table
-                dg_inv_init(&self.s.inv[i], <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
+                self.table = laplace_table(num, den, fixed_point)
+                floors = functools.partial(_inversion.LaplaceFloors, param)
+            self.continuation = functools.partial(_inversion.invert, floors_at=floors)
+            if isinstance(self.table, _GeoTable):
+                (<_GeoTable>self.table).init(&self.s.geo)
+                self.s.geo_on = True
+            else:
+                tab = <_InvTable>self.table
+                dg_inv_init(&self.s.inv, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
                             <unsigned int *>cnp.PyArray_DATA(tab.guide), tab.guide_bits)
         elif p.lap.inversion and (kind == KIND_DISCRETE_LAPLACE or kind == KIND_DISCRETE_GAUSSIAN):
             self.geo_thr = <uint64_t *>malloc(dg_geometric_table_size(p.lap.t) * sizeof(uint64_t))
@@ -972,7 +1071,7 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     split_bits(1, high_bits)        # checks high_bits
     cdef bint inversion = (kind in (KIND_DISCRETE_GAUSSIAN, KIND_DISCRETE_LAPLACE)
                            and _inversion.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
-                                                        source, method))
+                                                        source, method, out.shape[0]))
     cdef _Job job = _Job()
     job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
     if isinstance(source, np.random.BitGenerator):

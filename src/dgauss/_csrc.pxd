@@ -108,6 +108,7 @@ cdef extern from "dg_exp.h" nogil:
 
 cdef extern from "dg_inv.h" nogil:
     ctypedef struct dg_inv_table:
+        const uint64_t *thr
         uint64_t count
         unsigned shift
     enum:
@@ -116,12 +117,25 @@ cdef extern from "dg_inv.h" nogil:
     unsigned dg_inv_guide_bits(uint64_t count)
     void dg_inv_init(dg_inv_table *tab, const uint64_t *thr, uint64_t count, unsigned int *guide,
                      unsigned g)
+    void dg_inv_init_shift(dg_inv_table *tab, const uint64_t *thr, uint64_t count,
+                           unsigned int *guide, unsigned g, unsigned shift)
     unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)
     int dg_inv_draw(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, uint64_t *r)
     int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap)
-    enum:
-        DG_LAPLACE_HEAD
-        DG_LAPLACE_BLOCKS
-        DG_LAPLACE_OFFSET
-    int64_t dg_laplace_words(int stage, dg_u128 e1, dg_u128 el, uint64_t block, uint64_t *thr,
-                             uint64_t cap)
+    ctypedef struct dg_geo_table:
+        dg_inv_table blocks
+        dg_inv_table powers
+        const dg_u128 *cb
+        const dg_u128 *iv
+        const dg_u128 *pu
+        unsigned lbits
+        uint64_t n, d
+    uint64_t dg_laplace_word_exact(uint64_t n, uint64_t d, uint64_t x)
+    uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t count,
+                                     uint64_t *thr)
+    int64_t dg_geo_build(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned lbits,
+                         uint64_t *bw, uint64_t nb_cap, dg_u128 *cb, dg_u128 *iv, dg_u128 *pu,
+                         uint64_t *pw, uint64_t *pw_count)
+    uint64_t dg_geo_threshold(const dg_geo_table *g, uint64_t b, uint64_t u)
+    unsigned dg_geo_word(const dg_geo_table *g, uint64_t r, uint64_t *y)
+    int dg_geo_draw(dg_rng *rng, const dg_geo_table *g, uint64_t *y, uint64_t *r)

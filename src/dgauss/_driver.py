@@ -98,12 +98,12 @@ def draw(
     ("auto", "inversion" or "rejection"; :func:`dgauss._inversion.resolve`) picks the
     discrete Gaussian's sampler.
     """
-    if kind in (DISCRETE_GAUSSIAN, DISCRETE_LAPLACE):
-        method = _inversion.resolve(kind == DISCRETE_GAUSSIAN, param, method)
     shape = _params.shape(size)
     source = _params.bit_generator(rng)
     threads = _params.workers(workers, source)
     count = 1 if shape is None else math.prod(shape)
+    if kind in (DISCRETE_GAUSSIAN, DISCRETE_LAPLACE):
+        method = _inversion.resolve(kind == DISCRETE_GAUSSIAN, param, method, count)
     if out is None:
         try:
             out = np.empty(count, dtype=dtype)

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import threading
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Protocol
 
 from dgauss._sources import DecisionTape
 
@@ -42,9 +44,22 @@ GAUSSIAN_INVERSION_MAX = Fraction(1 << 24)
 
 METHODS = ("auto", "inversion", "rejection")
 
+#: "auto" draws by inversion whatever the batch size when the table has at most about this
+#: many words (built in about 30 us), else for batches of a quarter as many as the words.
+SMALL_TABLE = 1024
+
 #: "auto" draws by inversion only for parameters n/d with n, d below this (the core then
 #: builds the table in 128-bit fixed point, in well under a millisecond).
 WORD_PARAM = 1 << 62
+
+
+class Thresholds(Protocol):
+    """What :func:`invert` asks of the thresholds at one precision p (>= the bits read)."""
+
+    def decide(self, a: int, j: int) -> int | None:
+        """For R in [a, a + 1) / 2**j: the number of thresholds above R, or None when one has
+        the same first j digits as R."""
+        ...
 
 
 class Floors:
@@ -82,8 +97,9 @@ def precision_for(j: int) -> int:
     return p
 
 
-def invert(bit: Callable[[], int], floors_at: Callable[[int], Floors], a: int = 0,
-           j: int = 0) -> int:
+def invert(
+    bit: Callable[[], int], floors_at: Callable[[int], Thresholds], a: int = 0, j: int = 0
+) -> int:
     """The number of thresholds above a lazy uniform R, reading its bits with ``bit()``;
     ``a`` and ``j`` are R's first bits already read (a, as an integer) and how many."""
     while True:
@@ -99,6 +115,7 @@ def invert(bit: Callable[[], int], floors_at: Callable[[int], Floors], a: int = 
 # --------------------------------------------------------------------------
 # The discrete Gaussian's thresholds
 # --------------------------------------------------------------------------
+
 
 def _exp_neg_floor(gamma: Fraction, k: int) -> int:
     """floor(2**k exp(-gamma)), exactly; 0 at once when gamma >= 0.7 k (exp(-0.7) < 1/2)."""
@@ -165,7 +182,7 @@ def gaussian_floors(sigma2: Fraction, p: int) -> Floors:
         q = p + guard
         lower, upper, (z_lo, z_hi) = _gaussian_bounds(sigma2, q, p)
         words, decided = [], True
-        for lo, hi in zip(lower, upper):
+        for lo, hi in zip(lower, upper, strict=True):
             f_lo = (lo << (p + 1)) // z_hi
             f_hi = (hi << (p + 1)) // z_lo
             if f_lo != f_hi:
@@ -182,7 +199,8 @@ def gaussian_floors(sigma2: Fraction, p: int) -> Floors:
         if guard > MAX_GUARD:
             raise RuntimeError(
                 f"a threshold of N_Z(0, {sigma2}) could not be told from a multiple of "
-                f"2**-{p} with {MAX_GUARD} guard bits")
+                f"2**-{p} with {MAX_GUARD} guard bits"
+            )
     found = Floors(p, words)
     with _FLOORS_LOCK:
         if len(_FLOORS) >= _FLOORS_MAX:
@@ -197,107 +215,82 @@ def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: 
 
 
 # --------------------------------------------------------------------------
-# The discrete Laplace's thresholds, in three stages
+# The discrete Laplace's thresholds
 # --------------------------------------------------------------------------
 
-#: The discrete Laplace Lap_Z(0, scale) by inversion: with p = exp(-1/scale),
-#: P[|X| >= x] = 2 p**x / (1 + p) for x >= 1.  |X| is drawn in up to three inversions:
-#:   HEAD    min(|X|, BLOCK):      T_x = 2 p**x / (1 + p),              x = 1 .. BLOCK
-#: and, when that is BLOCK, |X| = BLOCK + BLOCK V + U (|X| - BLOCK is geometric, so its
-#: quotient and remainder by BLOCK are independent):
-#:   BLOCKS  V, geometric:         T_v = p**(BLOCK v),                  v >= 1
-#:   OFFSET  U, truncated:         T_u = (p**u - p**BLOCK) / (1 - p**BLOCK), u = 1 .. BLOCK - 1
-#: so that no table is longer than about BLOCK + 45 scale / BLOCK words.
+#: Lap_Z(0, scale) by inversion: with p = exp(-1/scale), Y = |X| has the thresholds
+#: T_x = P[|X| >= x] = 2 p**x / (1 + p), x >= 1, about 45 scale of them at or above 2**-64.
+#: The core keeps them all as words up to DIRECT_WORDS of them, and past that computes each
+#: word it needs as T_{BLOCK b + u} = (2 p**(BLOCK b) / (1 + p)) p**u from two tables of
+#: 128-bit bounds (dg_inv.h); either way the rule reads the same bits.
 BLOCK = 4096
-HEAD, BLOCKS, OFFSET = 0, 1, 2
+DIRECT_WORDS = 1 << 16
 
 LAPLACE_INVERSION_MIN = Fraction(1, 64)
 LAPLACE_INVERSION_MAX = Fraction(1 << 20)
 
 
-def _laplace_words(scale: Fraction, stage: int, q: int, p: int):
-    """The stage's floors at precision p from bounds in units of 2**-q, or None when a
-    bound does not decide one.  p**m comes from e = floor(2**q exp(-1/scale)) by
-    P_m = floor(P_{m-1} e / 2**q), a lower bound within 2m - 1 units (as for the Gaussian's
-    terms); p**BLOCK is also computed directly, eL = floor(2**q exp(-BLOCK/scale)), within 1."""
-    one = 1 << q
-    b = 1 / scale  # p = exp(-b)
-    words = []
-    if stage == BLOCKS:
-        e_l = _exp_neg_floor(BLOCK * b, q)
-        w, v = e_l, 1
-        while True:
-            lo, hi = w >> (q - p), (w + 2 * v - 1) >> (q - p)
-            if lo != hi:
-                return None
-            if hi == 0:
-                return words
-            words.append(lo)
-            w, v = (w * e_l) >> q, v + 1
-    e = _exp_neg_floor(b, q)
-    e_l = _exp_neg_floor(BLOCK * b, q)
-    w = e
-    if stage == HEAD:  # T_x = p**x / ((1 + p) / 2)
-        d_lo, d_hi = one + e, one + e + 1
-        for x in range(1, BLOCK + 1):
-            lo = (2 * w << p) // d_hi
-            hi = (2 * (w + 2 * x - 1) << p) // d_lo
-            if lo != hi:
-                return None
-            words.append(lo)
-            w = (w * e) >> q
-    else:  # OFFSET
-        d_lo, d_hi = one - e_l - 1, one - e_l
-        for u in range(1, BLOCK):
-            lo = (max(0, w - e_l - 1) << p) // d_hi
-            hi = ((w + 2 * u - 1 - e_l) << p) // d_lo
-            if lo != hi:
-                return None
-            words.append(lo)
-            w = (w * e) >> q
-    while words and words[-1] == 0:
-        words.pop()  # zero words decide nothing the rule does not (see Floors.decide)
-    return words
-
-
-def laplace_floors(scale: Fraction, stage: int, p: int) -> Floors:
-    """floor(2**p T) for the thresholds T of one stage of Lap_Z(0, scale) (HEAD, BLOCKS or
-    OFFSET), exactly, up to the last that is not 0 (cached).  The bounds of
-    :func:`_laplace_words` at q = p + guard bits; the guard doubles until they decide every
-    floor (up to MAX_GUARD: a RuntimeError)."""
-    key = ("laplace", scale, stage, p)
-    with _FLOORS_LOCK:
-        found = _FLOORS.get(key)
-    if found is not None:
-        return found
-    guard = 64 + (scale.numerator // scale.denominator).bit_length()
-    while (words := _laplace_words(scale, stage, p + guard, p)) is None:
-        guard *= 2
-        if guard > MAX_GUARD:
+@functools.lru_cache(maxsize=1 << 16)
+def laplace_floor(scale: Fraction, x: int, p: int) -> int:
+    """floor(2**p T_x), T_x = 2 exp(-x/scale) / (1 + exp(-1/scale)), x >= 1, exactly: from
+    A = floor(2**q exp(-x/scale)) and B = floor(2**q exp(-1/scale)), T_x lies in
+    [2A / (2**q + B + 1), 2(A + 1) / (2**q + B)]; q grows until both ends have one floor."""
+    q = p + 64
+    while True:
+        a = _exp_neg_floor(x / scale, q)
+        b = _exp_neg_floor(1 / scale, q)
+        lo = (a << (p + 1)) // ((1 << q) + b + 1)
+        hi = ((a + 1) << (p + 1)) // ((1 << q) + b)
+        if lo == hi:
+            return lo
+        q *= 2
+        if q > MAX_GUARD:
             raise RuntimeError(
                 f"a threshold of Lap_Z(0, {scale}) could not be told from a multiple of "
-                f"2**-{p} with {MAX_GUARD} guard bits")
-    found = Floors(p, words)
-    with _FLOORS_LOCK:
-        if len(_FLOORS) >= _FLOORS_MAX:
-            _FLOORS.clear()
-        _FLOORS[key] = found
-    return found
+                f"2**-{p} with {MAX_GUARD} bits"
+            )
 
 
-def laplace_stage(bit: Callable[[], int], scale: Fraction, stage: int, a: int = 0,
-                  j: int = 0) -> int:
-    """One stage's value by :func:`invert` (from R's bit j + 1 on, given its first j)."""
-    return invert(bit, functools.partial(laplace_floors, scale, stage), a, j)
+class LaplaceFloors:
+    """floor(2**p T_x) of Lap_Z(0, scale)'s |X|, computed when asked (:func:`laplace_floor`):
+    :meth:`decide` as :meth:`Floors.decide`, by bisection on x (T_x decreases)."""
+
+    __slots__ = ("scale", "p")
+
+    def __init__(self, scale: Fraction, p: int):
+        self.scale, self.p = scale, p
+
+    def word(self, x: int) -> int:
+        return laplace_floor(self.scale, x, self.p)
+
+    def first_at_most(self, bound: int) -> int:
+        """The first x >= 1 with floor(2**p T_x) <= bound (0 <= bound)."""
+        hi = 1
+        while self.word(hi) > bound:
+            hi *= 2
+        lo = hi // 2 + 1 if hi > 1 else 1  # word(lo - 1) > bound, or lo = 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.word(mid) > bound:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def decide(self, a: int, j: int) -> int | None:
+        if a == 0:
+            return None
+        shift = self.p - j
+        # floor(2**j T_x) > a  <=>  floor(2**p T_x) >= (a + 1) 2**shift
+        x = self.first_at_most(((a + 1) << shift) - 1)  # the first threshold not above R
+        if self.word(x) >> shift == a:
+            return None
+        return x - 1
 
 
-def laplace_magnitude(bit: Callable[[], int], scale: Fraction) -> int:
-    """|X| for X ~ Lap_Z(0, scale): HEAD, then, when that is BLOCK, BLOCKS and OFFSET."""
-    head = laplace_stage(bit, scale, HEAD)
-    if head < BLOCK:
-        return head
-    blocks = laplace_stage(bit, scale, BLOCKS)
-    return BLOCK + BLOCK * blocks + laplace_stage(bit, scale, OFFSET)
+def laplace_magnitude(bit: Callable[[], int], scale: Fraction, a: int = 0, j: int = 0) -> int:
+    """|X| for X ~ Lap_Z(0, scale) by :func:`invert` (the sign is the caller's next bit)."""
+    return invert(bit, functools.partial(LaplaceFloors, scale), a, j)
 
 
 def check_method(method) -> str:
@@ -307,34 +300,54 @@ def check_method(method) -> str:
     return method
 
 
-def resolve(gaussian: bool, param: Fraction, method) -> str:
-    """``method`` ("auto", "inversion" or "rejection") resolved for the discrete Gaussian
-    (``param`` = sigma^2) or Laplace (``param`` = the scale), or a ValueError: "auto" is
-    "inversion" inside the range where it is the faster (GAUSSIAN_INVERSION_MIN/MAX,
-    LAPLACE_INVERSION_MIN/MAX) for a parameter whose numerator and denominator are below
-    WORD_PARAM, and "rejection" otherwise."""
+def table_words(gaussian: bool, param: Fraction) -> int:
+    """About how many words the core's table for ``param`` has (its build costs about 30 ns
+    a word): 9.4 sigma for the Gaussian, 44.4 scale for the Laplace (at most DIRECT_WORDS;
+    past that it is a few thousand words, computed as needed)."""
+    whole = param.numerator // param.denominator
+    if gaussian:
+        return 10 * (math.isqrt(whole) + 1)
+    return min(45 * (whole + 1), DIRECT_WORDS)
+
+
+def resolve(gaussian: bool, param: Fraction, method, count: int | None = None) -> str:
+    """``method`` ("auto", "inversion" or "rejection") resolved for ``count`` samples (None:
+    one) of the discrete Gaussian (``param`` = sigma^2) or Laplace (``param`` = the scale), or
+    a ValueError.  "auto" is "inversion" where it is the faster: inside its range
+    (GAUSSIAN_INVERSION_MIN/MAX, LAPLACE_INVERSION_MIN/MAX), for a parameter whose numerator
+    and denominator are below WORD_PARAM, and for a batch of at least a quarter as many
+    samples as the table has words beyond SMALL_TABLE (:func:`table_words`), so that building
+    the table (once per parameter) never costs much more than the batch; "rejection"
+    otherwise.  It depends
+    on the parameters and ``count`` only, never on what is cached, so that a seeded call
+    always draws the same samples."""
     method = check_method(method)
-    low, high = ((GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX) if gaussian
-                 else (LAPLACE_INVERSION_MIN, LAPLACE_INVERSION_MAX))
+    low, high = (
+        (GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX)
+        if gaussian
+        else (LAPLACE_INVERSION_MIN, LAPLACE_INVERSION_MAX)
+    )
     inside = low <= param <= high
     if method == "auto":
-        # and where the core builds the table in fixed point: a sigma^2 or scale whose
-        # numerator or denominator passes 2**62 is rare, and its table slow to build exactly
         words = param.numerator < WORD_PARAM and param.denominator < WORD_PARAM
-        return "inversion" if inside and words else "rejection"
+        batch = 4 * (1 if count is None else count) + SMALL_TABLE >= table_words(gaussian, param)
+        return "inversion" if inside and words and batch else "rejection"
     if method == "inversion" and not inside:
         name = "sigma2" if gaussian else "scale"
         raise ValueError(
             f"method='inversion' needs {low} <= {name} <= 2**{high.numerator.bit_length() - 1}, "
-            f"got {param}; method='auto' or 'rejection' draws any {name}")
+            f"got {param}; method='auto' or 'rejection' draws any {name}"
+        )
     return method
 
 
-def use_inversion(gaussian: bool, num: int, den: int, source, method) -> bool:
-    """Whether a fill backend draws by inversion (:func:`resolve`, and a source of bits)."""
-    if resolve(gaussian, Fraction(num, den), method) == "rejection":
+def use_inversion(gaussian: bool, num: int, den: int, source, method, count: int) -> bool:
+    """Whether a fill backend draws ``count`` samples by inversion (:func:`resolve`, and a
+    source of bits)."""
+    if resolve(gaussian, Fraction(num, den), method, count) == "rejection":
         return False
     if isinstance(source, DecisionTape):
-        raise ValueError("a DecisionTape drives the rejection loops' primitives: "
-                         "use method='rejection'")
+        raise ValueError(
+            "a DecisionTape drives the rejection loops' primitives: use method='rejection'"
+        )
     return True

@@ -511,7 +511,7 @@ def fill(
     split_bits(1, high_bits)  # checks high_bits
     gaussian = kind == Kind.DISCRETE_GAUSSIAN
     inversion = kind in (Kind.DISCRETE_GAUSSIAN, Kind.DISCRETE_LAPLACE) and (
-        _inversion.use_inversion(gaussian, num, den, source, method)
+        _inversion.use_inversion(gaussian, num, den, source, method, out.shape[0])
     )
     stream = open_stream(source)
     lock = source.lock if isinstance(source, np.random.BitGenerator) else contextlib.nullcontext()
@@ -555,16 +555,14 @@ def _advancing(source, stream):
             source.position += stream.words_taken
 
 
-def sample_gaussian(sigma2, size=None, *, mu=0, rng=None, dtype=None, workers=None,
-                    method="auto"):
+def sample_gaussian(sigma2, size=None, *, mu=0, rng=None, dtype=None, workers=None, method="auto"):
     """:func:`dgauss.sample_gaussian`, computed by the oracle (threads give it no speed)."""
     return _driver.sample(
         fill, Kind.DISCRETE_GAUSSIAN, sigma2, size, mu, rng, dtype, workers, method
     )
 
 
-def sample_laplace(scale, size=None, *, mu=0, rng=None, dtype=None, workers=None,
-                   method="auto"):
+def sample_laplace(scale, size=None, *, mu=0, rng=None, dtype=None, workers=None, method="auto"):
     """:func:`dgauss.sample_laplace`, computed by the oracle."""
     return _driver.sample(fill, Kind.DISCRETE_LAPLACE, scale, size, mu, rng, dtype, workers, method)
 

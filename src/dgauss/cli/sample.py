@@ -268,7 +268,7 @@ def _distribution(args: argparse.Namespace) -> Distribution:
             mu,
             dgauss.sample_gaussian,
             _params.gaussian_int64_safe(sigma2, mu),
-            _resolve(True, sigma2, method),
+            _resolve(True, sigma2, method, min(args.count, args.chunk)),
         )
     scale = _params.positive(args.laplace, "--laplace")
     return Distribution(
@@ -279,14 +279,15 @@ def _distribution(args: argparse.Namespace) -> Distribution:
         mu,
         dgauss.sample_laplace,
         _params.laplace_int64_safe(scale, mu),
-        _resolve(False, scale, method),
+        _resolve(False, scale, method, min(args.count, args.chunk)),
     )
 
 
-def _resolve(gaussian: bool, param: Fraction, method: str) -> str:
-    """``--method`` resolved for the parameter, or a ValueError naming the option."""
+def _resolve(gaussian: bool, param: Fraction, method: str, chunk: int) -> str:
+    """``--method`` resolved for the parameter and a chunk of ``chunk`` samples (then used for
+    every chunk), or a ValueError naming the option."""
     try:
-        return _inversion.resolve(gaussian, param, method)
+        return _inversion.resolve(gaussian, param, method, chunk)
     except ValueError as exc:
         raise ValueError(f"--method: {exc}") from None
 
