@@ -71,6 +71,17 @@ void dg_inv_init(dg_inv_table *tab, const uint64_t *thr, uint64_t count, uint32_
 void dg_inv_init_shift(dg_inv_table *tab, const uint64_t *thr, uint64_t count, uint32_t *guide,
                        unsigned g, unsigned shift);
 
+/* Points `tab` at words and a guide that dg_inv_init(_shift) filled before (nothing written
+ * to them: tables are shared by threads). */
+static inline void dg_inv_attach(dg_inv_table *tab, const uint64_t *thr, uint64_t count,
+                                 const uint32_t *guide, unsigned shift)
+{
+    tab->thr = thr;
+    tab->count = count;
+    tab->guide = guide;
+    tab->shift = shift;
+}
+
 /* Y for the 64 bits r, or 0 bits decided: returns the bits needed (1..64), or 65 when
  * r equals a word. */
 static inline unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)

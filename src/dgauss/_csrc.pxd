@@ -119,6 +119,8 @@ cdef extern from "dg_inv.h" nogil:
                      unsigned g)
     void dg_inv_init_shift(dg_inv_table *tab, const uint64_t *thr, uint64_t count,
                            unsigned int *guide, unsigned g, unsigned shift)
+    void dg_inv_attach(dg_inv_table *tab, const uint64_t *thr, uint64_t count,
+                       const unsigned int *guide, unsigned shift)
     unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)
     int dg_inv_draw(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, uint64_t *r)
     int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap)

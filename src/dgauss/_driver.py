@@ -103,7 +103,7 @@ def draw(
     threads = _params.workers(workers, source)
     count = 1 if shape is None else math.prod(shape)
     if kind in (DISCRETE_GAUSSIAN, DISCRETE_LAPLACE):
-        method = _inversion.resolve(kind == DISCRETE_GAUSSIAN, param, method, count)
+        method = _inversion.resolve(kind == DISCRETE_GAUSSIAN, param, method, count, source)
     if out is None:
         try:
             out = np.empty(count, dtype=dtype)

@@ -224,7 +224,7 @@ def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: 
 #: word it needs as T_{BLOCK b + u} = (2 p**(BLOCK b) / (1 + p)) p**u from two tables of
 #: 128-bit bounds (dg_inv.h); either way the rule reads the same bits.
 BLOCK = 4096
-DIRECT_WORDS = 1 << 16
+DIRECT_WORDS = 1 << 18
 
 LAPLACE_INVERSION_MIN = Fraction(1, 64)
 LAPLACE_INVERSION_MAX = Fraction(1 << 20)
@@ -310,7 +310,7 @@ def table_words(gaussian: bool, param: Fraction) -> int:
     return min(45 * (whole + 1), DIRECT_WORDS)
 
 
-def resolve(gaussian: bool, param: Fraction, method, count: int | None = None) -> str:
+def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, source=None) -> str:
     """``method`` ("auto", "inversion" or "rejection") resolved for ``count`` samples (None:
     one) of the discrete Gaussian (``param`` = sigma^2) or Laplace (``param`` = the scale), or
     a ValueError.  "auto" is "inversion" where it is the faster: inside its range
@@ -320,7 +320,8 @@ def resolve(gaussian: bool, param: Fraction, method, count: int | None = None) -
     the table (once per parameter) never costs much more than the batch; "rejection"
     otherwise.  It depends
     on the parameters and ``count`` only, never on what is cached, so that a seeded call
-    always draws the same samples."""
+    always draws the same samples.  With a DecisionTape ``source`` (which drives the rejection
+    loops' primitives), "auto" is "rejection"."""
     method = check_method(method)
     low, high = (
         (GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX)
@@ -329,6 +330,8 @@ def resolve(gaussian: bool, param: Fraction, method, count: int | None = None) -
     )
     inside = low <= param <= high
     if method == "auto":
+        if isinstance(source, DecisionTape):
+            return "rejection"
         words = param.numerator < WORD_PARAM and param.denominator < WORD_PARAM
         batch = 4 * (1 if count is None else count) + SMALL_TABLE >= table_words(gaussian, param)
         return "inversion" if inside and words and batch else "rejection"
@@ -344,7 +347,7 @@ def resolve(gaussian: bool, param: Fraction, method, count: int | None = None) -
 def use_inversion(gaussian: bool, num: int, den: int, source, method, count: int) -> bool:
     """Whether a fill backend draws ``count`` samples by inversion (:func:`resolve`, and a
     source of bits)."""
-    if resolve(gaussian, Fraction(num, den), method, count) == "rejection":
+    if resolve(gaussian, Fraction(num, den), method, count, source) == "rejection":
         return False
     if isinstance(source, DecisionTape):
         raise ValueError(
