@@ -10,7 +10,13 @@ It prints a table and writes ``benchmarks/results/bench.json`` and
 
 * dgauss on one thread and on every core (``workers=-1``), samples/s and
   ns/sample, with the random bits it consumed per sample beside the
-  distribution's entropy (the least any exact sampler could use);
+  distribution's entropy (the least any exact sampler could use), as called by
+  default (``method="auto"``);
+* for the discrete Gaussian and Laplace, each ``method`` the sampler offers
+  ("inversion", "rejection") on one thread, timed in the same turns: samples/s,
+  ratio to NumPy, bits per sample (the "by method" table);
+* the OS source: getrandom(2)'s throughput in 16 KiB reads (what dgauss reads), and
+  each sampler's bits/sample x samples/s as a share of it;
 * ``dgauss.reference``, the pure-Python oracle;
 * NumPy's inexact ``rint(normal)`` / ``rint(laplace)`` / ``random() < exp(-g)``,
   the speed yardstick (fast, not exact);
@@ -57,6 +63,15 @@ GAUSSIAN = [1, 100, 10**4, 10**6, 10**10, 10**100]
 LAPLACE = [1, 10, 1000, 10**6]
 BERNOULLI_EXP = [Fraction(1, 2), Fraction(7, 3)]
 
+#: The ``method`` values timed side by side, per sampler.  A method a sampler does not offer
+#: for a parameter (its call raises ValueError: the Gaussian's inversion outside
+#: 1/64 <= sigma2 <= 2**24, the Laplace's inversion until it exists) reads n/a, so a new
+#: method is one entry here.
+METHODS = {"gaussian": ("inversion", "rejection"), "laplace": ("inversion", "rejection")}
+
+#: The size of dgauss's largest read from the OS (OS_BUFFER_WORDS in _core.pyx), 16 KiB.
+OS_READ = 16384
+
 
 # ---- timing ------------------------------------------------------------------
 
@@ -98,6 +113,26 @@ def adaptive_rate(draw: Callable[[int], object], budget: float = 3.0, cap: int =
         if n >= cap:
             break
         n = min(2 * n, cap)
+    return best
+
+
+def os_source_rate(budget: float = 1.0, rounds: int = 5) -> float:
+    """Bytes/s of the OS source in 16 KiB reads from one thread: the best of ``rounds`` loops
+    of ``os.getrandom(16384)`` (``os.urandom`` where getrandom(2) is missing), each about
+    ``budget / rounds`` s."""
+    read = getattr(os, "getrandom", None) or os.urandom
+    read(OS_READ)
+    best, reads = 0.0, 16
+    for _ in range(rounds):
+        while True:
+            start = time.perf_counter()
+            for _ in range(reads):
+                read(OS_READ)
+            elapsed = time.perf_counter() - start
+            if elapsed >= budget / rounds / 4:
+                break
+            reads *= 2
+        best = max(best, reads * OS_READ / elapsed)
     return best
 
 
@@ -176,49 +211,90 @@ def entropy_bits(kind: str, param: Fraction) -> float:
         )
 
 
-def bits_per_sample(kind: str, param: Fraction, n: int) -> float:
-    """Random bits the compiled core consumed per sample, from the OS source."""
+def bits_per_sample(kind: str, param: Fraction, n: int, method: str = "auto") -> float:
+    """Random bits the compiled core consumed per sample by ``method``, from the OS source
+    (``_core.fill``'s own default is "rejection": the method is always passed)."""
     codes = {
         "gaussian": Kind.DISCRETE_GAUSSIAN,
         "laplace": Kind.DISCRETE_LAPLACE,
         "bernoulli_exp": Kind.BERNOULLI_EXP,
     }
     out = np.empty(n, dtype=np.bool_ if kind == "bernoulli_exp" else object)
-    return _core.fill(codes[kind], param.numerator, param.denominator, 0, None, out) / n
+    options = {} if kind == "bernoulli_exp" else {"method": method}
+    return _core.fill(codes[kind], param.numerator, param.denominator, 0, None, out, **options) / n
 
 
 # ---- one case --------------------------------------------------------------------
 
 
+def offered(sample: Callable, param: Fraction, method: str) -> bool:
+    """Whether ``sample(param, ..., method=method)`` is allowed (else it raises ValueError)."""
+    try:
+        sample(param, 1, method=method)
+    except ValueError:
+        return False
+    return True
+
+
+def auto_method(sample: Callable, param: Fraction, n: int, methods: list[str]) -> str | None:
+    """The method a default call ``sample(param, n)`` runs (it may depend on n): the one whose
+    seeded draw of n samples is the default's, or None when none is."""
+    if len(methods) <= 1:
+        return methods[0] if methods else None
+    seeded = lambda **options: sample(param, n, rng=np.random.default_rng(1), **options)
+    default = seeded()
+    return next((m for m in methods if np.array_equal(seeded(method=m), default)), None)
+
+
 def case(kind: str, param, quick: bool, peers: dict[str, dict[str, Callable]]) -> dict:
     param = Fraction(param)
     big = kind == "gaussian" and param > 10**20
-    n = (100_000 if big else 400_000) if quick else (1_000_000 if big else 4_000_000)
+    # quick: 2**18 at sigma2 > 10**20, enough for two threads (a batch under 2**17 stays on one)
+    n = (2**18 if big else 400_000) if quick else (1_000_000 if big else 4_000_000)
     repeats = 3 if quick else 15
     gen = np.random.default_rng(0)
     if kind == "gaussian":
-        ours = lambda k, w=None: dgauss.sample_gaussian(param, k, workers=w)
+        sample = dgauss.sample_gaussian
         oracle = lambda k: reference.sample_gaussian(param, k)
         sigma = math.sqrt(float(param)) if not big else 10.0 ** (math.log10(param) / 2)
         yardstick = lambda k: np.rint(gen.normal(0.0, sigma, k))
     elif kind == "laplace":
-        ours = lambda k, w=None: dgauss.sample_laplace(param, k, workers=w)
+        sample = dgauss.sample_laplace
         oracle = lambda k: reference.sample_laplace(param, k)
         yardstick = lambda k: np.rint(gen.laplace(0.0, float(param), k))
     else:
-        ours = lambda k, w=None: dgauss.sample_bernoulli_exp(param, k, workers=w)
+        sample = dgauss.sample_bernoulli_exp
         oracle = lambda k: reference.sample_bernoulli_exp(param, k)
         threshold = math.exp(-float(param))
         yardstick = lambda k: gen.random(k) < threshold
-    row = {"case": f"{kind} {_label(param)}"}
-    row.update(
-        rates(
-            {"dgauss_1": ours, "dgauss_all": lambda k: ours(k, -1), "numpy": yardstick}, n, repeats
-        )
-    )
+    methods = [m for m in METHODS.get(kind, ()) if offered(sample, param, m)]
+    auto = auto_method(sample, param, n, methods)
+    # one thread: each method (the default's figures are those of the method it runs for this
+    # n), and the default call itself where it runs none of them; all cores: the default call
+    draws: dict[str, Callable[[int], object]] = {
+        m: (lambda k, m=m: sample(param, k, method=m)) for m in methods
+    }
+    if auto is None:
+        draws["dgauss_1"] = lambda k: sample(param, k)
+    draws["dgauss_all"] = lambda k: sample(param, k, workers=-1)
+    draws["numpy"] = yardstick
+    timed = rates(draws, n, repeats)
+    row = {"case": f"{kind} {_label(param)}", "method": auto}
+    row["methods"] = {
+        m: {"rate": timed[m], "bits": bits_per_sample(kind, param, min(n, 200_000), m)}
+        for m in methods
+    }
+    for figures in row["methods"].values():
+        figures["vs_numpy"] = figures["rate"] / timed["numpy"]
+    if auto is not None:
+        row["dgauss_1"], row["bits"] = row["methods"][auto]["rate"], row["methods"][auto]["bits"]
+    else:
+        row["dgauss_1"] = timed["dgauss_1"]
+        row["bits"] = bits_per_sample(kind, param, min(n, 200_000), "auto")
     row.update(
         {
-            "bits": bits_per_sample(kind, param, min(n, 200_000)),
+            "dgauss_all": timed["dgauss_all"],
+            "numpy": timed["numpy"],
             "entropy": entropy_bits(kind, param),
             "reference": adaptive_rate(oracle, budget=2.0 if quick else 5.0),
         }
@@ -233,6 +309,15 @@ def case(kind: str, param, quick: bool, peers: dict[str, dict[str, Callable]]) -
     row["vs_reference"] = row["dgauss_1"] / row["reference"]
     row["cores_speedup"] = row["dgauss_all"] / row["dgauss_1"]
     return row
+
+
+def add_source_use(row: dict, source_rate: float) -> None:
+    """Each one-thread figure's draw on the OS source: bits/sample x samples/s, in MB/s
+    (10**6 bytes) and as a share of the source's measured bytes/s (``source_rate``)."""
+    for figures in [row, *row["methods"].values()]:
+        rate = figures["dgauss_1"] if figures is row else figures["rate"]
+        used = figures["bits"] * rate / 8
+        figures["source_mb_s"], figures["source_share"] = used / 1e6, used / source_rate
 
 
 def _label(q: Fraction) -> str:
@@ -286,6 +371,7 @@ def memory() -> dict:
 
 COLUMNS = [
     ("case", "case", "{}"),
+    ("method", "auto runs", "{}"),
     ("dgauss_1", "dgauss M/s", "{:.2f}"),
     ("ns", "ns/sample", "{:.0f}"),
     ("dgauss_all", "all cores M/s", "{:.2f}"),
@@ -295,27 +381,94 @@ COLUMNS = [
     ("vs_best_exact_peer", "× OpenDP", "{:.0f}"),
     ("vs_reference", "× oracle", "{:.0f}"),
     ("cores_speedup", "cores ×", "{:.2f}"),
+    ("source_mb_s", "source MB/s", "{:.1f}"),
+    ("source_share", "of getrandom", "{:.0%}"),
+]
+
+#: The by-method table: per method, these figures (key in row["methods"][m], title, format).
+METHOD_COLUMNS = [
+    ("rate", "M/s", "{:.2f}"),
+    ("vs_numpy", "÷ NumPy", "{:.3f}"),
+    ("bits", "bits", "{:.1f}"),
+    ("source_share", "of getrandom", "{:.0%}"),
 ]
 
 
-def markdown(rows: list[dict], machine: str, mem: dict | None) -> str:
+def _cell(value, fmt: str) -> str:
+    return fmt.format(value) if value is not None else "n/a"
+
+
+def main_table(rows: list[dict]) -> list[str]:
     lines = [
-        f"dgauss {dgauss.__version__}, {machine}",
-        "",
         "| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
+        "|---|---|" + "---:|" * (len(COLUMNS) - 2),
     ]
     for row in rows:
         row = dict(
             row,
+            method=row["method"] or "—",
             ns=1e9 / row["dgauss_1"],
             dgauss_1=row["dgauss_1"] / 1e6,
             dgauss_all=row["dgauss_all"] / 1e6,
         )
-        cells = [
-            fmt.format(row[key]) if row.get(key) is not None else "n/a" for key, _, fmt in COLUMNS
-        ]
+        lines.append("| " + " | ".join(_cell(row.get(k), fmt) for k, _, fmt in COLUMNS) + " |")
+    return lines
+
+
+def method_table(rows: list[dict]) -> list[str]:
+    """dgauss by each method on one thread, NumPy's rate from the same turns, the entropy."""
+    rows = [row for row in rows if row["methods"]]
+    methods = [m for m in ("inversion", "rejection") if any(m in r["methods"] for r in rows)]
+    methods += sorted({m for r in rows for m in r["methods"]} - set(methods))
+    if not rows:
+        return []
+    titles = ["case", "NumPy M/s"]
+    titles += [f"{m} {title}" for m in methods for _, title, _ in METHOD_COLUMNS]
+    titles += ["entropy bits"]
+    if {"inversion", "rejection"} <= set(methods):
+        titles.append("inversion ÷ rejection")
+    lines = ["| " + " | ".join(titles) + " |", "|---|" + "---:|" * (len(titles) - 1)]
+    for row in rows:
+        cells = [row["case"], f"{row['numpy'] / 1e6:.2f}"]
+        for m in methods:
+            figures = row["methods"].get(m, {})
+            figures = dict(figures, rate=figures["rate"] / 1e6) if figures else figures
+            cells += [_cell(figures.get(k), fmt) for k, _, fmt in METHOD_COLUMNS]
+        cells.append(f"{row['entropy']:.1f}")
+        if {"inversion", "rejection"} <= set(methods):
+            both = row["methods"].keys() >= {"inversion", "rejection"}
+            ratio = (
+                row["methods"]["inversion"]["rate"] / row["methods"]["rejection"]["rate"]
+                if both
+                else None
+            )
+            cells.append(_cell(ratio, "{:.2f}"))
         lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown(rows: list[dict], machine: str, mem: dict | None, source: dict | None) -> str:
+    lines = [f"dgauss {dgauss.__version__}, {machine}", ""]
+    if source:
+        lines += [
+            "OS source: getrandom(2) in 16 KiB reads (dgauss's read size), one thread, "
+            f"{source['start'] / 1e6:,.0f} MB/s before the cases and "
+            f"{source['end'] / 1e6:,.0f} MB/s after (the better is used below). "
+            "'source MB/s' is bits/sample × samples/s / 8, the rate at which a one-thread "
+            "sampler draws on it; 'of getrandom' is that as a share of getrandom's rate, about "
+            "the share of the sampler's time spent in the system call.",
+            "",
+        ]
+    lines += main_table(rows)
+    by_method = method_table(rows)
+    if by_method:
+        lines += [
+            "",
+            "By method, one thread (`method=`; the same turns as above, so each ÷ NumPy uses "
+            "NumPy's rate from this run; 'auto runs' above names the method the default uses):",
+            "",
+            *by_method,
+        ]
     lines += [
         "",
         "Peers' samples/s (same run): "
@@ -359,6 +512,7 @@ def main(argv=None) -> int:
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"NumPy {np.__version__}"
     )
+    source = {"start": os_source_rate()}
     rows = []
     for kind, params in (
         ("gaussian", GAUSSIAN),
@@ -367,13 +521,22 @@ def main(argv=None) -> int:
     ):
         for param in params:
             rows.append(case(kind, param, args.quick, peers))
-            print(markdown(rows[-1:], machine, None).splitlines()[-3], flush=True)
+            add_source_use(rows[-1], source["start"])
+            print(main_table(rows[-1:])[-1], flush=True)
+    source["end"] = os_source_rate()
+    source["best"] = max(source["start"], source["end"])
+    for row in rows:
+        add_source_use(row, source["best"])
     mem = None if args.quick else memory()
-    report = markdown(rows, machine, mem)
+    report = markdown(rows, machine, mem, source)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.md").write_text(report)
     (args.out / "bench.json").write_text(
-        json.dumps({"machine": machine, "rows": rows, "memory": mem}, indent=2, default=str)
+        json.dumps(
+            {"machine": machine, "os_source_bytes_per_s": source, "rows": rows, "memory": mem},
+            indent=2,
+            default=str,
+        )
     )
     print(report)
     return 0

@@ -250,10 +250,28 @@ static int NAME##_bitwise(dg_rng *rng, const T *tab, uint64_t known, unsigned ha
                                                                                             \
 static inline int NAME(dg_rng *rng, const T *tab, uint64_t *y, uint64_t *r)                \
 {                                                                                           \
-    uint64_t first;                                                                         \
-    unsigned need, have;                                                                    \
+    uint64_t first, next;                                                                   \
+    unsigned need, have, more;                                                              \
     if (rng->avail == 0 && dg_rng_next_word(rng) < 0)                                       \
         return -1;                                                                          \
+    if (rng->avail < 64 && rng->pos < rng->len && rng->bit_budget == UINT64_MAX) {          \
+        /* the usual case: R's 64 bits are the rest of cur and the top of the next         \
+         * buffered word, looked at before it is taken */                                   \
+        next = rng->buf[rng->pos];                                                          \
+        *r = rng->cur | (next >> rng->avail);                                               \
+        need = WORD(tab, *r, y);                                                            \
+        if (need <= rng->avail) {                                                           \
+            rng->cur = rng->cur << need;    /* need <= avail < 64 */                        \
+            rng->avail -= need;                                                             \
+            return 0;                                                                       \
+        }                                                                                   \
+        more = (need <= 64 ? need : 64) - rng->avail;   /* 1 .. 63 bits of the next word */ \
+        rng->pos++;                                                                         \
+        rng->bits_taken += 64;                                                              \
+        rng->cur = next << more;                                                            \
+        rng->avail = 64 - more;                                                             \
+        return need <= 64 ? 0 : DG_INV_UNDECIDED;                                           \
+    }                                                                                       \
     need = WORD(tab, rng->cur, y);  /* unread bits as zeros: valid if need <= avail */      \
     if (need <= rng->avail) {                                                               \
         rng->cur = (need == 64) ? 0 : rng->cur << need;                                     \

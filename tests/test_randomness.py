@@ -154,23 +154,28 @@ def splitmix64(j):
 
 
 @pytest.mark.parametrize(
-    "sampler,param,n",
+    "sampler,param,n,method",
     [
-        (dgauss.sample_gaussian, 10, 5000),
-        (dgauss.sample_gaussian, 10**100, 3000),
-        (dgauss.sample_laplace, 10**30 + 7, 3000),
-        (dgauss.sample_laplace, Fraction(10**40, 3), 2000),
+        (dgauss.sample_gaussian, 10, 5000, "rejection"),
+        (dgauss.sample_gaussian, 10**100, 3000, "auto"),
+        (dgauss.sample_laplace, 10**30 + 7, 3000, "auto"),
+        (dgauss.sample_laplace, Fraction(10**40, 3), 2000, "auto"),
+        (dgauss.sample_gaussian, 10, 20000, "inversion"),
+        (dgauss.sample_gaussian, 10**6, 20000, "inversion"),
+        (dgauss.sample_laplace, Fraction(7, 3), 20000, "inversion"),
+        (dgauss.sample_laplace, 10**4, 20000, "inversion"),
     ],
 )
-def test_os_path_reads_the_bits_of_a_tape(sampler, param, n):
+def test_os_path_reads_the_bits_of_a_tape(sampler, param, n, method):
     """The fake OS source serves the bytes of known words at most 7 per read, every third
     read interrupted: the samples must equal those drawn from a tape of exactly those words.
     So short reads are joined, interrupted reads retried (never taken as data), and the
-    buffered OS path (its refills, its inline word crossings in dg_bits) reads the bits the
-    one-word-at-a-time tape path reads, at a small sigma^2 and where U's low bits span words."""
+    buffered OS path (its refills, its inline word crossings in dg_bits, the inversion's look
+    at the next buffered word) reads the bits the one-word-at-a-time tape path reads, at a
+    small sigma^2 and where U's low bits span words."""
     words = [splitmix64(j) for j in range(60 * n)]
-    expected = sampler(param, n, rng=Tape.from_words(words))
-    got = sampler(param, n, rng=ScriptedOS(fake=True))
+    expected = sampler(param, n, rng=Tape.from_words(words), method=method)
+    got = sampler(param, n, rng=ScriptedOS(fake=True), method=method)
     assert got.tolist() == expected.tolist()
 
 

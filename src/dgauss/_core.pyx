@@ -793,6 +793,14 @@ def inversion_word(num, den, uint64_t r, bint laplace=False):
     return need, y
 
 
+def laplace_word_exact(uint64_t num, uint64_t den, uint64_t x):
+    """floor(2**64 T_x) of Lap_Z(0, num/den) by GMP alone (dg_laplace_word_exact, the fallback
+    of the fixed-point words): for tests."""
+    if den == 0 or num == 0 or x == 0:
+        raise ValueError("need num, den, x >= 1")
+    return dg_laplace_word_exact(num, den, x)
+
+
 def laplace_words(num, den, xs):
     """floor(2**64 T_x) for the x in xs as Lap_Z(0, num/den)'s table gives them (computed, for
     a _GeoTable, from its bounds or exactly): for tests."""
