@@ -7,7 +7,7 @@
 unsigned dg_inv_guide_bits(uint64_t count)
 {
     unsigned g = 1;
-    while (g < 16 && (UINT64_C(1) << g) < 2 * count)
+    while (g < 16 && (UINT64_C(1) << g) < 4 * count)
         g++;
     return g < 4 ? 4 : g;
 }

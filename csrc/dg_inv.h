@@ -306,4 +306,53 @@ static inline int NAME(dg_rng *rng, const T *tab, uint64_t *y, uint64_t *r)     
 DG_INV_DRAW(dg_inv_draw, dg_inv_table, dg_inv_word)
 DG_INV_DRAW(dg_geo_draw, dg_geo_table, dg_geo_word)
 
+/*
+ * A batch: out[i] = mu + X_i, X_i = Y_i, or -Y_i when the sign bit after Y_i is 1 (only for
+ * Y_i > 0), for i = 0 .. n - 1 in order.  Returns how many were written; stops early with
+ * *rc = -1 when the bit source failed, DG_ERR_OVERFLOW when mu + X leaves int64, or
+ * DG_INV_UNDECIDED when a draw's 64 bits do not decide (*r holds them, consumed: the caller
+ * finishes that sample, number `returned`, then goes on).  `out` aliases nothing else, so
+ * the bit buffer's fields can stay in registers across samples.
+ */
+#define DG_INV_FILL(NAME, T, DRAW)                                                          \
+static inline size_t NAME(dg_rng *rng, const T *tab, int64_t mu, int64_t *__restrict out,  \
+                          size_t n, int *rc, uint64_t *r)                                   \
+{                                                                                           \
+    size_t i;                                                                               \
+    uint64_t y;                                                                             \
+    int64_t x;                                                                              \
+    int c;                                                                                  \
+    for (i = 0; i < n; i++) {                                                               \
+        c = DRAW(rng, tab, &y, r);                                                          \
+        if (c != 0) {                                                                       \
+            *rc = c;                                                                        \
+            return i;                                                                       \
+        }                                                                                   \
+        x = (int64_t)y;             /* Y < 2**62 in the ranges dgauss._inversion allows */ \
+        if (y != 0) {                                                                       \
+            if (rng->avail > 0) {                                                           \
+                if (rng->cur >> 63)                                                         \
+                    x = -x;                                                                 \
+                rng->cur <<= 1;                                                             \
+                rng->avail--;                                                               \
+            } else if (dg_bit(rng)) {                                                       \
+                x = -x;                                                                     \
+            }                                                                               \
+            if (rng->status != DG_OK) {                                                     \
+                *rc = -1;                                                                   \
+                return i;                                                                   \
+            }                                                                               \
+        }                                                                                   \
+        if (__builtin_add_overflow(x, mu, &out[i])) {                                       \
+            *rc = DG_ERR_OVERFLOW;                                                          \
+            return i;                                                                       \
+        }                                                                                   \
+    }                                                                                       \
+    *rc = 0;                                                                                \
+    return n;                                                                               \
+}
+
+DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw)
+DG_INV_FILL(dg_geo_fill, dg_geo_table, dg_geo_draw)
+
 #endif /* DG_INV_H */

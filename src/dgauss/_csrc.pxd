@@ -141,3 +141,7 @@ cdef extern from "dg_inv.h" nogil:
     uint64_t dg_geo_threshold(const dg_geo_table *g, uint64_t b, uint64_t u)
     unsigned dg_geo_word(const dg_geo_table *g, uint64_t r, uint64_t *y)
     int dg_geo_draw(dg_rng *rng, const dg_geo_table *g, uint64_t *y, uint64_t *r)
+    size_t dg_inv_fill(dg_rng *rng, const dg_inv_table *tab, int64_t mu, int64_t *out, size_t n,
+                       int *rc, uint64_t *r)
+    size_t dg_geo_fill(dg_rng *rng, const dg_geo_table *tab, int64_t mu, int64_t *out, size_t n,
+                       int *rc, uint64_t *r)
