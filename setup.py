@@ -72,8 +72,13 @@ def extensions():
     gmp_include, gmp_lib = gmp_flags()
     core = Extension(
         "dgauss._core",
-        sources=["src/dgauss/_core.pyx", "csrc/dg_rng.c", "csrc/dg_prim.c", "csrc/dg_exp.c",
-                 "csrc/dg_inv.c"],
+        sources=[
+            "src/dgauss/_core.pyx",
+            "csrc/dg_rng.c",
+            "csrc/dg_prim.c",
+            "csrc/dg_exp.c",
+            "csrc/dg_inv.c",
+        ],
         # the paper's loops and the int conversion are included by _core.pyx (one unit)
         depends=[
             "src/dgauss/_algorithms.pxi",
