@@ -59,8 +59,11 @@ def sample_gaussian(
         :math:`2^{-6} \le \sigma^2 \le 2^{24}` (the table is built once per
         ``sigma2``, in about a millisecond at most, and cached).
         ``"rejection"`` runs the paper's Algorithm 3, for any ``sigma2``.
-        ``"auto"`` (default) is ``"inversion"`` inside that range and
-        ``"rejection"`` outside it.
+        ``"auto"`` (default) is ``"inversion"`` inside that range for a batch
+        of at least a quarter as many samples as the table has words (about
+        :math:`9.4\sigma`) beyond 1,024, and ``"rejection"`` otherwise: it
+        depends on the parameters and ``size`` only, so a seeded call always
+        gives the same samples.
 
     Returns
     -------
@@ -120,8 +123,14 @@ def sample_laplace(
         privacy parameter :math:`\varepsilon` uses ``scale = 1/epsilon``.
     size, mu, rng, workers
         As in :func:`sample_gaussian`.
-    method : {"auto", "rejection"}, optional
-        ``"rejection"`` (what ``"auto"`` picks) runs the paper's Algorithm 2.
+    method : {"auto", "inversion", "rejection"}, optional
+        As in :func:`sample_gaussian`: ``"inversion"`` for
+        :math:`2^{-6} \le t \le 2^{20}` (a table of every threshold up to
+        :math:`t \approx 23{,}600`, about 8 MiB there; past that the thresholds are
+        computed as needed), ``"rejection"`` the paper's Algorithm 2 for any ``scale``,
+        ``"auto"`` (default) inversion in that range for batches large enough to pay for
+        the table (at least a quarter as many samples as about :math:`44 t` words beyond
+        1,024, up to :math:`t \approx 23{,}600`).
     dtype : {None, numpy.int64, object}, optional
         ``None`` gives ``int64`` when ``scale <= 2**40`` and ``|mu| <= 2**62``,
         otherwise an object array of exact Python ints.

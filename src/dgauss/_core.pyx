@@ -753,7 +753,7 @@ cdef object inv_table(object key, bint fixed_point):
         thr = np.array([2**64 - 1, *_floors(key), 0], dtype=np.uint64)
     tab.thr = thr
     tab.count = thr.size - 2
-    if tab.count > DG_GUIDE_MAX_COUNT:     # not reached in the ranges dgauss._inversion allows
+    if tab.count > DG_GUIDE_MAX_COUNT:     # not reached: dgauss._inversion.resolve bounds the tables
         raise RuntimeError(f"an inversion table of {tab.count} words is too long for its guide")
     tab.guide_bits = dg_inv_guide_bits(tab.count)
     tab.guide = np.empty(1 << tab.guide_bits, dtype=np.uint32)
@@ -1111,9 +1111,10 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     threads sharing one next_slice share out the work as they go.  Returns the
     number of random bits consumed.
 
-    method="inversion" draws the discrete Gaussian by inversion against its thresholds
-    (dgauss._inversion; needs sigma^2 in the range _inversion.check_inversion allows and a
-    source of bits, not a DecisionTape); "rejection" runs Algorithm 3.
+    method="inversion" draws the discrete Gaussian or Laplace by inversion against its
+    thresholds (dgauss._inversion; the parameter must be one dgauss._inversion.resolve allows,
+    and the source one of bits, not a DecisionTape); "rejection" runs Algorithms 2-3; "auto"
+    is resolved for len(out) samples.
 
     For tests, per call: `high_bits` < HIGH_BITS makes Algorithm 2 split U of smaller t
     (it changes which bits are read, as dgauss.reference.HIGH_BITS does for the oracle), and

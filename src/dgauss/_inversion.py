@@ -224,7 +224,7 @@ def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: 
 #: word it needs as T_{BLOCK b + u} = (2 p**(BLOCK b) / (1 + p)) p**u from two tables of
 #: 128-bit bounds (dg_inv.h); either way the rule reads the same bits.
 BLOCK = 4096
-DIRECT_WORDS = 1 << 18
+DIRECT_WORDS = 1 << 20
 
 LAPLACE_INVERSION_MIN = Fraction(1, 64)
 LAPLACE_INVERSION_MAX = Fraction(1 << 20)
@@ -301,13 +301,15 @@ def check_method(method) -> str:
 
 
 def table_words(gaussian: bool, param: Fraction) -> int:
-    """About how many words the core's table for ``param`` has (its build costs about 30 ns
-    a word): 9.4 sigma for the Gaussian, 44.4 scale for the Laplace (at most DIRECT_WORDS;
-    past that it is a few thousand words, computed as needed)."""
+    """About how many words the core's table for ``param`` has (its build costs 10-30 ns a
+    word): 9.4 sigma for the Gaussian, 44.4 scale for the Laplace up to DIRECT_WORDS, and past
+    that the 4096 powers p**u and one word per block of 4096 (the words computed as needed)."""
     whole = param.numerator // param.denominator
     if gaussian:
         return 10 * (math.isqrt(whole) + 1)
-    return min(45 * (whole + 1), DIRECT_WORDS)
+    if 45 * (whole + 1) <= DIRECT_WORDS:
+        return 45 * (whole + 1)
+    return BLOCK + 45 * (whole + 1) // BLOCK  # computed as needed: the blocks and p**u
 
 
 def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, source=None) -> str:
@@ -318,10 +320,11 @@ def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, s
     and denominator are below WORD_PARAM, and for a batch of at least a quarter as many
     samples as the table has words beyond SMALL_TABLE (:func:`table_words`), so that building
     the table (once per parameter) never costs much more than the batch; "rejection"
-    otherwise.  It depends
-    on the parameters and ``count`` only, never on what is cached, so that a seeded call
-    always draws the same samples.  With a DecisionTape ``source`` (which drives the rejection
-    loops' primitives), "auto" is "rejection"."""
+    otherwise.  It depends on the parameters and ``count`` only, never on what is cached, so
+    that a seeded call always draws the same samples.  With a DecisionTape ``source`` (which
+    drives the rejection loops' primitives), "auto" is "rejection".  An explicit "inversion"
+    outside the range, or for a Laplace scale whose numerator or denominator reaches
+    WORD_PARAM (its words would all be computed in Python), is a ValueError."""
     method = check_method(method)
     low, high = (
         (GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX)
@@ -329,10 +332,10 @@ def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, s
         else (LAPLACE_INVERSION_MIN, LAPLACE_INVERSION_MAX)
     )
     inside = low <= param <= high
+    words = param.numerator < WORD_PARAM and param.denominator < WORD_PARAM
     if method == "auto":
         if isinstance(source, DecisionTape):
             return "rejection"
-        words = param.numerator < WORD_PARAM and param.denominator < WORD_PARAM
         batch = 4 * (1 if count is None else count) + SMALL_TABLE >= table_words(gaussian, param)
         return "inversion" if inside and words and batch else "rejection"
     if method == "inversion" and not inside:
@@ -340,6 +343,12 @@ def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, s
         raise ValueError(
             f"method='inversion' needs {low} <= {name} <= 2**{high.numerator.bit_length() - 1}, "
             f"got {param}; method='auto' or 'rejection' draws any {name}"
+        )
+    if method == "inversion" and not gaussian and not words:
+        raise ValueError(
+            "method='inversion' needs a scale whose numerator and denominator are below 2**62 "
+            f"(its words are then computed in fixed point), got {param}; method='auto' or "
+            "'rejection' draws any scale"
         )
     return method
 

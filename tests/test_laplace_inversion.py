@@ -1,0 +1,1144 @@
+"""The discrete Laplace by inversion (``method="inversion"``) against an independent model.
+
+|X| for X ~ Lap_Z(0, t) is the number of thresholds T_x = P[|X| >= x] = 2 p**x / (1 + p),
+p = exp(-1/t), x >= 1, above a lazy uniform R = 0.b1 b2 ..., read until no threshold shares
+R's first j digits; then one sign bit (1: negative) when |X| > 0 (docs/contract.md, item 9).
+The compiled core gets the words floor(2**64 T_x) in one of two ways (csrc/dg_inv.h):
+
+* direct: a table of every word (up to DIRECT_WORDS = 2**20 of them, scale up to about 23,637)
+  with a guide on R's top bits;
+* geo: x = 4096 b + u, each word it needs computed from 128-bit bounds cb[b] on
+  2**127 * 2 p**(4096 b) / (1 + p) and pu[u] on 2**128 p**u, the block b from a table of
+  block-start words, u from an estimate of R / C_b, corrected with exact words;
+
+and past bit 64 (a tie with a word, or R's 64 bits all zero) it calls dgauss._inversion.invert
+with LaplaceFloors; the oracle reads one bit at a time with LaplaceFloors.
+
+Everything is compared with ``Model``: T_x enclosed from scratch with MPFR and directed rounding
+(no code shared with dgauss), giving exact floor(2**J T_x), J = 256, the rule of item 9 and
+rigorous bounds on the pmf.  The file covers
+
+1. the words, in both regimes and at the edge between them, the geo table's error bounds,
+   the GMP fallback and LaplaceFloors at 64, 128 and 256 bits;
+2. the same bits: core = oracle on seeded generators (values, bits used, generator state);
+3. every fallback forced by tapes (a 64-bit tie, mid-word, R's 64 zeros, block edges, r equal
+   to a block-start word, a short last word, running out), predicted by the model, with the
+   step past bit 64 seen to be taken;
+4. every bit prefix to 1e-4 (dgauss.testing's checker and the model's exact masses), and for
+   the geo regime every prefix inside windows of R around chosen thresholds;
+5. large samples from the OS; 6. errors; 7. the bits read against the entropy.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from fractions import Fraction
+
+import gmpy2
+import numpy as np
+import pytest
+from gmpy2 import mpfr, mpq
+
+import dgauss
+from _stats import ALPHA, chi2_gof
+from dgauss import _core, _inversion, reference
+from dgauss._kinds import Kind
+from dgauss.testing import (
+    DecisionTape,
+    Exhausted,
+    Tape,
+    check,
+    enumerate_bits,
+    enumerate_sampler,
+)
+
+LAP = Kind.DISCRETE_LAPLACE
+MIN, MAX = Fraction(1, 64), Fraction(2**20)
+BLOCK = 4096
+DIRECT_WORDS = 2**20
+
+
+def test_constants():
+    assert (_inversion.LAPLACE_INVERSION_MIN, _inversion.LAPLACE_INVERSION_MAX) == (MIN, MAX)
+    assert (_inversion.BLOCK, _inversion.DIRECT_WORDS) == (BLOCK, DIRECT_WORDS)
+
+
+# --------------------------------------------------------------------------------------------
+# The independent model: T_x enclosed with MPFR, directed rounding
+# --------------------------------------------------------------------------------------------
+
+#: Bits of the model's exact floors floor(2**J T_x).
+J = 256
+
+
+class Model:
+    """Lap_Z(0, t) from scratch: p**u in [exp(-up(u/t)) rounded down, exp(-down(u/t)) rounded
+    up], T_x = 2 p**x / (1 + p) with every operation rounded the safe way, at J + 128 bits;
+    ``floor(x)`` = floor(2**J T_x), checked decided (T_0 = 1)."""
+
+    def __init__(self, scale: Fraction):
+        self.scale = Fraction(scale)
+        self.t = float(self.scale)
+        prec = J + 128
+        self.down = gmpy2.context(precision=prec, round=gmpy2.RoundDown)
+        self.up = gmpy2.context(precision=prec, round=gmpy2.RoundUp)
+        self.inv = mpq(self.scale.denominator, self.scale.numerator)  # 1/t
+        p_lo, p_hi = self.power(1)
+        with self.down:
+            self.d_lo = 1 + p_lo
+        with self.up:
+            self.d_hi = 1 + p_hi
+        self.log_top = math.log(2 / (1 + math.exp(-1 / self.t))) + J * math.log(2)
+        self._floor: dict[int, int] = {}
+
+    def power(self, u: int):
+        """(lo, hi) mpfr bounds on p**u = exp(-u/t)."""
+        z = self.inv * u
+        with self.up:
+            z_hi = mpfr(z)
+        with self.down:
+            z_lo = mpfr(z)
+            lo = gmpy2.exp(-z_hi)
+        with self.up:
+            hi = gmpy2.exp(-z_lo)
+        return lo, hi
+
+    def threshold(self, x: int):
+        """(lo, hi) mpfr bounds on T_x."""
+        if x == 0:
+            return mpfr(1), mpfr(1)
+        e_lo, e_hi = self.power(x)
+        with self.down:
+            lo = 2 * e_lo / self.d_hi
+        with self.up:
+            hi = 2 * e_hi / self.d_lo
+        return lo, hi
+
+    def floor(self, x: int) -> int:
+        f = self._floor.get(x)
+        if f is None:
+            lo, hi = self.threshold(x)
+            with self.down:  # (exact: a power of two, at the model's precision)
+                f = int(gmpy2.floor(gmpy2.mul_2exp(lo, J)))
+                assert f == int(gmpy2.floor(gmpy2.mul_2exp(hi, J))), (self.scale, x, "undecided")
+            self._floor[x] = f
+        return f
+
+    def word(self, x: int, p: int = 64) -> int:
+        """floor(2**p T_x), p <= J."""
+        return self.floor(x) >> (J - p)
+
+    def first_below(self, c: int) -> int:
+        """The first x >= 1 with floor(2**J T_x) < c (1 <= c <= 2**J): from the float estimate
+        t (ln(2 / (1 + p)) + J ln 2 - ln c), corrected with exact floors."""
+        x = max(1, math.ceil(self.t * (self.log_top - math.log(c))))
+        while self.floor(x) >= c:
+            x += 1
+        while x > 1 and self.floor(x - 1) < c:
+            x -= 1
+        return x
+
+    def last(self, p: int = 64) -> int:
+        """K: the last x with floor(2**p T_x) > 0."""
+        return self.first_below(1 << (J - p)) - 1
+
+    def shares(self, a: int, j: int) -> bool:
+        """Whether some threshold has R's first j digits a (a = 0: always, thresholds -> 0)."""
+        assert j <= J, "the model needs more bits"
+        if a == 0:
+            return True
+        return self.floor(self.first_below((a + 1) << (J - j))) >> (J - j) == a
+
+    def decide(self, a: int, j: int) -> int | None:
+        """The rule after R's first j bits a: |X| = #{x: floor(2**j T_x) > a}, or None."""
+        if self.shares(a, j):
+            return None
+        return self.first_below((a + 1) << (J - j)) - 1
+
+    def rule(self, bits: str) -> tuple[int, int] | None:
+        """(|X|, bits read) for R = 0.bits..., or None when the bits run out first.  Sharing
+        j digits implies sharing j - 1, so the stopping point is found by bisection on j."""
+        bits = bits[:J]  # (shares() checks that the rule stops within them)
+        n = len(bits)
+        if n == 0:
+            return None
+        whole = int(bits, 2)
+        shared = lambda j: self.shares(whole >> (n - j), j)
+        if shared(n):
+            assert n < J, "the model needs more bits"
+            return None
+        lo, hi = 0, n  # shared(lo) (j = 0: vacuously), not shared(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if shared(mid):
+                lo = mid
+            else:
+                hi = mid
+        return self.decide(whole >> (n - hi), hi), hi
+
+    def need(self, r: int) -> tuple[int, int | None]:
+        """(bits needed, |X|) for R's first 64 bits r: the first deciding j <= 64, else 65."""
+        found = self.rule(format(r, "064b"))
+        return (65, None) if found is None else (found[1], found[0])
+
+    def expect(self, bits: str, count: int, mu: int = 0):
+        """What a call drawing ``count`` samples from a tape of ``bits`` must return:
+        (values, bits used, tape words started), or "exhausted"."""
+        pos, values = 0, []
+        for _ in range(count):
+            found = self.rule(bits[pos:])
+            if found is None:
+                return "exhausted"
+            y, j = found
+            pos += j
+            if y:
+                if pos == len(bits):
+                    return "exhausted"
+                y = -y if bits[pos] == "1" else y
+                pos += 1
+            values.append(y + mu)
+        return values, pos, -(-pos // 64)
+
+    def digits(self, x: int, i: int) -> str:
+        """T_x's first i binary digits."""
+        return format(self.floor(x) >> (J - i), f"0{i}b")
+
+    def bit(self, x: int, i: int) -> str:
+        return str((self.floor(x) >> (J - i)) & 1)
+
+    def mass(self, y: int) -> tuple[mpq, mpq]:
+        """Rigorous bounds on P[|X| = y] = T_y - T_{y+1}."""
+        a_lo, a_hi = self.threshold(y)
+        b_lo, b_hi = self.threshold(y + 1)
+        return mpq(a_lo) - mpq(b_hi), mpq(a_hi) - mpq(b_lo)
+
+    def window_masses(self, w: int, k: int) -> dict[int, tuple[mpq, mpq]]:
+        """For R uniform in the window [w, w + 1) 2**-k (w >= 1): bounds on P[|X| = y | R in
+        it] = |[T_{y+1}, T_y) n window| 2**k for every y it can give."""
+        y_min = self.first_below((w + 1) << (J - k)) - 1  # thresholds >= the window's top
+        y_max = self.first_below(w << (J - k)) - 1  # thresholds >= its bottom
+        top, bottom = mpq(w + 1, 1 << k), mpq(w, 1 << k)
+        out = {}
+        for y in range(y_min, y_max + 1):
+            a_lo, a_hi = (mpq(v) for v in self.threshold(y))
+            b_lo, b_hi = (mpq(v) for v in self.threshold(y + 1))
+            lo = max(mpq(0), min(a_lo, top) - max(b_hi, bottom))
+            hi = max(mpq(0), min(a_hi, top) - max(b_lo, bottom))
+            out[y] = (lo * (1 << k), hi * (1 << k))
+        return out
+
+
+@functools.cache
+def model(scale) -> Model:
+    return Model(Fraction(scale))
+
+
+def test_model_agrees_with_the_closed_form():
+    """The model's pmf bounds hold tanh(1/(2t)) exp(-y/t) (twice it for y > 0) at 50 digits,
+    are 2**-300 tight, and sum to 1; its K is the closed form's."""
+    from decimal import Decimal, localcontext
+
+    for scale in (Fraction(1, 4), Fraction(7, 3), 100, 10**6):
+        m = model(scale)
+        with localcontext() as ctx:
+            ctx.prec = 50
+            t = Decimal(Fraction(scale).numerator) / Decimal(Fraction(scale).denominator)
+            c = (1 / (2 * t)).exp()
+            c = (c - 1 / c) / (c + 1 / c)  # tanh(1/(2t))
+            for y in (0, 1, 2, 7, int(3 * float(scale))):
+                true = float(c * (-(Decimal(y) / t)).exp() * (2 if y else 1))
+                lo, hi = m.mass(y)
+                assert float(lo) <= true * (1 + 1e-12) and true <= float(hi) * (1 + 1e-12)
+                assert hi - lo < mpq(1, 2**300)
+        k = m.last()
+        t = float(scale)
+        assert abs(k - t * (65 * math.log(2) - math.log(1 + math.exp(-1 / t)))) < 1.5
+        total_lo = sum(m.mass(y)[0] for y in range(min(k, 400)))
+        assert total_lo > 1 - (2 * math.exp(-min(k, 400) / t) + 1e-15)
+
+
+# --------------------------------------------------------------------------------------------
+# 1. The words
+# --------------------------------------------------------------------------------------------
+
+
+def _geo(tab) -> bool:
+    name = type(tab).__name__
+    assert name in ("_InvTable", "_GeoTable"), name
+    return name == "_GeoTable"
+
+
+def _table(scale, fixed_point=True):
+    scale = Fraction(scale)
+    return _core.laplace_table(scale.numerator, scale.denominator, fixed_point)
+
+
+def _words(scale, xs) -> list[int]:
+    scale = Fraction(scale)
+    return _core.laplace_words(scale.numerator, scale.denominator, list(xs))
+
+
+def _edge_scale(k: int) -> Fraction:
+    """A scale whose K (the last x with T_x >= 2**-64) is k: K = floor(t (65 ln 2 -
+    ln(1 + p))), about 64 t ln 2 + 1/2."""
+    return Fraction(k / (64 * math.log(2))).limit_denominator(10**6)
+
+
+_SEEDED = np.random.default_rng(20241125)
+RANDOM_SCALES = [  # log-uniform in [1/64, 2**20] (and two in the geo regime's [2**13, 2**20])
+    min(MAX, max(MIN, Fraction(int(2 ** (u + v)), int(2**v))))
+    for u, v in zip(
+        [*_SEEDED.uniform(-6, 20, 5), *_SEEDED.uniform(13, 20, 2)],
+        _SEEDED.uniform(0, 30, 7),  # denominators up to 2**30
+        strict=True,
+    )
+]
+#: scale -> regime ("direct": every word in a table; "geo": computed as needed)
+REGIMES = {
+    MIN: "direct",
+    Fraction(1, 4): "direct",
+    Fraction(1): "direct",
+    Fraction(7, 3): "direct",
+    Fraction(90): "direct",
+    Fraction(1000): "direct",
+    Fraction(12345, 7): "direct",
+    Fraction(5900): "direct",
+    Fraction(10**4): "direct",
+    Fraction(23000): "direct",  # K = 1020313 <= DIRECT_WORDS
+    _edge_scale(DIRECT_WORDS): "direct",  # K = DIRECT_WORDS exactly
+    _edge_scale(DIRECT_WORDS + 1): "geo",  # one word more
+    Fraction(24000): "geo",
+    Fraction(10**6): "geo",
+    MAX: "geo",
+}
+WORD_SCALES = list(REGIMES) + RANDOM_SCALES
+
+
+def test_regimes_and_the_direct_edge():
+    """Which regime each scale lands in: direct exactly while K <= DIRECT_WORDS (with the
+    edge found by the model), whatever fixed_point says; scale 1/64 has no word at all
+    (T_1 ~ 2 exp(-64) < 2**-64)."""
+    for scale, regime in REGIMES.items():
+        k = model(scale).last()
+        assert (k > DIRECT_WORDS) == (regime == "geo"), (scale, k)
+        for fixed_point in (True, False) if k < 5000 or regime == "geo" else (True,):
+            tab = _table(scale, fixed_point)
+            assert _geo(tab) == (regime == "geo"), (scale, fixed_point)
+            if regime == "direct":
+                assert tab.count == k and tab.fixed_point == fixed_point
+    assert model(_edge_scale(DIRECT_WORDS)).last() == DIRECT_WORDS
+    assert _table(MIN).count == 0 and _table(MIN).thr.tolist() == [2**64 - 1, 0]
+    for scale in RANDOM_SCALES:
+        assert _geo(_table(scale)) == (model(scale).last() > DIRECT_WORDS)
+
+
+def _word_points(scale, k: int, gen) -> list[int]:
+    """x = 1, 2, 3, K, K + 1, K + 2, random x, and (geo) block edges 4096 b + {-1, 0, 1} for
+    every block b (up to 150 of them, sampled, with the first and the last two)."""
+    xs = {1, 2, 3, k, k + 1, k + 2, *(int(v) for v in gen.integers(1, k + 2, 40))}
+    if k > DIRECT_WORDS:
+        nb = k // BLOCK
+        blocks = {1, 2, nb - 1, nb, nb + 1}
+        blocks |= set(gen.integers(1, nb + 1, 150).tolist()) if nb > 150 else set(range(1, nb))
+        xs |= {BLOCK * b + e for b in blocks for e in (-1, 0, 1)}
+    return sorted(x for x in xs if x >= 1)
+
+
+@pytest.mark.parametrize("scale", WORD_SCALES, ids=str)
+def test_core_words_are_the_exact_floors(scale):
+    """The words the core uses (laplace_words: the direct table, or the geo table's computed
+    words) = LaplaceFloors(scale, 64).word(x) = the model's floor, at x = 1, 2, 3, K, K + 1
+    (0), random x and block edges; K is the model's.  Direct: thr[0] = 2**64 - 1, thr[K + 1]
+    = 0, decreasing; small tables word for word (and = the table from fixed_point=False).
+    Geo: the block-start words bw[b] = floor(2**64 T_{4096 b}), NB = K // 4096."""
+    scale = Fraction(scale)
+    m = model(scale)
+    k = m.last()
+    gen = np.random.default_rng(k)
+    xs = _word_points(scale, k, gen)
+    floors = _inversion.LaplaceFloors(scale, 64)
+    core = _words(scale, xs)
+    assert core == [floors.word(x) for x in xs] == [m.word(x) for x in xs]
+    assert _words(scale, [k]) != [0] or k == 0
+    assert _words(scale, [k + 1]) == [0]
+    tab = _table(scale)
+    if not _geo(tab):
+        thr = tab.thr.tolist()
+        assert tab.count == k and thr[0] == 2**64 - 1 and thr[-1] == 0 and len(thr) == k + 2
+        assert all(a >= b for a, b in zip(thr, thr[1:], strict=False))
+        if k <= 5000:
+            assert thr[1:-1] == [m.word(x) for x in range(1, k + 1)]
+            slow = _table(scale, False)
+            assert slow.thr.tolist() == thr and slow.guide.tolist() == tab.guide.tolist()
+        elif k <= 80_000:  # every word against the GMP words (themselves checked below)
+            n, d = scale.numerator, scale.denominator
+            assert thr[1:-1] == [_core.laplace_word_exact(n, d, x) for x in range(1, k + 1)]
+    else:
+        nb = tab.blocks
+        assert nb == k // BLOCK
+        bw = tab.bw.tolist()
+        assert len(bw) == nb + 2 and bw[0] == 2**64 - 1 and bw[-1] == 0
+        picks = range(1, nb + 1) if nb <= 400 else sorted({1, nb, *gen.integers(1, nb, 300)})
+        for b in picks:
+            assert bw[b] == m.word(BLOCK * int(b)), b
+
+
+def _exact_points(scale):
+    k = model(scale).last()
+    gen = np.random.default_rng(int(k) + 7)
+    return sorted({1, 2, k, k + 1, *(int(v) for v in gen.integers(1, k + 3, 12))} - {0})
+
+
+@pytest.mark.parametrize(
+    "scale", [Fraction(1, 4), Fraction(7, 3), 1000, 5900, 10**4, MAX, *RANDOM_SCALES[:3]], ids=str
+)
+def test_gmp_words_are_the_exact_floors(scale):
+    """The core's GMP fallback (laplace_word_exact: dg_laplace_word_exact) = laplace_floor =
+    the model at random x, K and K + 1; LaplaceFloors at 128 and 256 bits (the step past bit
+    64) = the model too."""
+    scale = Fraction(scale)
+    m = model(scale)
+    n, d = scale.numerator, scale.denominator
+    for x in _exact_points(scale):
+        exact = _inversion.laplace_floor(scale, x, 64)
+        assert _core.laplace_word_exact(n, d, x) == exact == m.word(x), x
+        for p in (128, 256):
+            assert _inversion.LaplaceFloors(scale, p).word(x) == m.word(x, p), (x, p)
+
+
+def _u128(words, i: int) -> int:
+    """The i-th dg_u128 of a uint64 array (two words each, low word first on x86-64)."""
+    return int(words[2 * i]) | int(words[2 * i + 1]) << 64
+
+
+GEO_SCALES = [_edge_scale(DIRECT_WORDS + 1), 24000, 10**5, 10**6, MAX]
+
+
+@pytest.mark.parametrize("scale", GEO_SCALES, ids=str)
+def test_geo_table_bounds_hold(scale):
+    """The bounds dg_geo_threshold's words rest on (dg_inv.c), against the model:
+    cb[b] <= 2**127 T_{4096 b} < cb[b] + 3b + 3 (b = 0: 2**128 / (1 + p)), pu[u] <= 2**128 p**u
+    < pu[u] + 2u, and so V = floor(cb[b] pu[u] / 2**128) <= 2**127 T_x < V + 3b + 2u + 4;
+    pw[4096 - u] = ~(pu[u] >> 64) (decreasing, pw[0] = 2**64 - 1, pw[4096] = 0); iv[b] cb[b]
+    ~ 2**191 (an estimate: within 2**-60 of it, or saturated where cb < 2**64)."""
+    scale = Fraction(scale)
+    m = model(scale)
+    tab = _table(scale)
+    assert _geo(tab)
+    nb = tab.blocks
+    gen = np.random.default_rng(nb)
+    blocks = sorted({0, 1, 2, nb - 1, nb, *(int(b) for b in gen.integers(0, nb + 1, 40))})
+    us = sorted({1, 2, 3, BLOCK - 1, BLOCK, *(int(u) for u in gen.integers(1, BLOCK + 1, 40))})
+    two127 = mpq(2**127)
+    cbs = {}
+    for b in blocks:
+        cb = cbs[b] = _u128(tab.cb, b)
+        if b:
+            lo, hi = (mpq(v) for v in m.threshold(BLOCK * b))
+        else:  # C_0 = 2 / (1 + p)
+            lo, hi = mpq(2) / mpq(m.d_hi), mpq(2) / mpq(m.d_lo)
+        assert cb <= two127 * lo and two127 * hi < cb + 3 * b + 3, b
+        iv = _u128(tab.iv, b)
+        if cb >= 2**64:
+            assert abs(mpq(iv * cb, 2**191) - 1) < mpq(1, 2**60), b
+        else:
+            assert iv == 2**128 - 1
+    pus = {}
+    for u in us:
+        pu = pus[u] = _u128(tab.pu, u)
+        lo, hi = m.power(u)
+        assert pu <= mpq(2**128) * mpq(lo) and mpq(2**128) * mpq(hi) < pu + 2 * u, u
+    for b in blocks:
+        for u in us:
+            v = cbs[b] * pus[u] >> 128
+            lo, hi = m.threshold(BLOCK * b + u)
+            assert v <= two127 * mpq(lo) and two127 * mpq(hi) < v + 3 * b + 2 * u + 4, (b, u)
+    pw, pu_all = tab.pw.tolist(), tab.pu
+    assert len(pw) == BLOCK + 1 and pw[0] == 2**64 - 1 and pw[BLOCK] == 0
+    assert all(pw[BLOCK - u] == (~(_u128(pu_all, u) >> 64)) & (2**64 - 1) for u in range(1, BLOCK))
+    assert all(a > b for a, b in zip(pw, pw[1:], strict=False))
+    assert tab.pw_count == BLOCK - 1
+
+
+# --------------------------------------------------------------------------------------------
+# 2. Core and oracle on the same bits
+# --------------------------------------------------------------------------------------------
+
+BITGENS = [
+    np.random.PCG64,
+    np.random.PCG64DXSM,
+    np.random.MT19937,
+    np.random.Philox,
+    np.random.SFC64,
+]
+PARITY = [  # (scale, mu, dtype, n): the oracle takes ~2 ms a sample at the largest scales
+    (MIN, 5, np.int64, 300),
+    (Fraction(1, 3), -3, object, 300),
+    (Fraction(7, 3), 11, np.int64, 300),
+    (Fraction(12345, 7), -(10**30), object, 150),
+    (Fraction(5900), 2**62, None, 100),
+    (Fraction(10**4), -1, np.int64, 60),
+    (Fraction(10**6), 10**20, object, 40),
+    (MAX, 0, None, 40),
+]
+
+
+@pytest.mark.parametrize("bitgen", BITGENS, ids=lambda b: b.__name__)
+@pytest.mark.parametrize("scale, mu, dtype, n", PARITY, ids=lambda v: str(v))
+def test_core_and_oracle_read_the_same_bits(bitgen, scale, mu, dtype, n):
+    """sample_laplace(method="inversion"): core = oracle, generators left in the same state;
+    the backends' fill returns the same bits used and values (int64 and object)."""
+    gens = [np.random.Generator(bitgen(7)) for _ in range(2)]
+    core = dgauss.sample_laplace(scale, n, mu=mu, rng=gens[0], dtype=dtype, method="inversion")
+    ref = reference.sample_laplace(scale, n, mu=mu, rng=gens[1], dtype=dtype, method="inversion")
+    assert core.dtype == ref.dtype and core.tolist() == ref.tolist()
+    after = [g.bit_generator.random_raw(3).tolist() for g in gens]
+    assert after[0] == after[1]
+    values = np.asarray(core, dtype=object) - mu
+    assert len(set(values.tolist())) > (1 if scale > 1 else 0)
+    scale = Fraction(scale)
+    runs = []
+    for fill in (_core.fill, reference.fill):
+        src = bitgen(8)
+        out = np.empty(n, dtype=np.int64 if abs(mu) < 2**40 else object)
+        used = fill(LAP, scale.numerator, scale.denominator, mu, src, out, method="inversion")
+        runs.append((used, out.tolist(), src.random_raw(2).tolist()))
+    assert runs[0] == runs[1] and runs[0][0] >= n
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 10**4], ids=str)
+def test_int64_overflow_is_an_error_after_the_same_bits(scale):
+    """mu + X past 2**63 - 1 in an int64 array: OverflowError from core (its C batch loop) and
+    oracle, the generator left at the same place by both; dtype=object draws it."""
+    mu = 2**63 - 1 - 3 * int(scale)
+    states = []
+    for fill in (_core.fill, reference.fill):
+        src = np.random.PCG64(4)
+        with pytest.raises(OverflowError, match="int64"):
+            fill(LAP, *_nd(scale), mu, src, np.empty(500, np.int64), method="inversion")
+        states.append(src.random_raw(2).tolist())
+    assert states[0] == states[1]
+    big = dgauss.sample_laplace(scale, 500, mu=mu, rng=np.random.PCG64(4), method="inversion")
+    assert big.dtype == object and max(big) > 2**63 - 1
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 1000, 10**4, MAX], ids=str)
+def test_auto_is_inversion_for_large_batches(scale):
+    """method="auto" draws by inversion inside the range for a batch large enough for the
+    table (4 count + 1024 >= table_words), and by rejection for a batch of 10 at a large scale
+    (table_words then exceeds 4 * 10 + 1024)."""
+    n = max(1000, (_inversion.table_words(False, Fraction(scale)) - 1024) // 4 + 1)
+    auto = dgauss.sample_laplace(scale, n, rng=np.random.PCG64(5))
+    inv = dgauss.sample_laplace(scale, n, rng=np.random.PCG64(5), method="inversion")
+    assert auto.tolist() == inv.tolist()
+    if _inversion.table_words(False, Fraction(scale)) > 4 * 10 + 1024:
+        auto = dgauss.sample_laplace(scale, 10, rng=np.random.PCG64(5))
+        rej = dgauss.sample_laplace(scale, 10, rng=np.random.PCG64(5), method="rejection")
+        assert auto.tolist() == rej.tolist()
+
+
+def test_fixed_point_and_python_words_read_the_same_bits():
+    for scale in (Fraction(1, 3), Fraction(7, 3), 90, 10**4):
+        scale = Fraction(scale)
+        runs = []
+        for fp in (True, False):
+            out = np.empty(3000, dtype=np.int64)
+            src = np.random.PCG64(3)
+            used = _core.fill(
+                LAP, scale.numerator, scale.denominator, 0, src, out, fixed_point=fp,
+                method="inversion",
+            )  # fmt: skip
+            runs.append((out.tolist(), used, src.random_raw()))
+        assert runs[0] == runs[1]
+
+
+def test_inversion_reads_other_bits_than_rejection():
+    a = dgauss.sample_laplace(100, 200, rng=np.random.PCG64(1), method="inversion")
+    b = dgauss.sample_laplace(100, 200, rng=np.random.PCG64(1), method="rejection")
+    assert a.tolist() != b.tolist()
+
+
+# --------------------------------------------------------------------------------------------
+# 3. Tapes that force every branch, predicted exactly by the model
+# --------------------------------------------------------------------------------------------
+
+
+def _bits(gen: np.random.Generator, k: int) -> str:
+    return "".join(map(str, gen.integers(0, 2, k)))
+
+
+def _run(fill, scale, bits: str, count: int, mu: int = 0, dtype=object, **options):
+    """One call on a tape of ``bits``: (values, bits used, tape position) or ("exhausted", pos)."""
+    scale = Fraction(scale)
+    tape = Tape(bits)
+    out = np.empty(count, dtype=dtype)
+    try:
+        used = fill(
+            LAP, scale.numerator, scale.denominator, mu, tape, out, method="inversion", **options
+        )
+    except Exhausted:
+        return "exhausted", tape.position
+    return out.tolist(), used, tape.position
+
+
+def run_tape(scale, bits: str, count: int = 1, mu: int = 0):
+    """Core (into object and int64 arrays: the per-sample draw and the C batch loop; and, for
+    small or geo tables, on the Python-built words) and oracle on one tape, each = the model's
+    prediction; returns the prediction."""
+    scale = Fraction(scale)
+    core = _run(_core.fill, scale, bits, count, mu)
+    assert _run(_core.fill, scale, bits, count, mu, dtype=np.int64) == core
+    if model(scale).last() < 5000 or _geo(_table(scale)):
+        assert _run(_core.fill, scale, bits, count, mu, fixed_point=False) == core
+    assert _run(reference.fill, scale, bits, count, mu) == core
+    expected = model(scale).expect(bits, count, mu)
+    if expected == "exhausted":
+        assert core == ("exhausted", -(-len(bits) // 64)), core
+    else:
+        assert core == expected, (core, expected)
+    return expected
+
+
+@pytest.fixture
+def past_64(monkeypatch):
+    """The calls the core makes to dgauss._inversion.invert from bit 65 (a = R's 64 bits, j =
+    64): the core binds _inversion.invert when a call starts, so this sees every one."""
+    calls: list[int] = []
+    real = _inversion.invert
+
+    def spy(bit, floors_at, a=0, j=0):
+        if j == 64:
+            calls.append(a)
+        else:
+            assert (a, j) == (0, 0)  # the oracle, from its first bit
+        return real(bit, floors_at, a, j)
+
+    monkeypatch.setattr(_inversion, "invert", spy)
+    return calls
+
+
+def _tie(m: Model, x: int, i: int) -> str:
+    """R = T_x's digits 1 .. i - 1, digit i flipped: R shares i - 1 digits with T_x."""
+    return m.digits(x, i - 1) + ("1" if m.bit(x, i) == "0" else "0")
+
+
+def _first_sample(m: Model, gen, j: int = 12) -> str:
+    """The bits of one sample (with its sign) decided at bit j or a little after."""
+    bits = _tie(m, 1, j) + _bits(gen, 40)
+    y, used = m.rule(bits)
+    return bits[: used + (1 if y else 0)]
+
+
+def _tie_points(scale) -> list[int]:
+    """x whose words a tie is made with: 1, 2, K/2, K - 1, K; in the geo regime the first and
+    last x of blocks (4096 b + 1, 4096 (b + 1)), block starts, and those of the last block."""
+    k = model(scale).last()
+    xs = {1, 2, k // 2, k - 1, k}
+    if k > DIRECT_WORDS:
+        nb = k // BLOCK
+        xs |= {BLOCK, BLOCK + 1, BLOCK - 1, 2 * BLOCK, BLOCK * nb, BLOCK * nb + 1, BLOCK * nb - 1}
+        b = nb // 2
+        xs |= {BLOCK * b, BLOCK * b + 1, BLOCK * (b + 1) - 1}
+    return sorted(x for x in xs if x >= 1)
+
+
+TIE_SCALES = [Fraction(1, 4), 1, Fraction(7, 3), 1000, 23000, 24000, 10**6, MAX]
+
+
+@pytest.mark.parametrize("scale", TIE_SCALES, ids=str)
+def test_a_64_bit_tie_reads_on_past_bit_64(scale, past_64):
+    """R's first 64 bits = the word of x (taken from laplace_words, = T_x's digits): the core
+    steps past bit 64 (one call of invert with a = that word, j = 64) and decides exactly
+    where R leaves T_x (when no other threshold shares the 64 digits), on both sides of T_x.
+    In the geo regime x includes block starts (r = a block-start word: the block table's
+    own tie), the first and last x of blocks."""
+    m = model(scale)
+    gen = np.random.default_rng(1)
+    sides = set()
+    xs = _tie_points(scale)
+    around = sorted({x + e for x in xs for e in (-1, 0, 1)} - {0})
+    word = dict(zip(around, _words(scale, around), strict=True))
+    for x in xs:
+        assert m.digits(x, 64) == format(word[x], "064b")
+        alone = word[x - 1] != word[x] != word[x + 1] if x > 1 else word[x] != word[x + 1]
+        for i in (65, 66, 100, 129, 180):
+            past_64.clear()
+            bits = _tie(m, x, i) + _bits(gen, 60)
+            values, used, _ = run_tape(scale, bits)
+            assert past_64 and set(past_64) == {word[x]}  # the core stepped past bit 64
+            y = abs(values[0])
+            assert used >= i > 64
+            if alone:
+                assert used == i + (1 if y else 0)
+                assert y == (x - 1 if m.bit(x, i) == "0" else x)
+            sides.add(y - x)
+    assert sides >= {-1, 0}
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 1000, 10**4, MAX], ids=str)
+def test_a_tie_starting_mid_word(scale, past_64):
+    """An earlier sample read k bits, so R's 64 bits span two tape words: a tie with a word
+    (past bit 64, from the second word's middle), R deciding inside the second word, and R's
+    64 zeros spanning the words."""
+    m = model(scale)
+    k_last = m.last()
+    gen = np.random.default_rng(2)
+    first = _first_sample(m, gen)
+    k = len(first)
+    assert 12 <= k < 64
+    for x in (1, 2, k_last):
+        for i in (65, 70, 129):
+            past_64.clear()
+            (_, value), used, pos = run_tape(scale, first + _tie(m, x, i) + _bits(gen, 40), 2)
+            assert used >= k + i and pos == -(-used // 64)
+            assert past_64 and past_64[0] == m.word(x)
+        for i in (64 - k + 1, 60, 64):  # decided past the first word, within R's 64 bits
+            past_64.clear()
+            second = _tie(m, x, i) + _bits(gen, 70)
+            (_, value), used, _ = run_tape(scale, first + second, 2)
+            assert used >= k + i
+            # near T_K the flipped digit may make R's 64 bits 0 or another threshold's word
+            r = int(second[:64], 2)
+            assert past_64 == [] if m.need(r)[0] <= 64 else set(past_64) == {r}
+            assert m.need(r)[0] <= 64 or x == k_last
+    past_64.clear()
+    (_, value), used, _ = run_tape(scale, first + "0" * 70 + "1" + _bits(gen, 40), 2)
+    assert abs(value) > k_last and used >= k + 71 and past_64 and past_64[0] == 0
+
+
+@pytest.mark.parametrize("scale", [MIN, 1, Fraction(7, 3), 5900, 10**4, MAX], ids=str)
+def test_r_zero_for_64_bits_uses_thresholds_past_the_table(scale, past_64):
+    """R < 2**-64: below every word; |X| comes from thresholds no word holds (T_x < 2**-64),
+    at 128 or 256 bits (invert called with a = 0, j = 64)."""
+    k = model(scale).last()
+    gen = np.random.default_rng(3)
+    seen = set()
+    for lead in (0, 1, 3, 10, 40, 63, 100):
+        past_64.clear()
+        values, used, _ = run_tape(scale, "0" * (64 + lead) + "1" + _bits(gen, 60))
+        assert used >= 65 + lead and abs(values[0]) >= k and past_64 and set(past_64) == {0}
+        seen.add(abs(values[0]))
+    assert max(seen) > k + (scale if scale > 1 else 0)  # some lie far beyond the words
+
+
+def _check_word(scale, r: int, gen, run: bool = True) -> int:
+    """inversion_word(r) (need, |X|) = the model's; the tape of r (and more) as predicted."""
+    scale = Fraction(scale)
+    need, y = _core.inversion_word(scale.numerator, scale.denominator, r, laplace=True)
+    want_need, want_y = model(scale).need(r)
+    assert need == want_need, (r, need, want_need)
+    if need <= 64:
+        assert y == want_y, (r, y, want_y)
+    if run:
+        run_tape(scale, format(r, "064b") + _bits(gen, 140))
+    return need
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 5900, *GEO_SCALES], ids=str)
+def test_random_words_and_block_edges(scale):
+    """The core's decision on R's 64 bits (inversion_word: the guide, or the geo table's block,
+    estimate and correction) = the model's, for r uniform, r with leading zeros (the tail,
+    estimates in the last blocks), and in the geo regime r = a block-start word (65) and
+    r +- 1 (the last x of block b - 1: u = 4096; the first x of block b: u = 1), r = the words
+    of the first and last x of blocks and +- 1."""
+    m = model(scale)
+    gen = np.random.default_rng(4)
+    needs = []
+    for i in range(300):
+        r = int(gen.integers(0, 2**63)) * 2 + int(gen.integers(0, 2))
+        if i % 3 == 0:
+            r >>= int(gen.integers(1, 63))
+        needs.append(_check_word(scale, r, gen, run=i % 10 == 0))
+    tab = _table(scale)
+    if _geo(tab):
+        nb = tab.blocks
+        bw = tab.bw.tolist()
+        for b in sorted({1, 2, nb // 2, nb - 1, nb, *(int(v) for v in gen.integers(1, nb, 10))}):
+            assert _check_word(scale, bw[b], gen) == 65
+            # (where the words next to the block start differ from it by more than 1)
+            below = _core.inversion_word(*_nd(scale), bw[b] - 1, laplace=True)[1]
+            assert below == BLOCK * b or m.word(BLOCK * b + 1) >= bw[b] - 1
+            above = _core.inversion_word(*_nd(scale), bw[b] + 1, laplace=True)[1]
+            assert above == BLOCK * b - 1 or m.word(BLOCK * b - 1) <= bw[b] + 1
+            for r in (bw[b] - 1, bw[b] + 1):
+                needs.append(_check_word(scale, r, gen))
+            for x in (BLOCK * b + 1, BLOCK * b + 2, BLOCK * (b + 1) - 1):
+                w = m.word(x)
+                for r in {max(0, w - 1), w, w + 1}:  # (past K: w = 0)
+                    needs.append(_check_word(scale, r, gen, run=r == w))
+    assert max(n for n in needs if n <= 64) >= 30
+
+
+def _nd(scale):
+    scale = Fraction(scale)
+    return scale.numerator, scale.denominator
+
+
+def _sample_bits(m: Model, r_bits: str, sign: str) -> str:
+    """One sample's bits: R's bits up to where the rule stops, then the sign when |X| > 0."""
+    y, j = m.rule(r_bits)
+    return r_bits[:j] + (sign if y else "")
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 5900, 10**4, MAX], ids=str)
+def test_steps_past_bit_64_inside_a_batch(scale, past_64):
+    """Eight samples on one tape, into int64 (the C batch loop stops at each undecided draw,
+    the sample is finished past bit 64 and the loop goes on with the next) and object arrays:
+    plain draws around a tie with T_1 (sign 1), a tie with T_2 (sign 0), R's 64 zeros, and a
+    tie decided at a tape word's last bit (its sign bit the next word's first)."""
+    m = model(scale)
+    gen = np.random.default_rng(8)
+    plain = _first_sample(m, gen)
+    parts = [
+        plain,
+        _sample_bits(m, _tie(m, 1, 70) + _bits(gen, 60), "1"),
+        plain,
+        _sample_bits(m, _tie(m, 2, 90) + _bits(gen, 60), "0"),
+        plain,
+        _sample_bits(m, "0" * 64 + "1" + _bits(gen, 60), "1"),
+    ]
+    i = 65 + (-(len("".join(parts)) + 65)) % 64
+    last_tie = _sample_bits(m, _tie(m, 1, i) + _bits(gen, 60), "1")
+    assert len(last_tie) in (i, i + 1) and (len("".join(parts)) + i) % 64 == 0
+    bits = "".join([*parts, last_tie, plain]) + _bits(gen, 5)
+    values, used, _ = run_tape(scale, bits, 8)
+    assert used == len(bits) - 5
+    assert values[0] == values[2] == values[4] == values[7] and values[1] <= 0 <= values[3]
+    assert len(past_64) >= 8 and len(past_64) % 4 == 0  # four per core run
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 10**4], ids=str)
+def test_short_last_word_goes_bit_by_bit(scale):
+    """The second sample's R starts k bits into the first word and runs into a finite tape's
+    last word of m < k bits: the bit-by-bit path (dg_*_draw_bitwise).  Every m = 1 .. k - 1,
+    for R deciding at each of its bits 65 - k .. 64: decided inside the last word (as the
+    model says) or out of bits, never a value read from bits the tape does not have."""
+    m = model(scale)
+    gen = np.random.default_rng(6)
+    first = _first_sample(m, gen, 14)
+    k = len(first)
+    have = 64 - k
+    outcomes = {"decided": 0, "exhausted": 0}
+    for x in (1, 2):
+        for i in range(have + 1, 65, 2):
+            second = _tie(m, x, i) + _bits(gen, 70)
+            for cut in range(1, k):
+                result = run_tape(scale, (first + second)[: 64 + cut], 2)
+                if result == "exhausted":
+                    outcomes["exhausted"] += 1
+                    continue
+                (_, value), used, pos = result
+                assert used > 64 and pos == 2
+                outcomes["decided"] += 1
+    assert min(outcomes.values()) >= 3, outcomes
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 10**6], ids=str)
+def test_running_out_raises_exhausted_everywhere(scale):
+    """A tape ending before the sample is decided: inside R's 64 bits, inside the step past
+    bit 64 (a tie, the zero R), before the sign bit; core and oracle raise Exhausted."""
+    m = model(scale)
+    gen = np.random.default_rng(7)
+    tie = _tie(m, 2, 100)
+    values, used, _ = run_tape(scale, tie + "1")
+    assert used == 101 and values[0] < 0
+    assert run_tape(scale, tie) == "exhausted"  # the sign bit is missing
+    first = _first_sample(m, gen)
+    cases = [
+        (tie[:40], 1),
+        (tie[:64], 1),
+        (tie[:80], 1),
+        (tie[:99], 1),
+        ("0" * 64, 1),
+        ("0" * 90, 1),
+        (first + tie[:50], 2),
+        (first + tie[:70], 2),
+        (first + tie[:99], 2),
+    ]
+    for bits, count in cases:
+        assert run_tape(scale, bits, count) == "exhausted", bits
+        with pytest.raises(Exhausted):
+            dgauss.sample_laplace(scale, count, rng=Tape(bits), method="inversion")
+
+
+# --------------------------------------------------------------------------------------------
+# 4. Every bit prefix
+# --------------------------------------------------------------------------------------------
+
+#: (scale, the oracle's target): the oracle reads ~10 times slower than the core.
+ENUM = [(Fraction(1, 4), 1e-4), (Fraction(1), 1e-4), (Fraction(7, 3), 1e-4), (Fraction(100), 1e-1)]
+
+
+def _model_violations(m: Model, enumeration, values) -> list:
+    """Values whose enumerated bounds miss the model's rigorous P[X = v] (half of P[|X| = y]
+    for v = +-y != 0)."""
+    bad = []
+    for v in values:
+        lo, hi = m.mass(abs(v))
+        if v:
+            lo, hi = lo / 2, hi / 2
+        e_lo, e_hi = enumeration.bounds(v)
+        if e_lo > hi or e_hi < lo:
+            bad.append(v)
+    return bad
+
+
+@pytest.mark.parametrize("scale, oracle_target", ENUM, ids=lambda v: str(v))
+def test_every_prefix_to_1e_4(scale, oracle_target):
+    """Every bit tape, most probable first, until at most 1e-4 is unresolved (enumerate_sampler
+    at the bit level): dgauss.testing.check (every value's mass within the true pmf's bounds)
+    and the model's bounds for every |v| <= K + 2.  The oracle, at its target, gives exactly
+    the same masses as the core at that target."""
+    m = model(scale)
+    values = [s * y for y in range(m.last() + 3) for s in ((1, -1) if y else (1,))]
+    core = enumerate_sampler("laplace", scale, method="inversion", target=1e-4)
+    result = check(core, "laplace", scale)
+    assert result.ok, result.report()
+    assert _model_violations(m, core, values) == []
+    small = enumerate_sampler("laplace", scale, method="inversion", target=oracle_target)
+    oracle = enumerate_sampler(
+        "laplace", scale, oracle=True, method="inversion", target=oracle_target
+    )
+    assert check(oracle, "laplace", scale).ok
+    assert (oracle.mass, oracle.runs) == (small.mass, small.runs)
+
+
+def test_the_enumeration_check_has_power():
+    """The checks above reject scale 7/3's masses against scale 12/5's pmf (3% off) and
+    against the model once 2**-12 of mass moves from |X| = 1 to 2."""
+    scale = Fraction(7, 3)
+    e = enumerate_sampler("laplace", scale, method="inversion", target=1e-4)
+    assert not check(e, "laplace", Fraction(12, 5)).ok
+    assert _model_violations(model(Fraction(12, 5)), e, range(-5, 6))
+    moved = dict(e.mass)
+    shift = mpq(1, 2**12)
+    moved[1] = (moved[1][0] - shift, moved[1][1] - shift)
+    moved[2] = (moved[2][0] + shift, moved[2][1] + shift)
+    e.mass = moved
+    assert _model_violations(model(scale), e, range(-5, 6)) == [1, 2]
+
+
+def _tape_bits(tape: Tape) -> str:
+    n = tape.words.size
+    value = 0
+    for w in tape.words.tolist():
+        value = value << 64 | w
+    return format(value >> (64 * n - tape.nbits), f"0{tape.nbits}b") if tape.nbits else ""
+
+
+def _window(m: Model, x: int, count: int) -> tuple[int, int]:
+    """(w, k): the window [w, w + 1) 2**-k of T_x's first k digits, k such that about
+    ``count`` thresholds lie in it (their gaps near T_x are about T_x / t)."""
+    lo, _ = m.threshold(x)
+    k = max(1, math.ceil(math.log2(max(m.t, 1) / (float(lo) * count))))
+    return m.floor(x) >> (J - k), k
+
+
+def _window_enumeration(fill, scale, w: int, k: int, target: float):
+    """Every tape R = 0.(w's k bits)(enumerated bits): each run (value, bits used, or running
+    out) = the model's prediction, masses conditional on the window."""
+    m = model(scale)
+    head = format(w, f"0{k}b")
+
+    def draw(tape):
+        bits = head + _tape_bits(tape)
+        got = _run(fill, scale, bits, 1)
+        want = m.expect(bits, 1)
+        if want == "exhausted":
+            assert got[0] == "exhausted", (bits, got)
+            raise Exhausted()
+        assert got == want, (bits, got, want)
+        return got[0][0]
+
+    return enumerate_bits(draw, target=target)
+
+
+def _window_violations(m: Model, e, w: int, k: int) -> list:
+    masses = m.window_masses(w, k)
+    bad = [v for v in e.mass if abs(v) not in masses]
+    for y, (lo, hi) in masses.items():
+        for v in (y, -y) if y else (0,):
+            share = 2 if y else 1
+            e_lo, e_hi = e.bounds(v)
+            if e_lo > hi / share or e_hi < lo / share:
+                bad.append(v)
+    return bad
+
+
+GEO_WINDOW_SCALES = [10**4, 10**6, MAX]
+
+
+@pytest.mark.parametrize("scale", GEO_WINDOW_SCALES, ids=str)
+def test_geo_prefixes_inside_windows(scale):
+    """The geo regime's distribution (too many thresholds to enumerate [0, 1) to 1e-4): every
+    tape inside windows of R around T_x (about 12 thresholds each) for x = 1 (|X| = 0's edge),
+    the first block starts and their neighbours, a random x, the last block start, K (the
+    window past R's 64 bits: every run steps past bit 64) and x past K, enumerated to 1e-4 of
+    the window; every run = the model's prediction (core; the oracle on three windows, to
+    1e-2), and the conditional masses within the model's exact bounds."""
+    scale = Fraction(scale)
+    m = model(scale)
+    k_last = m.last()
+    nb = k_last // BLOCK
+    xs = [1, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5, BLOCK * nb, k_last, k_last + 100]
+    for i, x in enumerate(xs):
+        w, k = _window(m, x, 12)
+        e = _window_enumeration(_core.fill, scale, w, k, 1e-4)
+        assert e.complete and _window_violations(m, e, w, k) == [], (x, w, k)
+        if i in (0, 2, 6):
+            e = _window_enumeration(reference.fill, scale, w, k, 1e-2)
+            assert e.complete and _window_violations(m, e, w, k) == [], (x, w, k)
+
+
+def test_window_check_has_power():
+    """The window check rejects scale 10**4's window masses against scale 10**4 + 1."""
+    scale = Fraction(10**4)
+    m = model(scale)
+    w, k = _window(m, BLOCK, 12)
+    e = _window_enumeration(_core.fill, scale, w, k, 1e-4)
+    assert _window_violations(model(scale + 1), e, w, k)
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Large samples from the operating system
+# --------------------------------------------------------------------------------------------
+
+LARGE_N = 200_000
+
+
+def _binned_pmf(scale: Fraction, width: int) -> dict[int, float]:
+    """P[key] for key = 2 (|X| // width) + (X < 0): T_x = 2 p**x / (1 + p) at 50 digits."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 50
+        t = Decimal(scale.numerator) / Decimal(scale.denominator)
+        p = (-1 / t).exp()
+        tail = lambda x: Decimal(1) if x == 0 else 2 * p**x / (1 + p)
+        zero = 1 - tail(1)
+        pmf = {}
+        for b in range(int(80 * float(scale) / width) + 2):
+            lo, hi = b * width, (b + 1) * width
+            both = tail(lo) - tail(hi) - (zero if b == 0 else 0)
+            pmf[2 * b] = float(both / 2 + (zero if b == 0 else 0))
+            pmf[2 * b + 1] = float(both / 2)
+        return pmf
+
+
+def _keys(x: np.ndarray, width: int) -> np.ndarray:
+    return 2 * (np.abs(x) // width) + (x < 0)
+
+
+def _moment_p(x: np.ndarray, scale: Fraction) -> float:
+    """Two-sided p-value of mean(X**2) against E X**2 = 2p / (1 - p)**2, with Var(X**2) from
+    E X**4 = 2p (1 + 11p + 11p**2 + p**3) / ((1 + p)(1 - p)**4)."""
+    from statistics import NormalDist
+
+    q = -math.expm1(-1 / float(scale))  # 1 - p
+    p = 1 - q
+    m2 = 2 * p / q**2
+    m4 = 2 * p * (1 + 11 * p + 11 * p * p + p**3) / ((1 + p) * q**4)
+    xs = x.astype(np.float64)
+    z = (float(np.mean(xs * xs)) - m2) / math.sqrt((m4 - m2 * m2) / x.size)
+    return 2 * NormalDist().cdf(-abs(z))
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 1000, 10**4, 10**6], ids=str)
+def test_large_sample_from_the_os_fits(scale):
+    """rng=None, 200000 draws: chi-square on (|x| // width, sign) with width ~ scale / 8, and
+    the second moment, each at ALPHA / 2."""
+    scale = Fraction(scale)
+    x = dgauss.sample_laplace(scale, LARGE_N, method="inversion")
+    width = max(1, int(scale) // 8)
+    stat, dof, p = chi2_gof(_keys(x, width), _binned_pmf(scale, width))
+    assert dof >= 20 and p > ALPHA / 2, f"chi2={stat:.1f} on {dof} dof, p={p:.2e}"
+    assert _moment_p(x, scale) > ALPHA / 2
+
+
+def test_large_sample_statistics_have_power():
+    """The same statistics reject scale 1000 against 1030, and samples with the sign ignored."""
+    x = dgauss.sample_laplace(1000, LARGE_N, rng=np.random.PCG64(1), method="inversion")
+    wrong = Fraction(1030)
+    assert chi2_gof(_keys(x, 125), _binned_pmf(wrong, 125))[2] < ALPHA / 2
+    assert _moment_p(x, wrong) < ALPHA / 2
+    assert chi2_gof(_keys(np.abs(x), 125), _binned_pmf(Fraction(1000), 125))[2] < ALPHA / 2
+
+
+def test_min_scale_is_almost_always_zero():
+    """Scale 1/64: P[X != 0] = T_1 < 2 exp(-64) < 4e-28: 10**6 OS draws are all 0 (while the
+    core reads one word per draw with no word in its table)."""
+    assert not dgauss.sample_laplace(MIN, 10**6, method="inversion").any()
+
+
+def test_workers_draw_by_inversion():
+    x = dgauss.sample_laplace(10**4, 300_000, method="inversion", workers=3)
+    width = 10**4 // 8
+    stat, dof, p = chi2_gof(_keys(x, width), _binned_pmf(Fraction(10**4), width))
+    assert p > ALPHA, f"chi2={stat:.1f} on {dof} dof, p={p:.2e}"
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Errors
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 65), 2**20 + 1, Fraction(2**26 + 1, 2**6)], ids=str)
+def test_inversion_outside_its_range_is_a_value_error(implementation, scale):
+    with pytest.raises(ValueError, match=r"1/64 <= scale <= 2\*\*20"):
+        implementation.sample_laplace(scale, 3, method="inversion")
+    for fill in (_core.fill, reference.fill):
+        with pytest.raises(ValueError, match=r"1/64 <= scale <= 2\*\*20"):
+            fill(LAP, *_nd(scale), 0, np.random.PCG64(1), np.empty(2, object), method="inversion")
+    # "auto" still draws it: by rejection
+    a = implementation.sample_laplace(scale, 50, rng=np.random.PCG64(2))
+    b = implementation.sample_laplace(scale, 50, rng=np.random.PCG64(2), method="rejection")
+    assert a.tolist() == b.tolist() and len(a) == 50
+
+
+def test_inversion_range_is_inclusive(implementation):
+    for scale in (MIN, MAX, 0.015625, 2.0**20):
+        implementation.sample_laplace(scale, 3, rng=np.random.PCG64(2), method="inversion")
+
+
+def test_decision_tape_goes_to_rejection_or_is_refused(implementation):
+    """A DecisionTape drives the rejection loops' primitives: "auto" uses rejection (running
+    out of outcomes asks for a primitive's outcome, not a bit), "inversion" refuses it."""
+    with pytest.raises(ValueError, match="DecisionTape"):
+        implementation.sample_laplace(3, 1, rng=DecisionTape([0, 0]), method="inversion")
+    for fill in (_core.fill, reference.fill):
+        with pytest.raises(ValueError, match="DecisionTape"):
+            fill(LAP, 3, 1, 0, DecisionTape([0, 0]), np.empty(1, object), method="inversion")
+        with pytest.raises(Exhausted) as info:
+            fill(LAP, 3, 1, 0, DecisionTape([]), np.empty(1, object), method="auto")
+        assert "next request" in str(info.value)  # a decision, not a bit
+
+
+# --------------------------------------------------------------------------------------------
+# 7. Bits read against the entropy
+# --------------------------------------------------------------------------------------------
+
+
+def entropy_bits(scale) -> float:
+    """H(X) in bits for Lap_Z(0, t): log2((1 + p)/(1 - p)) + E|X| / (t ln 2) with
+    E|X| = 2p / ((1 - p)(1 + p)), at 200 bits."""
+    with gmpy2.context(precision=200):
+        q = mpq(Fraction(scale).numerator, Fraction(scale).denominator)
+        p = gmpy2.exp(-1 / mpfr(q))
+        one_minus = -gmpy2.expm1(-1 / mpfr(q))
+        mean = 2 * p / (one_minus * (1 + p))
+        return float(gmpy2.log2((1 + p) / one_minus) + mean / (mpfr(q) * gmpy2.log(2)))
+
+
+@pytest.mark.parametrize("scale", [1, 100, 10**4, 10**6], ids=str)
+def test_bits_per_sample_near_the_entropy(scale):
+    """Mean bits read per sample (fill's count, seeded, 200000 samples) is at least H(X) (no
+    exact sampler reads fewer on average; 0.05 of slack for chance) and at most H(X) + 3."""
+    scale = Fraction(scale)
+    n = 200_000
+    out = np.empty(n, dtype=np.int64)
+    used = _core.fill(LAP, *_nd(scale), 0, np.random.PCG64(9), out, method="inversion")
+    h = entropy_bits(scale)
+    excess = used / n - h
+    print(f"scale {scale}: {used / n:.3f} bits per sample, H = {h:.3f}, excess {excess:.3f}")
+    assert -0.05 < excess < 3
