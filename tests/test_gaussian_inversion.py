@@ -38,7 +38,12 @@ import numpy as np
 import pytest
 from gmpy2 import mpfr, mpq
 
+import _inversion_tapes as tapes
 import dgauss
+from _inversion_tapes import BITGENS, TapeModel
+from _inversion_tapes import bits as _bits
+from _inversion_tapes import tie as _tie
+from _inversion_tapes import word_bits as _word_bits
 from _python import run_python
 from _stats import ALPHA, chi2_gof, gaussian_pmf
 from dgauss import _core, _inversion, reference
@@ -56,7 +61,7 @@ MIN, MAX = Fraction(1, 64), Fraction(2**24)
 J = 192
 
 
-class Exact:
+class Exact(TapeModel):
     """N_Z(0, sigma2) from scratch: w_k = exp(-k^2 / (2 sigma2)) enclosed term by term (each
     exp on an argument rounded the safe way), S_x = sum_{k >= x} w_k as a sum to m plus
     w_{m+1} / (1 - exp(-2c(m + 1))) (k^2 >= (m+1)^2 + 2(m+1)(k-m-1)), Z = 1 + 2 S_1,
@@ -147,77 +152,28 @@ class Exact:
         """T_x's first i binary digits."""
         return format(self.floor[x] >> (J - i), f"0{i}b")
 
-    def expect(self, bits: str, count: int, mu: int = 0):
-        """What a call drawing ``count`` samples from a tape of ``bits`` must return:
-        (values, bits used, tape words started), or "exhausted"."""
-        pos, values = 0, []
-        for _ in range(count):
-            found = self.rule(bits[pos:])
-            if found is None:
-                return "exhausted"
-            y, j = found
-            pos += j
-            if y:
-                if pos == len(bits):
-                    return "exhausted"
-                y = -y if bits[pos] == "1" else y
-                pos += 1
-            values.append(y + mu)
-        return values, pos, -(-pos // 64)
-
 
 @functools.cache
 def exact(sigma2) -> Exact:
     return Exact(Fraction(sigma2))
 
 
-def _bits(gen: np.random.Generator, k: int) -> str:
-    return "".join(map(str, gen.integers(0, 2, k)))
-
-
-def _run(fill, sigma2, bits: str, count: int, mu: int = 0, **options):
-    """One call on a tape of ``bits``: (values, bits used, tape position) or ("exhausted", pos)."""
-    sigma2 = Fraction(sigma2)
-    tape = Tape(bits)
-    out = np.empty(count, dtype=object)
-    try:
-        used = fill(
-            GAUSS,
-            sigma2.numerator,
-            sigma2.denominator,
-            mu,
-            tape,
-            out,
-            method="inversion",
-            **options,
-        )
-    except Exhausted:
-        return "exhausted", tape.position
-    return out.tolist(), used, tape.position
+#: One call on a tape: _run(fill, sigma2, bits, count, mu=0, **options) -> (values, bits
+#: used, tape position) or ("exhausted", tape position).
+_run = functools.partial(tapes.run, GAUSS)
 
 
 def run_tape(sigma2, bits: str, count: int = 1, mu: int = 0):
     """Core (fixed-point words and Python words) and oracle on one tape, checked equal to
     each other and to the model's prediction; returns the prediction."""
-    core = _run(_core.fill, sigma2, bits, count, mu)
-    assert _run(_core.fill, sigma2, bits, count, mu, fixed_point=False) == core
-    oracle = _run(reference.fill, sigma2, bits, count, mu)
-    assert core == oracle
-    expected = exact(sigma2).expect(bits, count, mu)
-    if expected == "exhausted":
-        assert core == ("exhausted", -(-len(bits) // 64)), core
-    else:
-        assert core == expected, (core, expected)
-    return expected
+    return tapes.run_tape(
+        GAUSS, exact(sigma2), sigma2, bits, count, mu, variants=[{"fixed_point": False}]
+    )
 
 
 def _table(sigma2):
     sigma2 = Fraction(sigma2)
     return _core.gauss_table(sigma2.numerator, sigma2.denominator)
-
-
-def _word_bits(r: int) -> str:
-    return format(r, "064b")
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,14 +305,6 @@ def test_model_agrees_with_gaussian_pmf():
 # 3. Core and oracle on the same bits
 # --------------------------------------------------------------------------------------------
 
-BITGENS = [
-    np.random.PCG64,
-    np.random.PCG64DXSM,
-    np.random.MT19937,
-    np.random.Philox,
-    np.random.SFC64,
-]
-
 
 @pytest.mark.parametrize("bitgen", BITGENS, ids=lambda b: b.__name__)
 @pytest.mark.parametrize(
@@ -376,26 +324,8 @@ def test_core_and_oracle_read_the_same_bits(bitgen, sigma2, mu, dtype):
     """sample_gaussian(method="inversion"): core = oracle, generators left in the same state;
     the backends' fill returns the same bits used."""
     n = 400
-    gens = [np.random.Generator(bitgen(7)) for _ in range(2)]
-    core = dgauss.sample_gaussian(sigma2, n, mu=mu, rng=gens[0], dtype=dtype, method="inversion")
-    ref = reference.sample_gaussian(sigma2, n, mu=mu, rng=gens[1], dtype=dtype, method="inversion")
-    assert core.dtype == ref.dtype and core.tolist() == ref.tolist()
-    after = [gen.bit_generator.random_raw(4).tolist() for gen in gens]
-    assert after[0] == after[1]
-    values = np.asarray(core, dtype=object) - mu
-    assert len(set(values.tolist())) > (1 if sigma2 > 1 else 0)
-    sigma2 = Fraction(sigma2)
-    used = []
-    for fill in (_core.fill, reference.fill):
-        src = bitgen(8)
-        out = np.empty(n, dtype=object)
-        used.append(
-            fill(GAUSS, sigma2.numerator, sigma2.denominator, mu, src, out, method="inversion")
-        )
-        used.append(out.tolist())
-        used.append(src.random_raw(2).tolist())
-    assert used[:3] == used[3:]
-    assert used[0] > n
+    used = tapes.same_bits("sample_gaussian", GAUSS, sigma2, n, mu, dtype, bitgen, object)
+    assert used > n
 
 
 @pytest.mark.parametrize("sigma2", [MIN, Fraction(7, 3), 10**4, MAX], ids=str)
@@ -422,23 +352,7 @@ def test_auto_is_inversion_inside_the_range(sigma2):
 
 def test_fixed_point_and_python_words_read_the_same_bits():
     for sigma2 in (Fraction(1, 3), Fraction(7, 3), 10**4, *HUGE_TERMS):
-        sigma2 = Fraction(sigma2)
-        runs = []
-        for fp in (True, False):
-            out = np.empty(2000, dtype=np.int64)
-            src = np.random.PCG64(3)
-            used = _core.fill(
-                GAUSS,
-                sigma2.numerator,
-                sigma2.denominator,
-                0,
-                src,
-                out,
-                fixed_point=fp,
-                method="inversion",
-            )
-            runs.append((out.tolist(), used, src.random_raw()))
-        assert runs[0] == runs[1]
+        tapes.fixed_point_runs_agree(GAUSS, sigma2, 2000)
 
 
 def test_inversion_reads_other_bits_than_rejection():
@@ -453,19 +367,6 @@ def test_inversion_reads_other_bits_than_rejection():
 # --------------------------------------------------------------------------------------------
 # 4. Tapes that force every branch, predicted exactly by the model
 # --------------------------------------------------------------------------------------------
-
-
-def _tie(e: Exact, x: int, i: int) -> str:
-    """R = T_x's digits 1 .. i - 1, digit i flipped: R ties with word x for 64 bits (i > 64)
-    and differs from T_x first at bit i (R > T_x when T_x's digit i is 0)."""
-    return e.digits(x, i - 1) + ("1" if e.bit(x, i) == "0" else "0")
-
-
-def _first_sample(e: Exact, gen, j: int = 12) -> str:
-    """The bits of one sample (with its sign) decided at bit j or a little after."""
-    bits = _tie(e, 1, j) + _bits(gen, 40)
-    y, used = e.rule(bits)
-    return bits[: used + (1 if y else 0)]
 
 
 TIE_SIGMA2 = [Fraction(1, 4), 1, Fraction(7, 3), 100, 10**6, MAX]
@@ -499,21 +400,14 @@ def test_a_64_bit_tie_reads_on_past_bit_64(sigma2):
 def test_a_tie_starting_mid_word(sigma2):
     """(b) an earlier sample read k bits, so R's 64 bits span two words and tie with a word;
     also R deciding inside the second word (no tie), and R's 64 zeros spanning the words."""
-    e = exact(sigma2)
     k_table = _table(sigma2).count
     gen = np.random.default_rng(2)
-    first = _first_sample(e, gen)
-    k = len(first)
-    assert 12 <= k < 64
-    for x in (1, 2, k_table):
-        for i in (65, 70, 128, 129):
-            (_, value), used, pos = run_tape(sigma2, first + _tie(e, x, i) + _bits(gen, 10), 2)
-            assert used >= k + i and pos == -(-used // 64)
-        for i in (64 - k + 1, 60, 64):  # decided past the first word, within R's 64 bits
-            (_, value), used, _ = run_tape(sigma2, first + _tie(e, x, i) + _bits(gen, 70), 2)
-            assert used >= k + i
-    (_, value), used, _ = run_tape(sigma2, first + "0" * 70 + "1" + _bits(gen, 10), 2)
-    assert abs(value) >= k_table and used >= k + 71
+    run = functools.partial(run_tape, sigma2)
+    cases = tapes.ties_mid_word(run, exact(sigma2), gen, (1, 2, k_table), (65, 70, 128, 129), 10)
+    for case, _, _, value in cases:
+        if case == "zero":
+            assert abs(value) >= k_table
+    assert case == "zero"
 
 
 @pytest.mark.parametrize("sigma2", [MIN, 1, Fraction(7, 3), 10**6, MAX], ids=str)
@@ -531,16 +425,10 @@ def test_r_zero_for_64_bits_uses_thresholds_past_the_table(sigma2):
         assert max(seen) > k  # some lie strictly beyond the table
 
 
-def _word_decision(e: Exact, r: int):
-    """(need, |X|) the table must give for R's 64 bits r: the first j <= 64 deciding, or 65."""
-    found = e.rule(_word_bits(r))
-    return (65, None) if found is None else (found[1], found[0])
-
-
 def _check_word(sigma2, e: Exact, r: int, gen) -> int:
     sigma2 = Fraction(sigma2)
     need, y = _core.inversion_word(sigma2.numerator, sigma2.denominator, r)
-    want_need, want_y = _word_decision(e, r)
+    want_need, want_y = e.need(r)
     assert need == want_need, (r, need, want_need)
     if need <= 64:
         assert y == want_y, (r, y, want_y)
@@ -608,25 +496,9 @@ def test_short_last_word_goes_bit_by_bit(sigma2):
     Every m = 1 .. k - 1, for R deciding at each of its bits 65 - k .. 64: decided inside the
     last word (value and bits used as the model says) or out of bits (the magnitude or
     just the sign), never a value read from bits the tape does not have."""
-    e = exact(sigma2)
     gen = np.random.default_rng(6)
-    first = _first_sample(e, gen, 14)
-    k = len(first)
-    have = 64 - k
-    outcomes = {"decided": 0, "exhausted": 0, "needs R's bit 64": 0}
-    for x in (1, 2, 3):
-        for i in range(have + 1, 65):
-            second = _tie(e, x, i) + _bits(gen, 70)
-            for m in range(1, k):
-                result = run_tape(sigma2, (first + second)[: 64 + m], 2)
-                if result == "exhausted":
-                    outcomes["exhausted"] += 1
-                    # R's 64 bits would reach past the tape by one bit
-                    outcomes["needs R's bit 64"] += m == k - 1 and e.rule(second)[1] == 64
-                    continue
-                (_, value), used, pos = result
-                assert used > 64 and pos == 2
-                outcomes["decided"] += 1
+    run = functools.partial(run_tape, sigma2)
+    outcomes = tapes.short_last_word(run, exact(sigma2), gen, (1, 2, 3))
     assert min(outcomes.values()) >= 3, outcomes
 
 
@@ -635,26 +507,9 @@ def test_running_out_raises_exhausted_everywhere(sigma2):
     """(f) A tape that ends before the sample is decided: inside the 64-bit word, inside the
     step past bit 64 (a tie, the zero R), before the sign bit; core and oracle both raise
     Exhausted and leave the tape past every word."""
-    e = exact(sigma2)
     gen = np.random.default_rng(7)
-    tie = _tie(e, 2, 100)
-    values, used, _ = run_tape(sigma2, tie + "1")
-    assert used == 101 and values[0] < 0
-    assert run_tape(sigma2, tie) == "exhausted"  # the sign bit is missing
-    first = _first_sample(e, gen)
-    cases = [
-        (tie[:40], 1),
-        (tie[:64], 1),
-        (tie[:80], 1),
-        (tie[:99], 1),
-        ("0" * 64, 1),
-        ("0" * 90, 1),
-        (first + tie[:50], 2),
-        (first + tie[:70], 2),
-        (first + tie[:99], 2),
-    ]
-    for bits, count in cases:
-        assert run_tape(sigma2, bits, count) == "exhausted"
+    cases = tapes.running_out(functools.partial(run_tape, sigma2), exact(sigma2), gen)
+    assert len(cases) == 9
 
 
 # --------------------------------------------------------------------------------------------
@@ -1045,16 +900,7 @@ def test_threads_building_and_using_tables_agree_with_a_serial_run(monkeypatch):
     def run(i, sigma2, fixed_point):
         out = np.empty(1_000_000, dtype=np.int64)
         src = np.random.PCG64(100 + i)
-        used = _core.fill(
-            GAUSS,
-            sigma2.numerator,
-            sigma2.denominator,
-            0,
-            src,
-            out,
-            fixed_point=fixed_point,
-            method="inversion",
-        )
+        used = tapes.fill(GAUSS, _core.fill, sigma2, 0, src, out, fixed_point=fixed_point)
         return out.tolist(), used
 
     serial = [run(i, *job) for i, job in enumerate(jobs)]

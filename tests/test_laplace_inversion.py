@@ -40,7 +40,13 @@ import numpy as np
 import pytest
 from gmpy2 import mpfr, mpq
 
+import _inversion_tapes as tapes
 import dgauss
+from _inversion_tapes import BITGENS, TapeModel
+from _inversion_tapes import bits as _bits
+from _inversion_tapes import first_sample as _first_sample
+from _inversion_tapes import tie as _tie
+from _inversion_tapes import word_bits as _word_bits
 from _stats import ALPHA, chi2_gof
 from dgauss import _core, _inversion, reference
 from dgauss._kinds import Kind
@@ -72,7 +78,7 @@ def test_constants():
 J = 256
 
 
-class Model:
+class Model(TapeModel):
     """Lap_Z(0, t) from scratch: p**u in [exp(-up(u/t)) rounded down, exp(-down(u/t)) rounded
     up], T_x = 2 p**x / (1 + p) with every operation rounded the safe way, at J + 128 bits;
     ``floor(x)`` = floor(2**J T_x), checked decided (T_0 = 1)."""
@@ -176,29 +182,6 @@ class Model:
             else:
                 hi = mid
         return self.decide(whole >> (n - hi), hi), hi
-
-    def need(self, r: int) -> tuple[int, int | None]:
-        """(bits needed, |X|) for R's first 64 bits r: the first deciding j <= 64, else 65."""
-        found = self.rule(format(r, "064b"))
-        return (65, None) if found is None else (found[1], found[0])
-
-    def expect(self, bits: str, count: int, mu: int = 0):
-        """What a call drawing ``count`` samples from a tape of ``bits`` must return:
-        (values, bits used, tape words started), or "exhausted"."""
-        pos, values = 0, []
-        for _ in range(count):
-            found = self.rule(bits[pos:])
-            if found is None:
-                return "exhausted"
-            y, j = found
-            pos += j
-            if y:
-                if pos == len(bits):
-                    return "exhausted"
-                y = -y if bits[pos] == "1" else y
-                pos += 1
-            values.append(y + mu)
-        return values, pos, -(-pos // 64)
 
     def digits(self, x: int, i: int) -> str:
         """T_x's first i binary digits."""
@@ -465,13 +448,6 @@ def test_geo_table_bounds_hold(scale):
 # 2. Core and oracle on the same bits
 # --------------------------------------------------------------------------------------------
 
-BITGENS = [
-    np.random.PCG64,
-    np.random.PCG64DXSM,
-    np.random.MT19937,
-    np.random.Philox,
-    np.random.SFC64,
-]
 PARITY = [  # (scale, mu, dtype, n): the oracle takes ~2 ms a sample at the largest scales
     (MIN, 5, np.int64, 300),
     (Fraction(1, 3), -3, object, 300),
@@ -489,22 +465,9 @@ PARITY = [  # (scale, mu, dtype, n): the oracle takes ~2 ms a sample at the larg
 def test_core_and_oracle_read_the_same_bits(bitgen, scale, mu, dtype, n):
     """sample_laplace(method="inversion"): core = oracle, generators left in the same state;
     the backends' fill returns the same bits used and values (int64 and object)."""
-    gens = [np.random.Generator(bitgen(7)) for _ in range(2)]
-    core = dgauss.sample_laplace(scale, n, mu=mu, rng=gens[0], dtype=dtype, method="inversion")
-    ref = reference.sample_laplace(scale, n, mu=mu, rng=gens[1], dtype=dtype, method="inversion")
-    assert core.dtype == ref.dtype and core.tolist() == ref.tolist()
-    after = [g.bit_generator.random_raw(3).tolist() for g in gens]
-    assert after[0] == after[1]
-    values = np.asarray(core, dtype=object) - mu
-    assert len(set(values.tolist())) > (1 if scale > 1 else 0)
-    scale = Fraction(scale)
-    runs = []
-    for fill in (_core.fill, reference.fill):
-        src = bitgen(8)
-        out = np.empty(n, dtype=np.int64 if abs(mu) < 2**40 else object)
-        used = fill(LAP, scale.numerator, scale.denominator, mu, src, out, method="inversion")
-        runs.append((used, out.tolist(), src.random_raw(2).tolist()))
-    assert runs[0] == runs[1] and runs[0][0] >= n
+    out_dtype = np.int64 if abs(mu) < 2**40 else object
+    used = tapes.same_bits("sample_laplace", LAP, scale, n, mu, dtype, bitgen, out_dtype)
+    assert used >= n
 
 
 @pytest.mark.parametrize("scale", [Fraction(7, 3), 10**4], ids=str)
@@ -540,17 +503,7 @@ def test_auto_is_inversion_for_large_batches(scale):
 
 def test_fixed_point_and_python_words_read_the_same_bits():
     for scale in (Fraction(1, 3), Fraction(7, 3), 90, 10**4):
-        scale = Fraction(scale)
-        runs = []
-        for fp in (True, False):
-            out = np.empty(3000, dtype=np.int64)
-            src = np.random.PCG64(3)
-            used = _core.fill(
-                LAP, scale.numerator, scale.denominator, 0, src, out, fixed_point=fp,
-                method="inversion",
-            )  # fmt: skip
-            runs.append((out.tolist(), used, src.random_raw()))
-        assert runs[0] == runs[1]
+        tapes.fixed_point_runs_agree(LAP, scale, 3000)
 
 
 def test_inversion_reads_other_bits_than_rejection():
@@ -564,22 +517,9 @@ def test_inversion_reads_other_bits_than_rejection():
 # --------------------------------------------------------------------------------------------
 
 
-def _bits(gen: np.random.Generator, k: int) -> str:
-    return "".join(map(str, gen.integers(0, 2, k)))
-
-
-def _run(fill, scale, bits: str, count: int, mu: int = 0, dtype=object, **options):
-    """One call on a tape of ``bits``: (values, bits used, tape position) or ("exhausted", pos)."""
-    scale = Fraction(scale)
-    tape = Tape(bits)
-    out = np.empty(count, dtype=dtype)
-    try:
-        used = fill(
-            LAP, scale.numerator, scale.denominator, mu, tape, out, method="inversion", **options
-        )
-    except Exhausted:
-        return "exhausted", tape.position
-    return out.tolist(), used, tape.position
+#: One call on a tape: _run(fill, scale, bits, count, mu=0, dtype=object, **options) ->
+#: (values, bits used, tape position) or ("exhausted", tape position).
+_run = functools.partial(tapes.run, LAP)
 
 
 def run_tape(scale, bits: str, count: int = 1, mu: int = 0):
@@ -587,17 +527,10 @@ def run_tape(scale, bits: str, count: int = 1, mu: int = 0):
     small or geo tables, on the Python-built words) and oracle on one tape, each = the model's
     prediction; returns the prediction."""
     scale = Fraction(scale)
-    core = _run(_core.fill, scale, bits, count, mu)
-    assert _run(_core.fill, scale, bits, count, mu, dtype=np.int64) == core
+    variants: list[dict] = [{"dtype": np.int64}]
     if model(scale).last() < 5000 or _geo(_table(scale)):
-        assert _run(_core.fill, scale, bits, count, mu, fixed_point=False) == core
-    assert _run(reference.fill, scale, bits, count, mu) == core
-    expected = model(scale).expect(bits, count, mu)
-    if expected == "exhausted":
-        assert core == ("exhausted", -(-len(bits) // 64)), core
-    else:
-        assert core == expected, (core, expected)
-    return expected
+        variants.append({"fixed_point": False})
+    return tapes.run_tape(LAP, model(scale), scale, bits, count, mu, variants)
 
 
 @pytest.fixture
@@ -616,18 +549,6 @@ def past_64(monkeypatch):
 
     monkeypatch.setattr(_inversion, "invert", spy)
     return calls
-
-
-def _tie(m: Model, x: int, i: int) -> str:
-    """R = T_x's digits 1 .. i - 1, digit i flipped: R shares i - 1 digits with T_x."""
-    return m.digits(x, i - 1) + ("1" if m.bit(x, i) == "0" else "0")
-
-
-def _first_sample(m: Model, gen, j: int = 12) -> str:
-    """The bits of one sample (with its sign) decided at bit j or a little after."""
-    bits = _tie(m, 1, j) + _bits(gen, 40)
-    y, used = m.rule(bits)
-    return bits[: used + (1 if y else 0)]
 
 
 def _tie_points(scale) -> list[int]:
@@ -660,7 +581,7 @@ def test_a_64_bit_tie_reads_on_past_bit_64(scale, past_64):
     around = sorted({x + e for x in xs for e in (-1, 0, 1)} - {0})
     word = dict(zip(around, _words(scale, around), strict=True))
     for x in xs:
-        assert m.digits(x, 64) == format(word[x], "064b")
+        assert m.digits(x, 64) == _word_bits(word[x])
         alone = word[x - 1] != word[x] != word[x + 1] if x > 1 else word[x] != word[x + 1]
         for i in (65, 66, 100, 129, 180):
             past_64.clear()
@@ -684,27 +605,24 @@ def test_a_tie_starting_mid_word(scale, past_64):
     m = model(scale)
     k_last = m.last()
     gen = np.random.default_rng(2)
-    first = _first_sample(m, gen)
-    k = len(first)
-    assert 12 <= k < 64
-    for x in (1, 2, k_last):
-        for i in (65, 70, 129):
-            past_64.clear()
-            (_, value), used, pos = run_tape(scale, first + _tie(m, x, i) + _bits(gen, 40), 2)
-            assert used >= k + i and pos == -(-used // 64)
+
+    def run(bits, count):
+        past_64.clear()
+        return run_tape(scale, bits, count)
+
+    for case, x, second, value in tapes.ties_mid_word(
+        run, m, gen, (1, 2, k_last), (65, 70, 129), 40
+    ):
+        if case == "past":
             assert past_64 and past_64[0] == m.word(x)
-        for i in (64 - k + 1, 60, 64):  # decided past the first word, within R's 64 bits
-            past_64.clear()
-            second = _tie(m, x, i) + _bits(gen, 70)
-            (_, value), used, _ = run_tape(scale, first + second, 2)
-            assert used >= k + i
+        elif case == "within":
             # near T_K the flipped digit may make R's 64 bits 0 or another threshold's word
             r = int(second[:64], 2)
             assert past_64 == [] if m.need(r)[0] <= 64 else set(past_64) == {r}
             assert m.need(r)[0] <= 64 or x == k_last
-    past_64.clear()
-    (_, value), used, _ = run_tape(scale, first + "0" * 70 + "1" + _bits(gen, 40), 2)
-    assert abs(value) > k_last and used >= k + 71 and past_64 and past_64[0] == 0
+        else:
+            assert abs(value) > k_last and past_64 and past_64[0] == 0
+    assert case == "zero"
 
 
 @pytest.mark.parametrize("scale", [MIN, 1, Fraction(7, 3), 5900, 10**4, MAX], ids=str)
@@ -731,7 +649,7 @@ def _check_word(scale, r: int, gen, run: bool = True) -> int:
     if need <= 64:
         assert y == want_y, (r, y, want_y)
     if run:
-        run_tape(scale, format(r, "064b") + _bits(gen, 140))
+        run_tape(scale, _word_bits(r) + _bits(gen, 140))
     return need
 
 
@@ -814,50 +732,20 @@ def test_short_last_word_goes_bit_by_bit(scale):
     last word of m < k bits: the bit-by-bit path (dg_*_draw_bitwise).  Every m = 1 .. k - 1,
     for R deciding at each of its bits 65 - k .. 64: decided inside the last word (as the
     model says) or out of bits, never a value read from bits the tape does not have."""
-    m = model(scale)
     gen = np.random.default_rng(6)
-    first = _first_sample(m, gen, 14)
-    k = len(first)
-    have = 64 - k
-    outcomes = {"decided": 0, "exhausted": 0}
-    for x in (1, 2):
-        for i in range(have + 1, 65, 2):
-            second = _tie(m, x, i) + _bits(gen, 70)
-            for cut in range(1, k):
-                result = run_tape(scale, (first + second)[: 64 + cut], 2)
-                if result == "exhausted":
-                    outcomes["exhausted"] += 1
-                    continue
-                (_, value), used, pos = result
-                assert used > 64 and pos == 2
-                outcomes["decided"] += 1
-    assert min(outcomes.values()) >= 3, outcomes
+    run = functools.partial(run_tape, scale)
+    outcomes = tapes.short_last_word(run, model(scale), gen, (1, 2), step=2)
+    assert min(outcomes["decided"], outcomes["exhausted"]) >= 3, outcomes
 
 
 @pytest.mark.parametrize("scale", [Fraction(7, 3), 10**6], ids=str)
 def test_running_out_raises_exhausted_everywhere(scale):
     """A tape ending before the sample is decided: inside R's 64 bits, inside the step past
     bit 64 (a tie, the zero R), before the sign bit; core and oracle raise Exhausted."""
-    m = model(scale)
     gen = np.random.default_rng(7)
-    tie = _tie(m, 2, 100)
-    values, used, _ = run_tape(scale, tie + "1")
-    assert used == 101 and values[0] < 0
-    assert run_tape(scale, tie) == "exhausted"  # the sign bit is missing
-    first = _first_sample(m, gen)
-    cases = [
-        (tie[:40], 1),
-        (tie[:64], 1),
-        (tie[:80], 1),
-        (tie[:99], 1),
-        ("0" * 64, 1),
-        ("0" * 90, 1),
-        (first + tie[:50], 2),
-        (first + tie[:70], 2),
-        (first + tie[:99], 2),
-    ]
+    cases = tapes.running_out(functools.partial(run_tape, scale), model(scale), gen)
+    assert len(cases) == 9
     for bits, count in cases:
-        assert run_tape(scale, bits, count) == "exhausted", bits
         with pytest.raises(Exhausted):
             dgauss.sample_laplace(scale, count, rng=Tape(bits), method="inversion")
 
