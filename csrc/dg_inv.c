@@ -47,6 +47,29 @@ void dg_inv_init_shift(dg_inv_table *tab, const uint64_t *thr, uint64_t count, u
 #define SUM_BITS 112
 #define STOP_UNITS (UINT64_C(1) << 28)     /* the rest below 2**-84: T_x < 2**-83 beyond */
 
+static dg_u128 mpz_to_u128(const mpz_t z)
+{
+    return ((dg_u128)mpz_getlimbn(z, 1) << 64) | mpz_getlimbn(z, 0);
+}
+
+/* floor(2**g / d) (up = 0) or ceil(2**g / d) (up = 1) for 0 < d < 2**128 (GMP). */
+static dg_u128 recip(unsigned g, dg_u128 d, int up)
+{
+    mpz_t num, den;
+    dg_u128 v;
+    mpz_inits(num, den, NULL);
+    mpz_set_ui(num, 1);
+    mpz_mul_2exp(num, num, g);
+    dg_mpz_set_u128(den, d);
+    if (up)
+        mpz_cdiv_q(num, num, den);
+    else
+        mpz_fdiv_q(num, num, den);
+    v = mpz_to_u128(num);
+    mpz_clears(num, den, NULL);
+    return v;
+}
+
 /*
  * The terms w_k = exp(-c k^2), c = d/(2n), by the recurrence of
  * dgauss._inversion._gaussian_bounds in units of 2**-128: W_1 = e, R_1 = e q, W_{k+1} =
@@ -93,10 +116,6 @@ static void terms_next(gauss_terms *t)
     t->k++;
 }
 
-static dg_u128 mpz_to_u128(const mpz_t z)
-{
-    return ((dg_u128)mpz_getlimbn(z, 1) << 64) | mpz_getlimbn(z, 0);
-}
 
 /*
  * T_x = 2 S_x / Z lies in [2 S_lo / Z_hi, 2 S_hi / Z_lo], with S_lo = sum of lo_k (k >= x),
@@ -111,7 +130,6 @@ int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *t
     gauss_terms t;
     dg_u128 lo, hi, rest = 0, lo_total = 0, hi_total, z_lo, z_hi, v_lo, v_hi, s_lo, s_hi, f_lo, f_hi;
     uint64_t x, terms = 0;
-    mpz_t num, den;
 
     terms_start(&t, n, d, e, q);
     hi_total = 0;
@@ -127,16 +145,8 @@ int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *t
     z_lo = ((dg_u128)1 << SUM_BITS) + 2 * lo_total;
     z_hi = ((dg_u128)1 << SUM_BITS) + 2 * hi_total;
 
-    mpz_inits(num, den, NULL);
-    mpz_set_ui(num, 1);
-    mpz_mul_2exp(num, num, 239);
-    dg_mpz_set_u128(den, z_hi);
-    mpz_fdiv_q(den, num, den);
-    v_lo = mpz_to_u128(den);
-    dg_mpz_set_u128(den, z_lo);
-    mpz_cdiv_q(den, num, den);
-    v_hi = mpz_to_u128(den);
-    mpz_clears(num, den, NULL);
+    v_lo = recip(239, z_hi, 0);
+    v_hi = recip(239, z_lo, 1);
 
     thr[0] = UINT64_MAX;
     s_lo = lo_total;
@@ -166,24 +176,6 @@ int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *t
 }
 
 /* ---- the discrete Laplace: T_x = 2 p**x / (1 + p), p = exp(-1/scale) ---- */
-
-/* floor(2**g / d) (up = 0) or ceil(2**g / d) (up = 1) for 0 < d < 2**128 (GMP). */
-static dg_u128 recip(unsigned g, dg_u128 d, int up)
-{
-    mpz_t num, den;
-    dg_u128 v;
-    mpz_inits(num, den, NULL);
-    mpz_set_ui(num, 1);
-    mpz_mul_2exp(num, num, g);
-    dg_mpz_set_u128(den, d);
-    if (up)
-        mpz_cdiv_q(num, num, den);
-    else
-        mpz_fdiv_q(num, num, den);
-    v = mpz_to_u128(num);
-    mpz_clears(num, den, NULL);
-    return v;
-}
 
 /*
  * floor(2**64 T_x) exactly, scale = n/d: A = floor(2**k exp(-x d/n)), B = floor(2**k exp(-d/n))

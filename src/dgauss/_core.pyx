@@ -139,6 +139,11 @@ cdef inline int by_inversion(State *s, Value *v) noexcept nogil:
         rc = magnitude_past_64(s, r, &y)
     if rc < 0:
         return -1
+    return signed(s, y, v)
+
+
+cdef inline int signed(State *s, uint64_t y, Value *v) noexcept nogil:
+    """v = +-y, the sign one bit when y > 0 (1: negative): 0, or -1 with the status set."""
     v.big = False
     v.mag = y
     v.neg = False
@@ -285,13 +290,8 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
             return rc
         if rc != DG_INV_UNDECIDED or magnitude_past_64(s, r, &y) < 0:
             return s.rng.status
-        v.big = False               # sample i, from R's 65th bit on
-        v.mag = y
-        v.neg = False
-        if y != 0:
-            v.neg = dg_bit(&s.rng)
-            if s.rng.status != DG_OK:
-                return s.rng.status
+        if signed(s, y, &v) < 0:    # sample i, from R's 65th bit on
+            return s.rng.status
         rc = value_to_i64(s, &v, &out[i])
         if rc != DG_OK:
             return rc
