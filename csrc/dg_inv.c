@@ -243,40 +243,47 @@ uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t co
 }
 
 /*
- * Past DIRECT words: T_{Lb + u} = C_b p**u, C_b = 2 p**(Lb) / (1 + p), from
- *   cb[b] <= 2**127 C_b < cb[b] + 3b + 3   (cb[0] = floor(2**256 / (2**128 + e1 + 1)), within 2
- *            of 2**128 / (1 + p); cb[b] = mul_fix(cb[b - 1], pl), pl = floor(2**128 p**L)),
- *   pu[u] <= 2**128 p**u < pu[u] + 2u     (pu[u] = e1**u rounded down),
- * so V = mul_fix(cb[b], pu[u]) <= 2**127 T_x < V + err with err = 3b + 3 + 2u + 1 (the error
- * of a product of lower bounds, as above), and floor(2**64 T_x) = V >> 63 whenever
- * (V + err) >> 63 agrees (dg_laplace_word_exact otherwise).  The blocks' words BW[b] =
- * floor(2**64 T_{Lb}), b = 1 .. NB (the last non-zero), form an inversion table;
- * pw[L - u] = ~(pu[u] >> 64), about 2**64 (1 - p**u), another, only to estimate u (its guide
- * spans pw[1]'s range: 1 - p**u is about u/scale when the scale is large), and
- * iv[b] ~ 2**191 / cb[b] turns R into R / C_b.
- * Fills the arrays (bw: nb_cap + 2 words; cb, iv: nb_cap + 1; pu, pw: L + 1) and returns NB,
- * or -2 when nb_cap is too small.
+ * Blocked inversion's words (dg_inv.h), scale n/d, L = 2**k, from
+ *   pu[u] <= 2**128 p**u < pu[u] + 2u   (pu[u] = e1**u, products rounded down: the lemma of
+ *            dg_exp.c's table), u = 1 .. L;
+ *   cb[b] <= 2**127 C_b < cb[b] + 3b + 3, C_b = 2 p**(Lb) / (1 + p)   (cb[0] =
+ *            floor(2**256 / (2**128 + e1 + 1)), within 2 of 2**128 / (1 + p); cb[b] =
+ *            mul_fix(cb[b - 1], pl), one more unit and the error of pl each step).
+ * The stage's words: T_{1 + Lb + v} = C_b p**(1 + v), v = 0 or c, so V = mul_fix(cb[b], pu[1 + v])
+ * <= 2**127 T < V + 3b + 3 + 2(1 + v) + 1 (the error of a product of lower bounds of numbers
+ * <= 1 is at most the sum of their errors plus 1), and floor(2**64 T) = V >> 63 when
+ * (V + err) >> 63 agrees, else dg_laplace_word_exact.  The residual's: in units of 2**-112,
+ * P_u = 2**112 p**u lies in [lo_u, hi_u) = [pu[u] >> 16, ((pu[u] + 2u) >> 16) + 1) (P_0 = 2**112
+ * exactly), so F(u) 2**112 lies in [L (lo_u - hi_L) - (L - u)(2**112 - lo_c),
+ * L (hi_u - lo_L) - (L - u)(2**112 - hi_c)) (< 2**126 for L <= 2**14); with z the bit length of
+ * F_lo(0), V_lo = floor(2**(z + 126) / F_hi(0)) and V_hi = ceil(2**(z + 126) / F_lo(0)) (<= 2**127),
+ * floor(2**64 F(u)/F(0)) lies between floor(mul_fix(F_lo(u), V_lo) / 2**(z - 66)) and
+ * floor((mul_fix(F_hi(u), V_hi) + 1) / 2**(z - 66)), as for the Gaussian.
  */
-int64_t dg_geo_build(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned lbits,
-                     uint64_t *bw, uint64_t nb_cap, dg_u128 *cb, dg_u128 *iv, dg_u128 *pu,
-                     uint64_t *pw, uint64_t *pw_count)
+static uint64_t stage_word(uint64_t n, uint64_t d, dg_u128 cb, uint64_t b, const dg_u128 *pu,
+                           uint64_t u, unsigned k)
 {
-    uint64_t L = UINT64_C(1) << lbits, u, b, top;
-    unsigned z;
-    dg_u128 w = e1, q;
+    dg_u128 v = mul_fix(cb, pu[u]);
+    dg_u128 err = 3 * (dg_u128)b + 2 * (dg_u128)u + 4;
+    if ((uint64_t)(v >> 63) == (uint64_t)((v + err) >> 63))
+        return (uint64_t)(v >> 63);
+    return dg_laplace_word_exact(n, d, (b << k) + u);
+}
+
+int64_t dg_lap_blocked_words(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned k,
+                             uint64_t c, uint64_t *thr, uint64_t cap, uint64_t *rthr,
+                             dg_u128 *pu)
+{
+    uint64_t L = UINT64_C(1) << k, u, b, s = 0, w;
+    const dg_u128 one = (dg_u128)1 << 112;
+    dg_u128 cb, lo_u, hi_u, lo_l, hi_l, lo_c, hi_c, x, y, f0_lo, f0_hi, f_lo, f_hi, v_lo, v_hi;
+    unsigned z, sh;
     mpz_t num, den;
 
     pu[0] = ~(dg_u128)0;
-    for (u = 1; u <= L; u++) {
-        pu[u] = w;
-        w = mul_fix(w, e1);
-    }
-    /* pw[i] = ~floor(2**64 p**(L - i)) for i = 1 .. L - 1: 1 - p**u, decreasing in i */
-    pw[0] = UINT64_MAX;
-    for (u = 1; u < L; u++)
-        pw[L - u] = ~(uint64_t)(pu[u] >> 64);
-    pw[L] = 0;
-    *pw_count = L - 1;
+    pu[1] = e1;
+    for (u = 2; u <= L; u++)
+        pu[u] = mul_fix(pu[u - 1], e1);
 
     /* cb[0] = floor(2**256 / (2**128 + e1 + 1)) */
     mpz_inits(num, den, NULL);
@@ -286,32 +293,60 @@ int64_t dg_geo_build(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned lb
     mpz_add_ui(den, den, 1);
     mpz_setbit(den, 128);
     mpz_fdiv_q(num, num, den);
-    cb[0] = mpz_to_u128(num);
+    cb = mpz_to_u128(num);
     mpz_clears(num, den, NULL);
 
-    bw[0] = UINT64_MAX;
+    thr[0] = UINT64_MAX;
     for (b = 0;; b++) {
-        if (b > 0) {
-            if (b + 1 >= nb_cap)
-                return -2;
-            cb[b] = mul_fix(cb[b - 1], pl);
-            if ((uint64_t)(cb[b] >> 63) == (uint64_t)((cb[b] + 3 * (dg_u128)b + 3) >> 63))
-                bw[b] = (uint64_t)(cb[b] >> 63);
-            else
-                bw[b] = dg_laplace_word_exact(n, d, b << lbits);
-            if (bw[b] == 0)
-                break;
-        }
-        /* iv[b] ~ 2**191 / cb[b] from cb's top 64 bits: cb = m 2**(64 - z) roughly, with
-         * m = its 64 bits from the first 1 (z leading zeros, z <= 64 as cb >= 2**63) */
-        z = (cb[b] >> 64) ? (unsigned)__builtin_clzll((uint64_t)(cb[b] >> 64)) : 64;
-        top = (uint64_t)((cb[b] << z) >> 64);
-        q = (((dg_u128)1 << 127) / top);            /* 2**63 < q <= 2**64 */
-        if (z == 0)
-            iv[b] = q;
-        else
-            iv[b] = (z >= 64 || (q >> (128 - z)) != 0) ? ~(dg_u128)0 : q << z;
+        if (s + 4 > cap)
+            return -2;
+        w = stage_word(n, d, cb, b, pu, 1, k);          /* theta_{2b+1} = T_{1+Lb} */
+        if (w == 0)
+            break;
+        thr[++s] = w;
+        w = stage_word(n, d, cb, b, pu, 1 + c, k);      /* theta_{2b+2} = T_{1+Lb+c} */
+        if (w == 0)
+            break;
+        thr[++s] = w;
+        cb = mul_fix(cb, pl);
     }
-    bw[b] = 0;
-    return (int64_t)(b - 1);
+    thr[s + 1] = 0;
+
+#define LO112(i) ((i) == 0 ? one : pu[i] >> 16)
+#define HI112(i) ((i) == 0 ? one : ((pu[i] + 2 * (dg_u128)(i)) >> 16) + 1)
+    lo_l = LO112(L);
+    hi_l = HI112(L);
+    lo_c = LO112(c);
+    hi_c = HI112(c);
+    rthr[0] = UINT64_MAX;
+    rthr[L] = 0;
+    f0_lo = L * (lo_c - hi_l);
+    f0_hi = L * (hi_c - lo_l);
+    if (hi_l >= lo_c || f0_lo == 0)
+        return -1;
+    z = 128 - (unsigned)((f0_lo >> 64) ? __builtin_clzll((uint64_t)(f0_lo >> 64))
+                                       : 64 + __builtin_clzll((uint64_t)f0_lo));
+    if (z < 66)
+        return -1;
+    sh = z - 66;
+    v_lo = recip(z + 126, f0_hi, 0);
+    v_hi = recip(z + 126, f0_lo, 1);
+    for (u = 1; u < L; u++) {
+        lo_u = LO112(u);
+        hi_u = HI112(u);
+        x = L * (lo_u - hi_l);                          /* lo_u > hi_l: p**u - p**L >> 2**-100 */
+        y = (L - u) * (one - lo_c);
+        if (lo_u <= hi_l || x <= y)
+            return -1;
+        f_lo = x - y;
+        f_hi = L * (hi_u - lo_l) - (L - u) * (one - hi_c);
+        f_lo = mul_fix(f_lo, v_lo) >> sh;
+        f_hi = (mul_fix(f_hi, v_hi) + 1) >> sh;
+        if (f_lo != f_hi || f_lo == 0 || (f_lo >> 64) != 0)
+            return -1;
+        rthr[u] = (uint64_t)f_lo;
+    }
+#undef LO112
+#undef HI112
+    return (int64_t)s;
 }

@@ -18,8 +18,10 @@
  * (dgauss._core calls dgauss._inversion.invert from bit 65).
  *
  * dg_gauss_words computes the words of the discrete Gaussian's |X| in 128-bit
- * fixed point with a proven error bound (dg_inv.c).  Nothing here uses
- * floating point.
+ * fixed point with a proven error bound (dg_inv.c), dg_laplace_direct_words
+ * and dg_lap_blocked_words those of the discrete Laplace.  The discrete Laplace
+ * of large scale is drawn by blocked inversion (dg_lap_blocked_draw): two such
+ * tables and k raw bits.  Nothing here uses floating point.
  */
 #ifndef DG_INV_H
 #define DG_INV_H
@@ -125,24 +127,6 @@ static inline dg_u128 dg_mul_fix(dg_u128 a, dg_u128 b)
     return (dg_u128)ah * bh + (m1 >> 64) + (m2 >> 64);
 }
 
-/*
- * The discrete Laplace past DIRECT words (dgauss._inversion.DIRECT_WORDS): its thresholds
- * T_x = 2 p**x / (1 + p) are too many for a table (about 45 scale), so the words the rule
- * needs are computed, x = L b + u (1 <= u <= L): T_x = C_b p**u with C_b = 2 p**(Lb) / (1 + p),
- * from 128-bit lower bounds cb[b] of 2**127 C_b and pu[u] of 2**128 p**u (dg_geo_build says
- * how close).  The block b is found in a table of the words of T_{Lb}; u from an estimate
- * of R / C_b against the words of p**u, then corrected with exact words.
- */
-typedef struct dg_geo_table {
-    dg_inv_table blocks;    /* thr[b] = floor(2**64 T_{Lb}), b = 1 .. NB; thr[NB + 1] = 0 */
-    dg_inv_table powers;    /* thr[L - u] = ~(pu[u] >> 64), u = 1 .. L - 1: estimates only */
-    const dg_u128 *cb;      /* b = 0 .. NB */
-    const dg_u128 *iv;      /* b = 0 .. NB: about 2**191 / cb[b], to turn r into r / C_b */
-    const dg_u128 *pu;      /* u = 0 .. L */
-    unsigned lbits;         /* L = 2**lbits */
-    uint64_t n, d;          /* the scale n/d */
-} dg_geo_table;
-
 /* floor(2**64 T_x) exactly, scale n/d, from GMP (when the fixed-point bound does not decide it). */
 uint64_t dg_laplace_word_exact(uint64_t n, uint64_t d, uint64_t x);
 
@@ -151,76 +135,32 @@ uint64_t dg_laplace_word_exact(uint64_t n, uint64_t d, uint64_t x);
 uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t count,
                                  uint64_t *thr);
 
-/* Fills a dg_geo_table's arrays, pl = floor(2**128 exp(-L d/n)): bw (nb_cap + 2 words),
- * cb, iv (nb_cap + 1), pu (L + 1), pw (L + 1).  Returns NB, or -2 when nb_cap is too small;
- * *pw_count is the last non-zero pw[u], u < L. */
-int64_t dg_geo_build(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned lbits,
-                     uint64_t *bw, uint64_t nb_cap, dg_u128 *cb, dg_u128 *iv, dg_u128 *pu,
-                     uint64_t *pw, uint64_t *pw_count);
-
-/* floor(2**64 T_{Lb + u}) for b <= NB, 1 <= u <= L. */
-static inline uint64_t dg_geo_threshold(const dg_geo_table *g, uint64_t b, uint64_t u)
-{
-    dg_u128 v;
-    if (u == (UINT64_C(1) << g->lbits))
-        return g->blocks.thr[b + 1];
-    v = dg_mul_fix(g->cb[b], g->pu[u]);         /* <= 2**127 T_x < v + 3b + 2u + 4 */
-    if ((uint64_t)(v >> 63) == (uint64_t)((v + 3 * (dg_u128)b + 2 * (dg_u128)u + 4) >> 63))
-        return (uint64_t)(v >> 63);
-    return dg_laplace_word_exact(g->n, g->d, (b << g->lbits) + u);
-}
-
-/* As dg_inv_word, for a dg_geo_table. */
-static inline unsigned dg_geo_word(const dg_geo_table *g, uint64_t r, uint64_t *y)
-{
-    uint64_t b, est, u, w, comp, prev = 0, last = UINT64_C(1) << g->lbits;
-    unsigned below, above;
-    int has_prev;
-    dg_u128 rho;
-    if (dg_inv_word(&g->blocks, r, &b) == 65) {     /* r equals a block's word, or is 0 */
-        *y = 0;
-        return 65;
-    }
-    /* R < T_{Lb} (b > 0), R >= T_{L(b + 1)}: the answer is in block b; estimate R / C_b */
-    rho = (dg_u128)r * (uint64_t)(g->iv[b] >> 64) + (((dg_u128)r * (uint64_t)g->iv[b]) >> 64);
-    /* est = #{u < L : floor(2**64 p**u) > rho} = L - 1 - #{i : pw[i] >= ~rho} */
-    comp = (rho >> 64) ? 0 : ~(uint64_t)rho;
-    if (comp == 0) {
-        est = 0;
-    } else {
-        if (comp > g->powers.thr[1])
-            comp = g->powers.thr[1];
-        (void)dg_inv_word(&g->powers, comp - 1, &est);
-        est = last - 1 - est;
-    }
-    u = est + 1;
-    w = dg_geo_threshold(g, b, u);
-    while (w > r)                                   /* stops at u = L: T_{L(b + 1)} <= R */
-        w = dg_geo_threshold(g, b, ++u);
-    for (;;) {
-        if (u == 1) {
-            has_prev = b > 0;
-            prev = g->blocks.thr[b];                /* T_{Lb} > R */
-            break;
-        }
-        prev = dg_geo_threshold(g, b, u - 1);
-        if (prev > r) {
-            has_prev = 1;
-            break;
-        }
-        u--;
-        w = prev;
-    }
-    *y = (b << g->lbits) + u - 1;
-    if (w == r)
-        return 65;
-    below = (unsigned)__builtin_clzll(r ^ w);
-    above = has_prev ? (unsigned)__builtin_clzll(r ^ prev) : 0;
-    return 1 + (below > above ? below : above);
-}
+/*
+ * The discrete Laplace by blocked inversion (docs/contract.md, item 9), scale t = n/d in
+ * [2**12, 2**20], L = 2**k <= t/64, c = L - ceil(L (L - 1)/t): `stage` holds the words of
+ * theta_{2b+1} = T_{1+Lb} and theta_{2b+2} = T_{1+Lb+c}, `resid` those of the residual's
+ * rho_u = F(u)/F(0), u = 1 .. L - 1.  s = #{theta > R}: Y = 0 for s = 0, else
+ * Y = 1 + Lb + U with U the next k raw bits (s = 2b + 1) or drawn against `resid` (s = 2b + 2).
+ */
+typedef struct dg_lap_blocked {
+    dg_inv_table stage;
+    dg_inv_table resid;
+    unsigned k;
+} dg_lap_blocked;
 
 /*
- * The draw, for a table type T and its word function WORD (dg_inv_word, dg_geo_word):
+ * The words of a dg_lap_blocked, e1 = floor(2**128 p), pl = floor(2**128 p**L): stage words
+ * into thr[1 .. K1] (thr[0] = 2**64 - 1, thr[K1 + 1] = 0; `cap` words at most), the L - 1
+ * residual words into rthr[1 .. L - 1] (rthr[0] = 2**64 - 1, rthr[L] = 0); `pu` is scratch of
+ * L + 1 dg_u128.  Returns K1, -1 when the fixed-point bound leaves a residual word undecided
+ * (then compute them exactly another way), or -2 when cap is too small.
+ */
+int64_t dg_lap_blocked_words(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned k,
+                             uint64_t c, uint64_t *thr, uint64_t cap, uint64_t *rthr,
+                             dg_u128 *pu);
+
+/*
+ * The draw, for a table type T and its word function WORD (dg_inv_word):
  *   NAME(rng, tab, &y, &r): Y into y: 0; -1 when the bit source failed; DG_INV_UNDECIDED
  *   with R's first 64 bits in r (consumed), when they do not decide.
  * R's 64 bits may run into the next word; a finite source's short last word goes one bit at
@@ -304,26 +244,75 @@ static inline int NAME(dg_rng *rng, const T *tab, uint64_t *y, uint64_t *r)     
 }
 
 DG_INV_DRAW(dg_inv_draw, dg_inv_table, dg_inv_word)
-DG_INV_DRAW(dg_geo_draw, dg_geo_table, dg_geo_word)
+
+/*
+ * Where a draw stopped when R's first 64 bits did not decide (DG_INV_UNDECIDED): those bits r
+ * (consumed), the step (1: the table's rule, or blocked inversion's first step; 2: blocked
+ * inversion's residual, r being R''s bits) and what is known of Y (base = 1 + Lb at step 2).
+ */
+typedef struct dg_inv_pending {
+    uint64_t r, base;
+    int stage;
+} dg_inv_pending;
+
+static inline int dg_inv_draw_one(dg_rng *rng, const dg_inv_table *tab, uint64_t *y,
+                                  dg_inv_pending *pend)
+{
+    pend->stage = 1;
+    pend->base = 0;
+    return dg_inv_draw(rng, tab, y, &pend->r);
+}
+
+/* Y by blocked inversion: 0, -1 when the bit source failed, or DG_INV_UNDECIDED (*pend). */
+static inline int dg_lap_blocked_draw(dg_rng *rng, const dg_lap_blocked *lb, uint64_t *y,
+                                      dg_inv_pending *pend)
+{
+    uint64_t s, u, base;
+    int c = dg_inv_draw(rng, &lb->stage, &s, &pend->r);
+    if (c != 0) {
+        pend->stage = 1;
+        pend->base = 0;
+        return c;
+    }
+    if (s == 0) {
+        *y = 0;
+        return 0;
+    }
+    base = 1 + (((s - 1) >> 1) << lb->k);
+    if (s & 1) {                            /* the block's uniform part: k raw bits */
+        u = dg_bits(rng, lb->k);
+        if (rng->status != DG_OK)
+            return -1;
+    } else {                                /* its residual: the rule on a fresh R' */
+        c = dg_inv_draw(rng, &lb->resid, &u, &pend->r);
+        if (c != 0) {
+            pend->stage = 2;
+            pend->base = base;
+            return c;
+        }
+    }
+    *y = base + u;
+    return 0;
+}
 
 /*
  * A batch: out[i] = mu + X_i, X_i = Y_i, or -Y_i when the sign bit after Y_i is 1 (only for
  * Y_i > 0), for i = 0 .. n - 1 in order.  Returns how many were written; stops early with
  * *rc = -1 when the bit source failed, DG_ERR_OVERFLOW when mu + X leaves int64, or
- * DG_INV_UNDECIDED when a draw's 64 bits do not decide (*r holds them, consumed: the caller
- * finishes that sample, number `returned`, then goes on).  `out` aliases nothing else, so
+ * DG_INV_UNDECIDED when a draw's 64 bits do not decide (*pend says where it stopped: the
+ * caller finishes that sample, number `returned`, then goes on).  `out` aliases nothing else, so
  * the bit buffer's fields can stay in registers across samples.
  */
 #define DG_INV_FILL(NAME, T, DRAW)                                                          \
 static inline size_t NAME(dg_rng *rng, const T *tab, int64_t mu, int64_t *__restrict out,  \
-                          size_t n, int *rc, uint64_t *r)                                   \
+                          size_t n, int *rc, dg_inv_pending *pend)                          \
 {                                                                                           \
     size_t i;                                                                               \
     uint64_t y;                                                                             \
     int64_t x;                                                                              \
     int c;                                                                                  \
     for (i = 0; i < n; i++) {                                                               \
-        c = DRAW(rng, tab, &y, r);                                                          \
+        c = DRAW(rng, tab, &y, pend);                                                       \
         if (c != 0) {                                                                       \
             *rc = c;                                                                        \
             return i;                                                                       \
@@ -352,7 +341,7 @@ static inline size_t NAME(dg_rng *rng, const T *tab, int64_t mu, int64_t *__rest
     return n;                                                                               \
 }
 
-DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw)
-DG_INV_FILL(dg_geo_fill, dg_geo_table, dg_geo_draw)
+DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw_one)
+DG_INV_FILL(dg_lap_blocked_fill, dg_lap_blocked, dg_lap_blocked_draw)
 
 #endif /* DG_INV_H */

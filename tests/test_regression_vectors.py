@@ -65,6 +65,14 @@ CASES = [
         24,
     ),
     ("laplace 2^20 by inversion", "laplace", str(2**20), {"method": "inversion"}, "MT19937", 25),
+    (
+        "laplace 10^4+1/3 mu=5 by blocked inversion",
+        "laplace",
+        "30001/3",
+        {"mu": 5, "method": "inversion"},
+        "SFC64",
+        26,
+    ),
     ("bernoulli_exp 1/2", "bernoulli_exp", "1/2", {}, "Philox", 14),
     ("bernoulli_exp 7/3", "bernoulli_exp", "7/3", {}, "SFC64", 15),
 ]

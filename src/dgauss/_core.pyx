@@ -65,12 +65,6 @@ cdef enum:
                                # made (with the GIL): fewer hand-overs of the GIL between threads
     OBJECT_CHUNK_BYTES = 1 << 20   # and about this many bytes of GMP values per stretch
 
-cdef enum:
-    LAPLACE_LBITS = 12          # dgauss._inversion.BLOCK = 2**LAPLACE_LBITS (checked below)
-
-if _inversion.BLOCK != 1 << LAPLACE_LBITS:
-    raise ImportError("dgauss._core was built for another Laplace inversion than dgauss._inversion")
-
 #: When t is at most this, Algorithm 2 draws X = U + tV by inversion (dg_exp.h).
 INVERSION_MAX = DG_INVERSION_MAX
 
@@ -95,11 +89,11 @@ cdef struct State:
     bint mu_small
     bint mu_zero
     # by inversion (method="inversion", dgauss._inversion): |X| from the table `inv`, or for a
-    # Laplace of large scale from `geo` (when geo_on); then the sign
+    # Laplace of large scale by blocked inversion from `lb` (when blocked); then the sign
     bint inversion
     dg_inv_table inv
-    bint geo_on
-    dg_geo_table geo
+    bint blocked
+    dg_lap_blocked lb
     void *owner         # the _Job (a borrowed Python object), for the step past R's 64th bit
 
 
@@ -108,15 +102,19 @@ cdef struct State:
 # Batches
 # --------------------------------------------------------------------------
 
-cdef int magnitude_past_64(State *s, uint64_t r, uint64_t *y) noexcept nogil:
-    """|X| when R's first 64 bits r do not decide it (probability about 2**-64): the rule of
-    dgauss._inversion.invert from R's 65th bit, with the GIL, on exact thresholds."""
+cdef int magnitude_past_64(State *s, dg_inv_pending *pend, uint64_t *y) noexcept nogil:
+    """|X| when R's first 64 bits pend.r do not decide it (probability about 2**-64): the rule
+    of dgauss._inversion.invert from R's 65th bit, with the GIL, on exact thresholds (for
+    blocked inversion, from the step pend.stage, the block's start pend.base)."""
     with gil:
         job = <_Job>s.owner
         bits = _RngBits.__new__(_RngBits)
         (<_RngBits>bits).rng = &s.rng
         try:
-            y[0] = job.continuation(bits, a=r, j=64)
+            if s.blocked:
+                y[0] = job.continuation(bits, a=pend.r, j=64, stage=pend.stage, base=pend.base)
+            else:
+                y[0] = job.continuation(bits, a=pend.r, j=64)
             return 0
         except _BitsFailed:
             return -1
@@ -129,14 +127,15 @@ cdef int magnitude_past_64(State *s, uint64_t r, uint64_t *y) noexcept nogil:
 cdef inline int by_inversion(State *s, Value *v) noexcept nogil:
     """X by inversion (dg_inv.h): |X| against the thresholds P[|X| >= x], then the sign, one
     bit (1: negative)."""
-    cdef uint64_t y, r
+    cdef uint64_t y
+    cdef dg_inv_pending pend
     cdef int rc
-    if s.geo_on:
-        rc = dg_geo_draw(&s.rng, &s.geo, &y, &r)
+    if s.blocked:
+        rc = dg_lap_blocked_draw(&s.rng, &s.lb, &y, &pend)
     else:
-        rc = dg_inv_draw(&s.rng, &s.inv, &y, &r)
+        rc = dg_inv_draw_one(&s.rng, &s.inv, &y, &pend)
     if rc == DG_INV_UNDECIDED:
-        rc = magnitude_past_64(s, r, &y)
+        rc = magnitude_past_64(s, &pend, &y)
     if rc < 0:
         return -1
     return signed(s, y, v)
@@ -264,12 +263,13 @@ cdef int fill_native(State *s, char *out, bint is_bool, Py_ssize_t n,
 
 cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) noexcept nogil:
     """fill_native for int64 by inversion: the same samples, drawn by dg_inv_fill /
-    dg_geo_fill (C loops, about a third faster than a draw per call through `draw`) in pieces
+    dg_lap_blocked_fill (C loops, about a third faster than a draw per call through `draw`) in pieces
     between which the stretch's clock is read; a draw past R's 64th bit, or a value outside
     int64 (mu far from 0), is finished here."""
     cdef Py_ssize_t i = 0, m, got
     cdef int rc = 0
-    cdef uint64_t r, y
+    cdef uint64_t y
+    cdef dg_inv_pending pend
     cdef Value v
     cdef Stretch st
     stretch_start(&st)
@@ -278,17 +278,18 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
         if stretch_over(&st, i):
             return DG_OK
         m = min(n - i, st.next_check - i) if st.next_check > i else 1
-        if s.geo_on:
-            got = <Py_ssize_t>dg_geo_fill(&s.rng, &s.geo, s.mu64, out + i, <size_t>m, &rc, &r)
+        if s.blocked:
+            got = <Py_ssize_t>dg_lap_blocked_fill(&s.rng, &s.lb, s.mu64, out + i, <size_t>m, &rc,
+                                                  &pend)
         else:
-            got = <Py_ssize_t>dg_inv_fill(&s.rng, &s.inv, s.mu64, out + i, <size_t>m, &rc, &r)
+            got = <Py_ssize_t>dg_inv_fill(&s.rng, &s.inv, s.mu64, out + i, <size_t>m, &rc, &pend)
         i += got
         done[0] = i
         if rc == 0:
             continue
         if rc == DG_ERR_OVERFLOW:
             return rc
-        if rc != DG_INV_UNDECIDED or magnitude_past_64(s, r, &y) < 0:
+        if rc != DG_INV_UNDECIDED or magnitude_past_64(s, &pend, &y) < 0:
             return s.rng.status
         if signed(s, y, &v) < 0:    # sample i, from R's 65th bit on
             return s.rng.status
@@ -607,9 +608,7 @@ cdef dg_u128 _exp_floor_128(object n, object d) except? 0:
 
 cdef object _words_fixed(object key):
     """A table's words (thr[0] .. thr[K + 1]) in 128-bit fixed point (dg_gauss_words,
-    dg_laplace_direct_words), or None where that does not apply or cannot decide a word (or,
-    for the Laplace, when T_x >= 2**-64 for x past DIRECT_WORDS: then the words are computed
-    as needed, _GeoTable)."""
+    dg_laplace_direct_words), or None where that does not apply or cannot decide a word."""
     cdef cnp.ndarray thr
     cdef int64_t count
     cdef dg_u128 e, q
@@ -632,21 +631,14 @@ cdef object _words_fixed(object key):
         if count < 0:
             return None
     else:
-        cap = _inversion.DIRECT_WORDS
-        # T_x = 2 exp(-x/scale) / (1 + p) is below 2**-64 when x/scale >= 46 (> 65 ln 2) and
-        # at least exp(-44) > 2**-64 when x/scale <= 44; in between, the word says
-        if (cap + 1) * den <= 44 * num or (
-                (cap + 1) * den < 46 * num and dg_laplace_word_exact(n, d, cap + 1) != 0):
-            return GEO          # T_x >= 2**-64 past DIRECT_WORDS: computed as needed
+        # T_x = 2 exp(-x/scale) / (1 + p) is below 2**-64 when x/scale >= 46 (> 65 ln 2)
+        cap = 46 * (num // den + 1)
         e = _exp_floor_128(den, num)                        # p = exp(-1/scale), scale = num/den
         thr = np.empty(cap + 2, dtype=np.uint64)
         words = <uint64_t *>cnp.PyArray_DATA(thr)
         with nogil:
             count = dg_laplace_direct_words(n, d, e, cap, words)
     return thr[:count + 2].copy()
-
-
-GEO = object()      # _words_fixed's answer for a Laplace whose words are computed as needed
 
 
 cdef object _floors(object key):
@@ -658,67 +650,81 @@ cdef object _floors(object key):
     return [floors.word(x) for x in range(1, floors.first_at_most(0))]
 
 
-cdef class _GeoTable:
-    """A discrete Laplace's words computed as needed (dg_geo_table): its arrays."""
-    cdef readonly object bw, cb, iv, pu, pw, bw_guide, pw_guide
-    cdef readonly uint64_t blocks, pw_count, n, d
-    cdef readonly unsigned bw_bits, pw_bits, pw_shift
+cdef class _BlockedTable:
+    """A discrete Laplace's tables for blocked inversion (dg_lap_blocked): the first step's
+    words `thr` and guide, the residual's words `rthr` and guide, L = 2**k, c = `cut`."""
+    cdef readonly object thr, guide, rthr, rguide
+    cdef readonly uint64_t count, k, cut
+    cdef readonly unsigned guide_bits, rguide_bits
+    cdef readonly bint fixed_point     # the words came from dg_lap_blocked_words
 
     @property
     def nbytes(self):
-        return sum(a.nbytes for a in (self.bw, self.cb, self.iv, self.pu, self.pw, self.bw_guide,
-                                      self.pw_guide))
+        return self.thr.nbytes + self.guide.nbytes + self.rthr.nbytes + self.rguide.nbytes
 
-    cdef void init(self, dg_geo_table *g):
-        """Points g into the arrays (the guides were filled when the table was built)."""
-        dg_inv_attach(&g.blocks, <const uint64_t *>cnp.PyArray_DATA(self.bw), self.blocks,
-                      <const unsigned int *>cnp.PyArray_DATA(self.bw_guide), 64 - self.bw_bits)
-        dg_inv_attach(&g.powers, <const uint64_t *>cnp.PyArray_DATA(self.pw), self.pw_count,
-                      <const unsigned int *>cnp.PyArray_DATA(self.pw_guide), self.pw_shift)
-        g.cb = <const dg_u128 *>cnp.PyArray_DATA(self.cb)
-        g.iv = <const dg_u128 *>cnp.PyArray_DATA(self.iv)
-        g.pu = <const dg_u128 *>cnp.PyArray_DATA(self.pu)
-        g.lbits = LAPLACE_LBITS
-        g.n = self.n
-        g.d = self.d
+    cdef void attach(self, dg_lap_blocked *lb):
+        """Points lb into the arrays (the guides were filled when the table was built)."""
+        dg_inv_attach(&lb.stage, <const uint64_t *>cnp.PyArray_DATA(self.thr), self.count,
+                      <const unsigned int *>cnp.PyArray_DATA(self.guide), 64 - self.guide_bits)
+        dg_inv_attach(&lb.resid, <const uint64_t *>cnp.PyArray_DATA(self.rthr),
+                      (1 << self.k) - 1, <const unsigned int *>cnp.PyArray_DATA(self.rguide),
+                      64 - self.rguide_bits)
+        lb.k = <unsigned>self.k
 
 
-cdef _GeoTable _geo_table(object num, object den):
-    """A _GeoTable for Lap_Z(0, num/den) (num, den < 2**62, num/den <= 2**20)."""
-    cdef _GeoTable g = _GeoTable.__new__(_GeoTable)
-    cdef dg_u128 e1 = _exp_floor_128(den, num)
-    cdef dg_u128 pl = _exp_floor_128(den << LAPLACE_LBITS, num)
-    cdef uint64_t big_l = 1 << LAPLACE_LBITS, nb_cap = 64 * (num // (den << LAPLACE_LBITS)) + 64
-    cdef uint64_t pw_count = 0
-    cdef int64_t nb
+cdef _BlockedTable _blocked_table(object num, object den, bint fixed_point):
+    """The _BlockedTable of Lap_Z(0, num/den), LAPLACE_BLOCKED_MIN <= num/den <= 2**20: its words
+    by dg_lap_blocked_words (num, den < 2**62 and fixed_point), or where that cannot decide
+    one, from dgauss._inversion's exact bounds."""
+    cdef _BlockedTable g = _BlockedTable.__new__(_BlockedTable)
     cdef dg_inv_table scratch
-    g.n, g.d = num, den
-    g.bw = np.empty(nb_cap + 2, dtype=np.uint64)
-    g.cb = np.empty(2 * (nb_cap + 1), dtype=np.uint64)      # dg_u128 each
-    g.iv = np.empty(2 * (nb_cap + 1), dtype=np.uint64)
-    g.pu = np.empty(2 * (big_l + 1), dtype=np.uint64)
-    g.pw = np.empty(big_l + 1, dtype=np.uint64)
-    for a in (g.cb, g.iv, g.pu):
-        if cnp.PyArray_DATA(a) == NULL or (<size_t>cnp.PyArray_DATA(a)) % 16:
+    cdef int64_t count = -1
+    cdef uint64_t n, d, cap, c
+    cdef unsigned k
+    cdef dg_u128 e1, pl
+    cdef uint64_t *thr_p
+    cdef uint64_t *rthr_p
+    cdef dg_u128 *pu_p
+    scale = Fraction(num, den)
+    k, c = _inversion.laplace_blocks(scale)
+    big_l = 1 << k
+    g.k, g.cut = k, c
+    cap = 2 * 46 * (num // (den * big_l) + 1) + 4
+    thr = np.empty(cap, dtype=np.uint64)
+    rthr = np.empty(big_l + 1, dtype=np.uint64)
+    if fixed_point and num < 2**62 and den < 2**62:
+        n, d = num, den
+        e1 = _exp_floor_128(den, num)
+        pl = _exp_floor_128(den << k, num)
+        pu = np.empty(2 * (big_l + 1), dtype=np.uint64)      # dg_u128 each
+        if cnp.PyArray_DATA(pu) == NULL or (<size_t>cnp.PyArray_DATA(pu)) % 16:
             raise MemoryError("an inversion table is not 16-byte aligned")
-    nb = dg_geo_build(g.n, g.d, e1, pl, LAPLACE_LBITS, <uint64_t *>cnp.PyArray_DATA(g.bw), nb_cap,
-                      <dg_u128 *>cnp.PyArray_DATA(g.cb), <dg_u128 *>cnp.PyArray_DATA(g.iv),
-                      <dg_u128 *>cnp.PyArray_DATA(g.pu), <uint64_t *>cnp.PyArray_DATA(g.pw),
-                      &pw_count)
-    if nb < 0:
-        raise RuntimeError("dg_geo_build ran out of room (a bug: nb_cap is too small)")
-    g.blocks = nb
-    g.pw_count = pw_count
-    g.bw = g.bw[:nb + 2].copy()
-    g.bw_bits = dg_inv_guide_bits(g.blocks)
-    g.pw_bits = dg_inv_guide_bits(g.pw_count)
-    g.pw_shift = max(0, int(g.pw[1]).bit_length() - g.pw_bits)   # pw[1] is the largest
-    g.bw_guide = np.empty(1 << g.bw_bits, dtype=np.uint32)
-    g.pw_guide = np.empty(1 << g.pw_bits, dtype=np.uint32)
-    dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(g.bw), g.blocks,
-                <unsigned int *>cnp.PyArray_DATA(g.bw_guide), g.bw_bits)
-    dg_inv_init_shift(&scratch, <const uint64_t *>cnp.PyArray_DATA(g.pw), g.pw_count,
-                      <unsigned int *>cnp.PyArray_DATA(g.pw_guide), g.pw_bits, g.pw_shift)
+        thr_p = <uint64_t *>cnp.PyArray_DATA(thr)
+        rthr_p = <uint64_t *>cnp.PyArray_DATA(rthr)
+        pu_p = <dg_u128 *>cnp.PyArray_DATA(pu)
+        with nogil:
+            count = dg_lap_blocked_words(n, d, e1, pl, k, c, thr_p, cap, rthr_p, pu_p)
+        if count == -2:
+            raise RuntimeError("dg_lap_blocked_words ran out of room (a bug: cap is too small)")
+    g.fixed_point = count >= 0
+    if count >= 0:
+        thr = thr[:count + 2].copy()
+    else:
+        floors = _inversion.LaplaceFloors(scale, 64, blocks=(k, c))
+        thr = np.array([2**64 - 1, *[floors.word(s) for s in range(1, floors.first_at_most(0))], 0],
+                       dtype=np.uint64)
+        rthr = np.array([2**64 - 1, *_inversion.residual_floors(scale, 64).words, 0],
+                        dtype=np.uint64)
+    g.thr, g.rthr = thr, rthr
+    g.count = thr.size - 2
+    g.guide_bits = dg_inv_guide_bits(g.count)
+    g.rguide_bits = dg_inv_guide_bits(big_l - 1)
+    g.guide = np.empty(1 << g.guide_bits, dtype=np.uint32)
+    g.rguide = np.empty(1 << g.rguide_bits, dtype=np.uint32)
+    dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(g.thr), g.count,
+                <unsigned int *>cnp.PyArray_DATA(g.guide), g.guide_bits)
+    dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(g.rthr), big_l - 1,
+                <unsigned int *>cnp.PyArray_DATA(g.rguide), g.rguide_bits)
     return g
 
 
@@ -726,11 +732,8 @@ cdef object inv_table(object key, bint fixed_point):
     """The inversion table for key = ("gaussian", n, d) or ("laplace", n, d) (cached): words
     by 128-bit fixed point where that decides them, else from dgauss._inversion;
     fixed_point=False takes them all from there (the same words, for tests).  A Laplace
-    with words past DIRECT_WORDS gets a _GeoTable (fixed point with GMP words where its
-    bound does not decide, whatever fixed_point says)."""
+    of scale at least LAPLACE_BLOCKED_MIN gets a _BlockedTable."""
     cdef _InvTable tab
-    cdef _GeoTable geo
-    cdef dg_geo_table g
     cdef dg_inv_table scratch
     key = (*key, fixed_point)
     with _INV_LOCK:
@@ -738,15 +741,11 @@ cdef object inv_table(object key, bint fixed_point):
         if found is not None:
             _INV_TABLES.move_to_end(key)
             return found
+    if key[0] == "laplace" and Fraction(key[1], key[2]) >= _inversion.LAPLACE_BLOCKED_MIN:
+        blocked = _blocked_table(key[1], key[2], fixed_point)
+        _cache(key, blocked)
+        return blocked
     thr = _words_fixed(key) if fixed_point else None
-    if thr is None and key[0] == "laplace" and key[1] < 2**62 and key[2] < 2**62 and (
-            _inversion.LaplaceFloors(Fraction(key[1], key[2]), 64).word(
-                _inversion.DIRECT_WORDS + 1) != 0):
-        thr = GEO
-    if thr is GEO:
-        geo = _geo_table(key[1], key[2])
-        _cache(key, geo)
-        return geo
     tab = _InvTable.__new__(_InvTable)
     tab.fixed_point = thr is not None
     if thr is None:
@@ -779,20 +778,21 @@ def gauss_table(num, den, bint fixed_point=True):
 
 def laplace_table(num, den, bint fixed_point=True):
     """The inversion table of Lap_Z(0, num/den)'s |X| (see inv_table): an _InvTable of every
-    word, or a _GeoTable that computes them: for tests."""
+    word, or from LAPLACE_BLOCKED_MIN on a _BlockedTable: for tests."""
     return inv_table(("laplace", num, den), fixed_point)
 
 
-def inversion_word(num, den, uint64_t r, bint laplace=False):
-    """(bits needed or 65, |X|) that the table of N_Z(0, num/den) (or Lap_Z(0, num/den))
-    gives for R's 64 bits r: for tests."""
+def inversion_word(num, den, uint64_t r, bint laplace=False, bint residual=False):
+    """(bits needed or 65, the count of thresholds above r) that the table of N_Z(0, num/den)
+    (or Lap_Z(0, num/den)) gives for R's 64 bits r; for blocked inversion, the first step's
+    table, or with residual=True the residual's: for tests."""
     cdef dg_inv_table t
-    cdef dg_geo_table g
+    cdef dg_lap_blocked lb
     cdef uint64_t y
     table = laplace_table(num, den) if laplace else gauss_table(num, den)
-    if isinstance(table, _GeoTable):
-        (<_GeoTable>table).init(&g)
-        need = dg_geo_word(&g, r, &y)
+    if isinstance(table, _BlockedTable):
+        (<_BlockedTable>table).attach(&lb)
+        need = dg_inv_word(&lb.resid if residual else &lb.stage, r, &y)
     else:
         tab = <_InvTable>table
         dg_inv_attach(&t, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
@@ -810,20 +810,10 @@ def laplace_word_exact(uint64_t num, uint64_t den, uint64_t x):
 
 
 def laplace_words(num, den, xs):
-    """floor(2**64 T_x) for the x in xs as Lap_Z(0, num/den)'s table gives them (computed, for
-    a _GeoTable, from its bounds or exactly): for tests."""
-    cdef dg_geo_table g
-    cdef uint64_t lbits = LAPLACE_LBITS, block = 1 << LAPLACE_LBITS
-    table = laplace_table(num, den)
-    if not isinstance(table, _GeoTable):
-        thr = (<_InvTable>table).thr
-        return [int(thr[x]) if x < thr.size else 0 for x in xs]
-    (<_GeoTable>table).init(&g)
-    out = []
-    for x in xs:
-        b, u = (x - 1) >> lbits, (x - 1) % block + 1
-        out.append(dg_geo_threshold(&g, b, u) if b <= g.blocks.count else 0)
-    return out
+    """floor(2**64 T_x) for the x in xs as the table of Lap_Z(0, num/den), num/den below
+    LAPLACE_BLOCKED_MIN, holds them (0 past its last word): for tests."""
+    thr = (<_InvTable?>laplace_table(num, den)).thr
+    return [int(thr[x]) if x < thr.size else 0 for x in xs]
 
 
 cdef class _Job:
@@ -945,9 +935,11 @@ cdef class _Job:
                 self.table = laplace_table(num, den, fixed_point)
                 floors = functools.partial(_inversion.LaplaceFloors, param)
             self.continuation = functools.partial(_inversion.invert, floors_at=floors)
-            if isinstance(self.table, _GeoTable):
-                (<_GeoTable>self.table).init(&self.s.geo)
-                self.s.geo_on = True
+            if isinstance(self.table, _BlockedTable):
+                (<_BlockedTable>self.table).attach(&self.s.lb)
+                self.s.blocked = True
+                self.continuation = functools.partial(_inversion.laplace_blocked_magnitude,
+                                                      scale=param)
             else:
                 tab = <_InvTable>self.table
                 dg_inv_attach(&self.s.inv, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,

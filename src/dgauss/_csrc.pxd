@@ -124,24 +124,23 @@ cdef extern from "dg_inv.h" nogil:
     unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)
     int dg_inv_draw(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, uint64_t *r)
     int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap)
-    ctypedef struct dg_geo_table:
-        dg_inv_table blocks
-        dg_inv_table powers
-        const dg_u128 *cb
-        const dg_u128 *iv
-        const dg_u128 *pu
-        unsigned lbits
-        uint64_t n, d
+    ctypedef struct dg_lap_blocked:
+        dg_inv_table stage
+        dg_inv_table resid
+        unsigned k
+    ctypedef struct dg_inv_pending:
+        uint64_t r, base
+        int stage
     uint64_t dg_laplace_word_exact(uint64_t n, uint64_t d, uint64_t x)
     uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t count,
                                      uint64_t *thr)
-    int64_t dg_geo_build(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned lbits,
-                         uint64_t *bw, uint64_t nb_cap, dg_u128 *cb, dg_u128 *iv, dg_u128 *pu,
-                         uint64_t *pw, uint64_t *pw_count)
-    uint64_t dg_geo_threshold(const dg_geo_table *g, uint64_t b, uint64_t u)
-    unsigned dg_geo_word(const dg_geo_table *g, uint64_t r, uint64_t *y)
-    int dg_geo_draw(dg_rng *rng, const dg_geo_table *g, uint64_t *y, uint64_t *r)
+    int64_t dg_lap_blocked_words(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned k,
+                                 uint64_t c, uint64_t *thr, uint64_t cap, uint64_t *rthr,
+                                 dg_u128 *pu)
+    int dg_inv_draw_one(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, dg_inv_pending *pend)
+    int dg_lap_blocked_draw(dg_rng *rng, const dg_lap_blocked *lb, uint64_t *y,
+                            dg_inv_pending *pend)
     size_t dg_inv_fill(dg_rng *rng, const dg_inv_table *tab, int64_t mu, int64_t *out, size_t n,
-                       int *rc, uint64_t *r)
-    size_t dg_geo_fill(dg_rng *rng, const dg_geo_table *tab, int64_t mu, int64_t *out, size_t n,
-                       int *rc, uint64_t *r)
+                       int *rc, dg_inv_pending *pend)
+    size_t dg_lap_blocked_fill(dg_rng *rng, const dg_lap_blocked *lb, int64_t mu, int64_t *out,
+                               size_t n, int *rc, dg_inv_pending *pend)

@@ -220,13 +220,11 @@ def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: 
 
 #: Lap_Z(0, scale) by inversion: with p = exp(-1/scale), Y = |X| has the thresholds
 #: T_x = P[|X| >= x] = 2 p**x / (1 + p), x >= 1, about 45 scale of them at or above 2**-64.
-#: The core keeps them all as words up to DIRECT_WORDS of them, and past that computes each
-#: word it needs as T_{BLOCK b + u} = (2 p**(BLOCK b) / (1 + p)) p**u from two tables of
-#: 128-bit bounds (dg_inv.h); either way the rule reads the same bits.
-BLOCK = 4096
-DIRECT_WORDS = 1 << 20
-
+#: Below LAPLACE_BLOCKED_MIN the core keeps them all as words (at most about 182,000); from
+#: there on it draws by *blocked inversion* (:func:`laplace_blocked_magnitude`), whose tables
+#: hold about 5,800 + scale/64 words whatever the scale.
 LAPLACE_INVERSION_MIN = Fraction(1, 64)
+LAPLACE_BLOCKED_MIN = Fraction(1 << 12)
 LAPLACE_INVERSION_MAX = Fraction(1 << 20)
 
 
@@ -251,20 +249,39 @@ def laplace_floor(scale: Fraction, x: int, p: int) -> int:
             )
 
 
+def laplace_blocks(scale: Fraction) -> tuple[int, int] | None:
+    """(k, c) of the blocked inversion of Lap_Z(0, scale) (docs/contract.md, item 9), or None
+    below LAPLACE_BLOCKED_MIN: L = 2**k is the largest power of two with 64 L <= scale, and
+    c = L - ceil(L (L - 1) / scale), so that 1 - p**c <= L p**(L - 1) (1 - p)."""
+    if scale < LAPLACE_BLOCKED_MIN:
+        return None
+    n, d = scale.numerator, scale.denominator
+    k = (n // (64 * d)).bit_length() - 1
+    big_l = 1 << k
+    return k, big_l - -(-big_l * (big_l - 1) * d // n)
+
+
 class LaplaceFloors:
     """floor(2**p T_x) of Lap_Z(0, scale)'s |X|, computed when asked (:func:`laplace_floor`):
-    :meth:`decide` as :meth:`Floors.decide`, by bisection on x (T_x decreases)."""
+    :meth:`decide` as :meth:`Floors.decide`, by bisection on x (T_x decreases).  With
+    ``blocks`` = (k, c) (:func:`laplace_blocks`), the thresholds are instead the first step's of
+    the blocked inversion, theta_{2b+1} = T_{1 + Lb} and theta_{2b+2} = T_{1 + Lb + c}."""
 
-    __slots__ = ("scale", "p")
+    __slots__ = ("scale", "p", "blocks")
 
-    def __init__(self, scale: Fraction, p: int):
-        self.scale, self.p = scale, p
+    def __init__(self, scale: Fraction, p: int, blocks: tuple[int, int] | None = None):
+        self.scale, self.p, self.blocks = scale, p, blocks
 
     def word(self, x: int) -> int:
+        """floor(2**p T_x), or with blocks floor(2**p theta_x) (x >= 1)."""
+        if self.blocks is not None:
+            k, c = self.blocks
+            b, odd = divmod(x - 1, 2)
+            x = 1 + (b << k) + (c if odd else 0)
         return laplace_floor(self.scale, x, self.p)
 
     def first_at_most(self, bound: int) -> int:
-        """The first x >= 1 with floor(2**p T_x) <= bound (0 <= bound)."""
+        """The first x >= 1 with word(x) <= bound (0 <= bound)."""
         hi = 1
         while self.word(hi) > bound:
             hi *= 2
@@ -288,8 +305,82 @@ class LaplaceFloors:
         return x - 1
 
 
+def _power_bounds(scale: Fraction, q: int, last: int) -> list[int]:
+    """P_u = floor(2**q p**u) ... as lower bounds: P_0 = 2**q, P_1 = floor(2**q p), P_u =
+    floor(P_(u-1) P_1 / 2**q), each within 2u - 1 units of 2**q p**u (below it), u <= last."""
+    one = 1 << q
+    e = _exp_neg_floor(1 / scale, q)
+    powers = [one, e]
+    for _ in range(last - 1):
+        powers.append((powers[-1] * e) >> q)
+    return powers
+
+
+@functools.lru_cache(maxsize=64)
+def residual_floors(scale: Fraction, p: int) -> Floors:
+    """floor(2**p rho_u), u = 1 .. L - 1, of the blocked inversion's residual (docs/contract.md,
+    item 9): rho_u = F(u)/F(0), F(u) = L (p**u - p**L) - (L - u)(1 - p**c), exactly.
+
+    With P_u from :func:`_power_bounds` at q bits (P_u <= 2**q p**u < P_u + 2u), F(u) 2**q lies
+    in [L (P_u - P_L - 2L) - (L - u)(2**q - P_c), L (P_u + 2u - P_L) - (L - u)(2**q - P_c - 2c)];
+    when the floors of both ends of every ratio agree they are the words, else q doubles."""
+    blocks = laplace_blocks(scale)
+    if blocks is None:
+        raise ValueError(f"Lap_Z(0, {scale}) is not drawn by blocked inversion")
+    k, c = blocks
+    big_l = 1 << k
+    q = p + 64 + 2 * k
+    while True:
+        one = 1 << q
+        pw = _power_bounds(scale, q, big_l)
+        lows = [big_l * (pw[u] - pw[big_l] - 2 * big_l) - (big_l - u) * (one - pw[c])
+                for u in range(big_l)]
+        highs = [big_l * (pw[u] + 2 * u - pw[big_l]) - (big_l - u) * (one - pw[c] - 2 * c)
+                 for u in range(big_l)]
+        words = []
+        if lows[0] > 0:
+            for u in range(1, big_l):
+                lo, hi = (lows[u] << p) // highs[0], (highs[u] << p) // lows[0]
+                if lo != hi or lows[u] <= 0:
+                    break
+                words.append(lo)
+        if len(words) == big_l - 1:
+            return Floors(p, words)
+        q *= 2
+        if q > MAX_GUARD:
+            raise RuntimeError(
+                f"a residual threshold of Lap_Z(0, {scale}) could not be told from a multiple "
+                f"of 2**-{p} with {MAX_GUARD} bits"
+            )
+
+
+def laplace_blocked_magnitude(
+    bit: Callable[[], int], scale: Fraction, a: int = 0, j: int = 0, stage: int = 1, base: int = 0
+) -> int:
+    """|X| for X ~ Lap_Z(0, scale) by blocked inversion (docs/contract.md, item 9): the rule on
+    the thresholds theta (``stage`` 1, from R's first ``j`` bits ``a``), then k raw bits or
+    the rule on the residual's thresholds (``stage`` 2, the block's ``base`` = 1 + Lb known,
+    from R''s first ``j`` bits ``a``).  The sign is the caller's next bit."""
+    k, c = laplace_blocks(scale) or (0, 0)
+    if stage == 1:
+        s = invert(bit, functools.partial(LaplaceFloors, scale, blocks=(k, c)), a, j)
+        if s == 0:
+            return 0
+        base = 1 + ((s - 1) // 2 << k)
+        if s % 2 == 1:  # the uniform part of block b: U is k raw bits
+            u = 0
+            for _ in range(k):
+                u = 2 * u + bit()
+            return base + u
+        a, j = 0, 0
+    return base + invert(bit, functools.partial(residual_floors, scale), a, j)
+
+
 def laplace_magnitude(bit: Callable[[], int], scale: Fraction, a: int = 0, j: int = 0) -> int:
-    """|X| for X ~ Lap_Z(0, scale) by :func:`invert` (the sign is the caller's next bit)."""
+    """|X| for X ~ Lap_Z(0, scale) by inversion (the sign is the caller's next bit): the rule on
+    every threshold below LAPLACE_BLOCKED_MIN, blocked inversion from there."""
+    if scale >= LAPLACE_BLOCKED_MIN:
+        return laplace_blocked_magnitude(bit, scale, a, j)
     return invert(bit, functools.partial(LaplaceFloors, scale), a, j)
 
 
@@ -302,14 +393,16 @@ def check_method(method) -> str:
 
 def table_words(gaussian: bool, param: Fraction) -> int:
     """About how many words the core's table for ``param`` has (its build costs 10-30 ns a
-    word): 9.4 sigma for the Gaussian, 44.4 scale for the Laplace up to DIRECT_WORDS, and past
-    that the 4096 powers p**u and one word per block of 4096 (the words computed as needed)."""
+    word): 9.4 sigma for the Gaussian; for the Laplace 44.4 scale below LAPLACE_BLOCKED_MIN,
+    and from there the blocked inversion's about 2 (44.4 scale / L) + L words (L about scale/64)."""
     whole = param.numerator // param.denominator
     if gaussian:
         return 10 * (math.isqrt(whole) + 1)
-    if 45 * (whole + 1) <= DIRECT_WORDS:
+    blocks = laplace_blocks(param)
+    if blocks is None:
         return 45 * (whole + 1)
-    return BLOCK + 45 * (whole + 1) // BLOCK  # computed as needed: the blocks and p**u
+    big_l = 1 << blocks[0]
+    return 90 * (whole + 1) // big_l + big_l
 
 
 def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, source=None) -> str:

@@ -466,8 +466,8 @@ def discrete_gaussian_by_inversion(bits: BitStream, sigma2: Fraction) -> int:
 
 def discrete_laplace_by_inversion(bits: BitStream, scale: Fraction) -> int:
     """X ~ Lap_Z(0, scale) by inversion (``method="inversion"``): |X| by
-    :func:`dgauss._inversion.laplace_magnitude` (up to three inversions against exact
-    thresholds), then, when |X| > 0, the sign: one bit, 1 meaning negative."""
+    :func:`dgauss._inversion.laplace_magnitude` (the rule against the exact thresholds
+    P[|X| >= x], or from scale 2**12 on blocked inversion), then, when |X| > 0, the sign: one bit, 1 meaning negative."""
     magnitude = _inversion.laplace_magnitude(bits.bit, scale)
     return -magnitude if magnitude and bits.bit() else magnitude
 
