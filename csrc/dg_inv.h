@@ -296,41 +296,108 @@ static inline int dg_lap_blocked_draw(dg_rng *rng, const dg_lap_blocked *lb, uin
 }
 
 /*
- * A batch: out[i] = mu + X_i, X_i = Y_i, or -Y_i when the sign bit after Y_i is 1 (only for
- * Y_i > 0), for i = 0 .. n - 1 in order.  Returns how many were written; stops early with
- * *rc = -1 when the bit source failed, DG_ERR_OVERFLOW when mu + X leaves int64, or
- * DG_INV_UNDECIDED when a draw's 64 bits do not decide (*pend says where it stopped: the
- * caller finishes that sample, number `returned`, then goes on).  `out` aliases nothing else, so
- * the bit buffer's fields can stay in registers across samples.
+ * The signed draws of a batch: X = +-Y, the sign the bit after Y's (1: negative) when Y > 0.
+ * In the usual case R's 64 bits are looked at across the next buffered word (as in
+ * DG_INV_DRAW), and when Y, its sign and, for blocked inversion's uniform part, the k bits of
+ * U all lie in those 64 bits, they are read from that word and consumed at once, the same
+ * bits in the same order as the steps one by one; otherwise the steps one by one.
+ */
+#define DG_INV_PEEKS(rng) \
+    ((rng)->avail > 0 && (rng)->avail < 64 && (rng)->pos < (rng)->len && \
+     (rng)->bit_budget == UINT64_MAX)
+
+/* Consumes n bits, 1 <= n <= 64, where DG_INV_PEEKS holds (a branch, not a select: the
+ * branch lets the next draw start before this one's bits are counted). */
+static inline void dg_inv_skip(dg_rng *rng, unsigned n)
+{
+    unsigned more;
+    if (n <= rng->avail) {                  /* n <= avail < 64 */
+        rng->cur <<= n;
+        rng->avail -= n;
+        return;
+    }
+    more = n - rng->avail;                  /* 1 .. 63 bits of the next word */
+    rng->cur = rng->buf[rng->pos++] << more;
+    rng->bits_taken += 64;
+    rng->avail = 64 - more;
+}
+
+/* X = +-y from the sign bit: 0, or -1 when the bit source failed. */
+static inline int dg_inv_sign(dg_rng *rng, uint64_t y, int64_t *x)
+{
+    *x = (int64_t)y;                        /* Y < 2**62 in the ranges dgauss._inversion allows */
+    if (y != 0 && dg_bit(rng))
+        *x = -*x;
+    return rng->status == DG_OK ? 0 : -1;
+}
+
+static inline int dg_inv_draw_signed(dg_rng *rng, const dg_inv_table *tab, int64_t *x,
+                                     dg_inv_pending *pend)
+{
+    uint64_t r, y, nonzero, neg;
+    unsigned need;
+    int c;
+    if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
+        return -1;
+    if (DG_INV_PEEKS(rng)) {
+        r = rng->cur | (rng->buf[rng->pos] >> rng->avail);
+        need = dg_inv_word(tab, r, &y);
+        if (need < 64) {                    /* Y and its sign bit in r */
+            nonzero = y != 0;
+            neg = ((r << need) >> 63) & nonzero;
+            dg_inv_skip(rng, need + (unsigned)nonzero);
+            *x = (int64_t)((y ^ (0 - neg)) + neg);
+            return 0;
+        }
+    }
+    c = dg_inv_draw_one(rng, tab, &y, pend);
+    return c != 0 ? c : dg_inv_sign(rng, y, x);
+}
+
+static inline int dg_lap_blocked_draw_signed(dg_rng *rng, const dg_lap_blocked *lb, int64_t *x,
+                                             dg_inv_pending *pend)
+{
+    uint64_t r, s, t, y, neg;
+    unsigned need, k = lb->k;
+    int c;
+    if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
+        return -1;
+    if (DG_INV_PEEKS(rng)) {
+        r = rng->cur | (rng->buf[rng->pos] >> rng->avail);
+        need = dg_inv_word(&lb->stage, r, &s);
+        if ((s & 1) && need + k < 64) {     /* the uniform part: U and the sign bit in r */
+            t = r << need;
+            y = 1 + ((s >> 1) << k) + (t >> (64 - k));     /* s = 2b + 1, 1 <= k < 64 */
+            neg = (t >> (63 - k)) & 1;
+            dg_inv_skip(rng, need + k + 1);
+            *x = (int64_t)((y ^ (0 - neg)) + neg);
+            return 0;
+        }
+    }
+    c = dg_lap_blocked_draw(rng, lb, &y, pend);
+    return c != 0 ? c : dg_inv_sign(rng, y, x);
+}
+
+/*
+ * A batch: out[i] = mu + X_i for i = 0 .. n - 1 in order (DRAW: a signed draw above).
+ * Returns how many were written; stops early with *rc = -1 when the bit source failed,
+ * DG_ERR_OVERFLOW when mu + X leaves int64, or DG_INV_UNDECIDED when a draw's 64 bits do not
+ * decide (*pend says where it stopped: the caller finishes that sample, number `returned`,
+ * its sign included, then goes on).  `out` aliases nothing else, so the bit buffer's fields
+ * can stay in registers across samples.
  */
 #define DG_INV_FILL(NAME, T, DRAW)                                                          \
 static inline size_t NAME(dg_rng *rng, const T *tab, int64_t mu, int64_t *__restrict out,  \
                           size_t n, int *rc, dg_inv_pending *pend)                          \
 {                                                                                           \
     size_t i;                                                                               \
-    uint64_t y;                                                                             \
     int64_t x;                                                                              \
     int c;                                                                                  \
     for (i = 0; i < n; i++) {                                                               \
-        c = DRAW(rng, tab, &y, pend);                                                       \
+        c = DRAW(rng, tab, &x, pend);                                                       \
         if (c != 0) {                                                                       \
             *rc = c;                                                                        \
             return i;                                                                       \
-        }                                                                                   \
-        x = (int64_t)y;             /* Y < 2**62 in the ranges dgauss._inversion allows */ \
-        if (y != 0) {                                                                       \
-            if (rng->avail > 0) {                                                           \
-                if (rng->cur >> 63)                                                         \
-                    x = -x;                                                                 \
-                rng->cur <<= 1;                                                             \
-                rng->avail--;                                                               \
-            } else if (dg_bit(rng)) {                                                       \
-                x = -x;                                                                     \
-            }                                                                               \
-            if (rng->status != DG_OK) {                                                     \
-                *rc = -1;                                                                   \
-                return i;                                                                   \
-            }                                                                               \
         }                                                                                   \
         if (__builtin_add_overflow(x, mu, &out[i])) {                                       \
             *rc = DG_ERR_OVERFLOW;                                                          \
@@ -341,7 +408,7 @@ static inline size_t NAME(dg_rng *rng, const T *tab, int64_t mu, int64_t *__rest
     return n;                                                                               \
 }
 
-DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw_one)
-DG_INV_FILL(dg_lap_blocked_fill, dg_lap_blocked, dg_lap_blocked_draw)
+DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw_signed)
+DG_INV_FILL(dg_lap_blocked_fill, dg_lap_blocked, dg_lap_blocked_draw_signed)
 
 #endif /* DG_INV_H */
