@@ -255,7 +255,7 @@ uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t co
  * (V + err) >> 63 agrees, else dg_laplace_word_exact.  The residual's: in units of 2**-112,
  * P_u = 2**112 p**u lies in [lo_u, hi_u) = [pu[u] >> 16, ((pu[u] + 2u) >> 16) + 1) (P_0 = 2**112
  * exactly), so F(u) 2**112 lies in [L (lo_u - hi_L) - (L - u)(2**112 - lo_c),
- * L (hi_u - lo_L) - (L - u)(2**112 - hi_c)) (< 2**126 for L <= 2**14); with z the bit length of
+ * L (hi_u - lo_L) - (L - u)(2**112 - hi_c)) (< 2**127 for L <= 2**15); with z the bit length of
  * F_lo(0), V_lo = floor(2**(z + 126) / F_hi(0)) and V_hi = ceil(2**(z + 126) / F_lo(0)) (<= 2**127),
  * floor(2**64 F(u)/F(0)) lies between floor(mul_fix(F_lo(u), V_lo) / 2**(z - 66)) and
  * floor((mul_fix(F_hi(u), V_hi) + 1) / 2**(z - 66)), as for the Gaussian.
@@ -280,6 +280,8 @@ int64_t dg_lap_blocked_words(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, uns
     unsigned z, sh;
     mpz_t num, den;
 
+    if (k < 1 || k > 15)                /* F(u) 2**112 < L 2**112 must fit 128 bits */
+        return -1;
     pu[0] = ~(dg_u128)0;
     pu[1] = e1;
     for (u = 2; u <= L; u++)

@@ -137,7 +137,7 @@ uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t co
 
 /*
  * The discrete Laplace by blocked inversion (docs/contract.md, item 9), scale t = n/d in
- * [2**12, 2**20], L = 2**k <= t/64, c = L - ceil(L (L - 1)/t): `stage` holds the words of
+ * [2**12, 2**20], L = 2**k <= t/32, c = L - ceil(L (L - 1)/t): `stage` holds the words of
  * theta_{2b+1} = T_{1+Lb} and theta_{2b+2} = T_{1+Lb+c}, `resid` those of the residual's
  * rho_u = F(u)/F(0), u = 1 .. L - 1.  s = #{theta > R}: Y = 0 for s = 0, else
  * Y = 1 + Lb + U with U the next k raw bits (s = 2b + 1) or drawn against `resid` (s = 2b + 2).

@@ -222,7 +222,7 @@ def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: 
 #: T_x = P[|X| >= x] = 2 p**x / (1 + p), x >= 1, about 45 scale of them at or above 2**-64.
 #: Below LAPLACE_BLOCKED_MIN the core keeps them all as words (at most about 182,000); from
 #: there on it draws by *blocked inversion* (:func:`laplace_blocked_magnitude`), whose tables
-#: hold about 5,800 + scale/64 words whatever the scale.
+#: hold about 2,900 + scale/32 words (at most about 0.8 MiB).
 LAPLACE_INVERSION_MIN = Fraction(1, 64)
 LAPLACE_BLOCKED_MIN = Fraction(1 << 12)
 LAPLACE_INVERSION_MAX = Fraction(1 << 20)
@@ -251,12 +251,12 @@ def laplace_floor(scale: Fraction, x: int, p: int) -> int:
 
 def laplace_blocks(scale: Fraction) -> tuple[int, int] | None:
     """(k, c) of the blocked inversion of Lap_Z(0, scale) (docs/contract.md, item 9), or None
-    below LAPLACE_BLOCKED_MIN: L = 2**k is the largest power of two with 64 L <= scale, and
+    below LAPLACE_BLOCKED_MIN: L = 2**k is the largest power of two with 32 L <= scale, and
     c = L - ceil(L (L - 1) / scale), so that 1 - p**c <= L p**(L - 1) (1 - p)."""
     if scale < LAPLACE_BLOCKED_MIN:
         return None
     n, d = scale.numerator, scale.denominator
-    k = (n // (64 * d)).bit_length() - 1
+    k = (n // (32 * d)).bit_length() - 1
     big_l = 1 << k
     return k, big_l - -(-big_l * (big_l - 1) * d // n)
 
