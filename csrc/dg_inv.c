@@ -175,6 +175,218 @@ int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *t
     return (int64_t)(x - 1);
 }
 
+/*
+ * floor(2**64 N/D) for N in [n_lo, n_hi) and D in [d_lo, d_hi] (the residuals' words; units
+ * alike, n_hi < 2**127, 2**66 <= d_lo <= d_hi < 2**127).  With z the bit length of d_lo,
+ * V = 2**(z + 126)/D lies in [v_lo, v_hi] (v_hi <= 2**127 as D >= 2**(z - 1)), and
+ * mul_fix(N, V) ~ 2**(z - 2) N/D, so the word lies between floor(mul_fix(n_lo, v_lo) / 2**sh)
+ * and floor((mul_fix(n_hi, v_hi) + 1) / 2**sh), sh = z - 66, as in dg_gauss_words.
+ */
+typedef struct ratio {
+    dg_u128 v_lo, v_hi;
+    unsigned sh;
+} ratio;
+
+/* 1, or 0 when D is outside the range above. */
+static int ratio_setup(ratio *rt, dg_u128 d_lo, dg_u128 d_hi)
+{
+    unsigned z = 128 - (unsigned)((d_lo >> 64) ? __builtin_clzll((uint64_t)(d_lo >> 64))
+                                               : 64 + __builtin_clzll((uint64_t)d_lo));
+    if (d_lo == 0 || z < 67 || z > 127 || d_hi < d_lo)
+        return 0;
+    rt->v_lo = recip(z + 126, d_hi, 0);
+    rt->v_hi = recip(z + 126, d_lo, 1);
+    rt->sh = z - 66;
+    return 1;
+}
+
+/* 1 and *w when the bounds decide the word, else 0. */
+static int ratio_word(const ratio *rt, dg_u128 n_lo, dg_u128 n_hi, uint64_t *w)
+{
+    dg_u128 f_lo = mul_fix(n_lo, rt->v_lo) >> rt->sh;
+    dg_u128 f_hi = (mul_fix(n_hi, rt->v_hi) + 1) >> rt->sh;
+    if (f_lo != f_hi || (f_lo >> 64) != 0)
+        return 0;
+    *w = (uint64_t)f_lo;
+    return 1;
+}
+
+/*
+ * The blocked inversion's words for the discrete Gaussian (dg_inv.h).  The terms' bounds
+ * lo_y <= 2**112 w_y < hi_y (dg_gauss_words) are kept, so that S_x = sum_{y >= x} w_y lies in
+ * [sum lo_y, rest + sum hi_y); theta_{2b+2} = 2 (S_{1+Lb} - L w_m) / Z with m = L(b + 1) in
+ * [2 (S_lo - L hi_m), 2 (S_hi - L lo_m)] / Z, and its word as dg_gauss_words makes T_x's.
+ * A residual difference w_{y0+v} - w_m lies in (lo_{y0+v} - hi_m, hi_{y0+v} - lo_m), so N_u
+ * in (sum of those lower ends, sum of the upper), and floor(2**64 N_u/N_0) follows (ratio_word),
+ * or, where those do not decide it, from GMP (dg_gauss_resid_word_exact).
+ */
+int64_t dg_gauss_blocked_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, unsigned k,
+                               uint64_t nb, uint64_t *thr, uint64_t cap, uint64_t *rwords,
+                               dg_u128 *tlo, dg_u128 *thi, uint64_t tcap)
+{
+    gauss_terms t;
+    dg_u128 lo, hi, rest = 0, lo_total = 0, hi_total = 0, z_lo, z_hi, v_lo, v_hi, s_lo, s_hi,
+            f_lo, f_hi, n_lo, n_hi, d_lo, d_hi;
+    uint64_t L = UINT64_C(1) << k, terms = 0, x, b, m, y0, u, v, s = 0, w, *out;
+    ratio rt;
+
+    if (k < 1 || k > 16)
+        return -1;
+    terms_start(&t, n, d, e, q);
+    for (;;) {
+        if (terms_get(&t, &lo, &hi, &rest))
+            break;
+        if (terms + 2 >= tcap)
+            return -2;
+        terms++;
+        tlo[terms] = lo;
+        thi[terms] = hi;
+        lo_total += lo;
+        hi_total += hi;
+        terms_next(&t);
+    }
+    hi_total += rest;
+    if ((nb << k) + 1 > terms)              /* the blocks lie inside the terms (4 sigma) */
+        return -1;
+    z_lo = ((dg_u128)1 << SUM_BITS) + 2 * lo_total;
+    z_hi = ((dg_u128)1 << SUM_BITS) + 2 * hi_total;
+    v_lo = recip(239, z_hi, 0);
+    v_hi = recip(239, z_lo, 1);
+
+#define WORD_OF(SLO, SHI)                                                   \
+    do {                                                                    \
+        f_lo = mul_fix(2 * (SLO), v_lo) >> 47;                              \
+        f_hi = (mul_fix(2 * (SHI), v_hi) + 1) >> 47;                        \
+        if (f_lo != f_hi)                                                   \
+            return -1;                                                      \
+        w = (uint64_t)f_lo;                                                 \
+    } while (0)
+
+    thr[0] = UINT64_MAX;
+    s_lo = lo_total;                        /* bounds on S_x, x = 1 */
+    s_hi = hi_total;
+    x = 1;
+    for (b = 0; b < nb; b++) {
+        for (; x < 1 + (b << k); x++) {
+            s_lo -= tlo[x];
+            s_hi -= thi[x];
+        }
+        m = (b + 1) << k;
+        if (s + 3 > cap || s_lo < L * thi[m])
+            return s + 3 > cap ? -2 : -1;
+        WORD_OF(s_lo, s_hi);
+        thr[++s] = w;
+        WORD_OF(s_lo - L * thi[m], s_hi - L * tlo[m]);
+        thr[++s] = w;
+    }
+    for (; x < 1 + (nb << k); x++) {
+        s_lo -= tlo[x];
+        s_hi -= thi[x];
+    }
+    for (;; x++) {                          /* the tail: T_x, x = 1 + L nb, ... */
+        if (s + 2 > cap)
+            return -2;
+        WORD_OF(s_lo, s_hi);
+        if (w == 0)
+            break;
+        thr[++s] = w;
+        if (x > terms)
+            return -1;                      /* not reached: past the terms, T_x < 2**-83 */
+        s_lo -= tlo[x];
+        s_hi -= thi[x];
+    }
+    thr[s + 1] = 0;
+#undef WORD_OF
+
+    for (b = 0; b < nb; b++) {
+        y0 = 1 + (b << k);
+        m = y0 + L - 1;
+        out = rwords + b * L;
+        out[0] = UINT64_MAX;
+        out[L - 1] = 0;
+        d_lo = d_hi = 0;                    /* N_0 */
+        for (v = 0; v + 1 < L; v++) {
+            if (tlo[y0 + v] <= thi[m])
+                return -1;                  /* not reached: w_{y0+v} - w_m >> the bounds' width */
+            d_lo += tlo[y0 + v] - thi[m];
+            d_hi += thi[y0 + v] - tlo[m];
+        }
+        n_lo = d_lo;
+        n_hi = d_hi;
+        if (!ratio_setup(&rt, d_lo, d_hi))
+            return -1;
+        for (u = 1; u + 1 < L; u++) {
+            n_lo -= tlo[y0 + u - 1] - thi[m];
+            n_hi -= thi[y0 + u - 1] - tlo[m];
+            if (!ratio_word(&rt, n_lo, n_hi, &out[u])
+                    && dg_gauss_resid_word_exact(n, d, y0, k, u, &out[u]) < 0)
+                return -1;
+        }
+    }
+    return (int64_t)s;
+}
+
+/*
+ * floor(2**64 N_u/N_0) for the block starting at y0 exactly: A_y = floor(2**K w_y) (GMP,
+ * w_y = exp(-y**2 d / (2n))) puts each difference 2**K (w_{y0+v} - w_m) in
+ * (A_{y0+v} - A_m - 1, A_{y0+v} - A_m + 1); K doubles until both ends of the ratio agree
+ * (dgauss._inversion.gaussian_residual_floors): 0, or -1 past RESID_MAX_BITS.
+ */
+#define RESID_MAX_BITS (1UL << 16)
+int dg_gauss_resid_word_exact(uint64_t n, uint64_t d, uint64_t y0, unsigned k, uint64_t u,
+                              uint64_t *w)
+{
+    uint64_t L = UINT64_C(1) << k, v;
+    unsigned long K = 192;
+    int rc = 0;
+    mpz_t a, am, num, den, n_lo, n_hi, d_lo, d_hi, lo, hi;
+    mpz_inits(a, am, num, den, n_lo, n_hi, d_lo, d_hi, lo, hi, NULL);
+    mpz_set_ui(den, n);
+    mpz_mul_2exp(den, den, 1);              /* 2n */
+    for (;; K *= 2) {
+        mpz_set_ui(num, y0 + L - 1);
+        mpz_mul(num, num, num);
+        mpz_mul_ui(num, num, d);
+        dg_exp_neg_floor_mpz(am, num, den, K);
+        mpz_set_ui(n_lo, 0);
+        mpz_set_ui(n_hi, 0);
+        mpz_set_ui(d_lo, 0);
+        mpz_set_ui(d_hi, 0);
+        for (v = 0; v + 1 < L; v++) {
+            mpz_set_ui(num, y0 + v);
+            mpz_mul(num, num, num);
+            mpz_mul_ui(num, num, d);
+            dg_exp_neg_floor_mpz(a, num, den, K);
+            mpz_sub(a, a, am);                  /* A_{y0+v} - A_m */
+            mpz_add(d_hi, d_hi, a);
+            mpz_add_ui(d_hi, d_hi, 1);
+            mpz_add(d_lo, d_lo, a);
+            mpz_sub_ui(d_lo, d_lo, 1);
+            if (v >= u) {
+                mpz_add(n_hi, n_hi, a);
+                mpz_add_ui(n_hi, n_hi, 1);
+                mpz_add(n_lo, n_lo, a);
+                mpz_sub_ui(n_lo, n_lo, 1);
+            }
+        }
+        if (mpz_sgn(d_lo) > 0 && mpz_sgn(n_lo) >= 0) {
+            mpz_mul_2exp(lo, n_lo, 64);
+            mpz_fdiv_q(lo, lo, d_hi);
+            mpz_mul_2exp(hi, n_hi, 64);
+            mpz_fdiv_q(hi, hi, d_lo);
+            if (mpz_cmp(lo, hi) == 0)
+                break;
+        }
+        if (K >= RESID_MAX_BITS) {          /* never seen: as dgauss._inversion.MAX_GUARD */
+            rc = -1;
+            break;
+        }
+    }
+    *w = mpz_get_ui(lo);
+    mpz_clears(a, am, num, den, n_lo, n_hi, d_lo, d_hi, lo, hi, NULL);
+    return rc;
+}
+
 /* ---- the discrete Laplace: T_x = 2 p**x / (1 + p), p = exp(-1/scale) ---- */
 
 /*
@@ -255,10 +467,8 @@ uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t co
  * (V + err) >> 63 agrees, else dg_laplace_word_exact.  The residual's: in units of 2**-112,
  * P_u = 2**112 p**u lies in [lo_u, hi_u) = [pu[u] >> 16, ((pu[u] + 2u) >> 16) + 1) (P_0 = 2**112
  * exactly), so F(u) 2**112 lies in [L (lo_u - hi_L) - (L - u)(2**112 - lo_c),
- * L (hi_u - lo_L) - (L - u)(2**112 - hi_c)) (< 2**127 for L <= 2**15); with z the bit length of
- * F_lo(0), V_lo = floor(2**(z + 126) / F_hi(0)) and V_hi = ceil(2**(z + 126) / F_lo(0)) (<= 2**127),
- * floor(2**64 F(u)/F(0)) lies between floor(mul_fix(F_lo(u), V_lo) / 2**(z - 66)) and
- * floor((mul_fix(F_hi(u), V_hi) + 1) / 2**(z - 66)), as for the Gaussian.
+ * L (hi_u - lo_L) - (L - u)(2**112 - hi_c)) (< 2**127 for L <= 2**15), and
+ * floor(2**64 F(u)/F(0)) follows (ratio_word).
  */
 static uint64_t stage_word(uint64_t n, uint64_t d, dg_u128 cb, uint64_t b, const dg_u128 *pu,
                            uint64_t u, unsigned k)
@@ -276,8 +486,8 @@ int64_t dg_lap_blocked_words(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, uns
 {
     uint64_t L = UINT64_C(1) << k, u, b, s = 0, w;
     const dg_u128 one = (dg_u128)1 << 112;
-    dg_u128 cb, lo_u, hi_u, lo_l, hi_l, lo_c, hi_c, x, y, f0_lo, f0_hi, f_lo, f_hi, v_lo, v_hi;
-    unsigned z, sh;
+    dg_u128 cb, lo_u, hi_u, lo_l, hi_l, lo_c, hi_c, x, y;
+    ratio rt;
     mpz_t num, den;
 
     if (k < 1 || k > 15)                /* F(u) 2**112 < L 2**112 must fit 128 bits */
@@ -322,31 +532,17 @@ int64_t dg_lap_blocked_words(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, uns
     hi_c = HI112(c);
     rthr[0] = UINT64_MAX;
     rthr[L] = 0;
-    f0_lo = L * (lo_c - hi_l);
-    f0_hi = L * (hi_c - lo_l);
-    if (hi_l >= lo_c || f0_lo == 0)
+    if (hi_l >= lo_c || !ratio_setup(&rt, L * (lo_c - hi_l), L * (hi_c - lo_l)))
         return -1;
-    z = 128 - (unsigned)((f0_lo >> 64) ? __builtin_clzll((uint64_t)(f0_lo >> 64))
-                                       : 64 + __builtin_clzll((uint64_t)f0_lo));
-    if (z < 66)
-        return -1;
-    sh = z - 66;
-    v_lo = recip(z + 126, f0_hi, 0);
-    v_hi = recip(z + 126, f0_lo, 1);
     for (u = 1; u < L; u++) {
         lo_u = LO112(u);
         hi_u = HI112(u);
         x = L * (lo_u - hi_l);                          /* lo_u > hi_l: p**u - p**L >> 2**-100 */
         y = (L - u) * (one - lo_c);
-        if (lo_u <= hi_l || x <= y)
+        if (lo_u <= hi_l || x <= y
+                || !ratio_word(&rt, x - y, L * (hi_u - lo_l) - (L - u) * (one - hi_c), &rthr[u])
+                || rthr[u] == 0)
             return -1;
-        f_lo = x - y;
-        f_hi = L * (hi_u - lo_l) - (L - u) * (one - hi_c);
-        f_lo = mul_fix(f_lo, v_lo) >> sh;
-        f_hi = (mul_fix(f_hi, v_hi) + 1) >> sh;
-        if (f_lo != f_hi || f_lo == 0 || (f_lo >> 64) != 0)
-            return -1;
-        rthr[u] = (uint64_t)f_lo;
     }
 #undef LO112
 #undef HI112

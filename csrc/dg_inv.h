@@ -19,9 +19,10 @@
  *
  * dg_gauss_words computes the words of the discrete Gaussian's |X| in 128-bit
  * fixed point with a proven error bound (dg_inv.c), dg_laplace_direct_words
- * and dg_lap_blocked_words those of the discrete Laplace.  The discrete Laplace
- * of large scale is drawn by blocked inversion (dg_lap_blocked_draw): two such
- * tables and k raw bits.  Nothing here uses floating point.
+ * those of the discrete Laplace.  For large parameters both are drawn by
+ * blocked inversion (dg_blocked_draw: a table of two thresholds a block, then
+ * k raw bits or a block's residual), its words from dg_gauss_blocked_words and
+ * dg_lap_blocked_words.  Nothing here uses floating point.
  */
 #ifndef DG_INV_H
 #define DG_INV_H
@@ -136,31 +137,81 @@ uint64_t dg_laplace_direct_words(uint64_t n, uint64_t d, dg_u128 e1, uint64_t co
                                  uint64_t *thr);
 
 /*
- * The discrete Laplace by blocked inversion (docs/contract.md, item 9), scale t = n/d in
- * [2**12, 2**20], L = 2**k <= t/32, c = L - ceil(L (L - 1)/t): `stage` holds the words of
- * theta_{2b+1} = T_{1+Lb} and theta_{2b+2} = T_{1+Lb+c}, `resid` those of the residual's
- * rho_u = F(u)/F(0), u = 1 .. L - 1.  s = #{theta > R}: Y = 0 for s = 0, else
- * Y = 1 + Lb + U with U the next k raw bits (s = 2b + 1) or drawn against `resid` (s = 2b + 2).
+ * Blocked inversion (docs/contract.md, item 9): |X| - 1 = Lb + U, L = 2**k.  `stage` holds the
+ * words of theta_{2b+1} = T_{1+Lb} and theta_{2b+2} (below it by L times a mass no larger than
+ * the block's smallest probability) for b < nb, then of T_x for x > L nb (nb = UINT64_MAX: no
+ * end).  s = #{theta > R}: Y = 0 for s = 0; for s = 2b + 1, Y = 1 + Lb + U with U the next k
+ * raw bits; for s = 2b + 2, U is drawn against block b's residual: `resid` when every block
+ * has the same (the discrete Laplace), else the `rcount` words at rwords + b (rcount + 2)
+ * (rwords[.. + 0] = 2**64 - 1, rwords[.. + rcount + 1] = 0; the discrete Gaussian); for
+ * s > 2 nb, Y = L nb + s - 2 nb.
  */
-typedef struct dg_lap_blocked {
+typedef struct dg_blocked {
     dg_inv_table stage;
     dg_inv_table resid;
+    const uint64_t *rwords;
+    uint64_t nb, rcount;
     unsigned k;
-} dg_lap_blocked;
+} dg_blocked;
 
 /*
- * The words of a dg_lap_blocked, e1 = floor(2**128 p), pl = floor(2**128 p**L): stage words
- * into thr[1 .. K1] (thr[0] = 2**64 - 1, thr[K1 + 1] = 0; `cap` words at most), the L - 1
- * residual words into rthr[1 .. L - 1] (rthr[0] = 2**64 - 1, rthr[L] = 0); `pu` is scratch of
- * L + 1 dg_u128.  Returns K1, -1 when the fixed-point bound leaves a residual word undecided
- * (then compute them exactly another way), or -2 when cap is too small.
+ * The discrete Laplace's words, scale t = n/d in [2**12, 2**20], L = 2**k <= t/32 (k <= 15),
+ * c = L - ceil(L (L - 1)/t): theta_{2b+1} = T_{1+Lb}, theta_{2b+2} = T_{1+Lb+c} for every b,
+ * and one residual rho_u = F(u)/F(0), u = 1 .. L - 1, F(u) = L (p**u - p**L) - (L - u)(1 - p**c).
+ * e1 = floor(2**128 p), pl = floor(2**128 p**L): stage words into thr[1 .. K1] (thr[0] =
+ * 2**64 - 1, thr[K1 + 1] = 0; `cap` words at most), the residual's into rthr[1 .. L - 1]
+ * (rthr[0] = 2**64 - 1, rthr[L] = 0); `pu` is scratch of L + 1 dg_u128.  Returns K1, -1 when
+ * the fixed-point bound leaves a residual word undecided (then compute them exactly another
+ * way), or -2 when cap is too small.
  */
 int64_t dg_lap_blocked_words(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, unsigned k,
                              uint64_t c, uint64_t *thr, uint64_t cap, uint64_t *rthr,
                              dg_u128 *pu);
 
 /*
- * The draw, for a table type T and its word function WORD (dg_inv_word):
+ * The discrete Gaussian's words, sigma^2 = n/d (n, d < 2**62, n/d <= 2**24), L = 2**k, nb
+ * blocks, from e and q as for dg_gauss_words: theta_{2b+1} = T_{1+Lb},
+ * theta_{2b+2} = T_{1+Lb} - L P[|X| = L(b+1)] (b < nb), then T_x for x > L nb, into
+ * thr[1 .. K1] (thr[0] = 2**64 - 1, thr[K1 + 1] = 0, `cap` words at most), and block b's
+ * residual rho_{b,u} = N_u/N_0, N_u = sum_{v=u}^{L-2} (w_{1+Lb+v} - w_{L(b+1)}),
+ * w_y = exp(-y**2 / (2 sigma^2)), u = 1 .. L - 2, into rwords + b L as above (rcount = L - 2;
+ * nb L words).  `tlo`, `thi` are scratch of `tcap` dg_u128 (about 10 sigma + 64).  Returns
+ * K1, -1 when a stage word is not decided by the bound (then compute them another way), or
+ * -2 when cap or tcap is too small.  A residual word the bound does not decide is computed
+ * exactly (dg_gauss_resid_word_exact).
+ */
+int64_t dg_gauss_blocked_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, unsigned k,
+                               uint64_t nb, uint64_t *thr, uint64_t cap, uint64_t *rwords,
+                               dg_u128 *tlo, dg_u128 *thi, uint64_t tcap);
+
+/* floor(2**64 rho_{b,u}) of the discrete Gaussian's block starting at y0 = 1 + Lb into *w,
+ * exactly (GMP): 0, or -1 when 2**16 bits do not decide it (never seen). */
+int dg_gauss_resid_word_exact(uint64_t n, uint64_t d, uint64_t y0, unsigned k, uint64_t u,
+                              uint64_t *w);
+
+/* A table without a guide (a block's residual: a few words), and its word function. */
+typedef struct dg_inv_list {
+    const uint64_t *thr;    /* thr[0] = 2**64 - 1, thr[1 .. count], thr[count + 1] = 0 */
+    uint64_t count;
+} dg_inv_list;
+
+static inline unsigned dg_inv_list_word(const dg_inv_list *tab, uint64_t r, uint64_t *y)
+{
+    const uint64_t *thr = tab->thr;
+    uint64_t lo = 1;
+    unsigned below, above;
+    while (thr[lo] > r)                     /* thr[count + 1] = 0 stops it */
+        lo++;
+    *y = lo - 1;
+    if (thr[lo] == r)
+        return 65;
+    below = (unsigned)__builtin_clzll(r ^ thr[lo]);
+    above = (lo > 1) ? (unsigned)__builtin_clzll(r ^ thr[lo - 1]) : 0;
+    return 1 + (below > above ? below : above);
+}
+
+/*
+ * The draw, for a table type T and its word function WORD (dg_inv_word, dg_inv_list_word):
  *   NAME(rng, tab, &y, &r): Y into y: 0; -1 when the bit source failed; DG_INV_UNDECIDED
  *   with R's first 64 bits in r (consumed), when they do not decide.
  * R's 64 bits may run into the next word; a finite source's short last word goes one bit at
@@ -244,6 +295,7 @@ static inline int NAME(dg_rng *rng, const T *tab, uint64_t *y, uint64_t *r)     
 }
 
 DG_INV_DRAW(dg_inv_draw, dg_inv_table, dg_inv_word)
+DG_INV_DRAW(dg_inv_list_draw, dg_inv_list, dg_inv_list_word)
 
 /*
  * Where a draw stopped when R's first 64 bits did not decide (DG_INV_UNDECIDED): those bits r
@@ -264,10 +316,11 @@ static inline int dg_inv_draw_one(dg_rng *rng, const dg_inv_table *tab, uint64_t
 }
 
 /* Y by blocked inversion: 0, -1 when the bit source failed, or DG_INV_UNDECIDED (*pend). */
-static inline int dg_lap_blocked_draw(dg_rng *rng, const dg_lap_blocked *lb, uint64_t *y,
-                                      dg_inv_pending *pend)
+static inline int dg_blocked_draw(dg_rng *rng, const dg_blocked *lb, uint64_t *y,
+                                  dg_inv_pending *pend)
 {
-    uint64_t s, u, base;
+    uint64_t s, b, u, base;
+    dg_inv_list block;
     int c = dg_inv_draw(rng, &lb->stage, &s, &pend->r);
     if (c != 0) {
         pend->stage = 1;
@@ -278,13 +331,24 @@ static inline int dg_lap_blocked_draw(dg_rng *rng, const dg_lap_blocked *lb, uin
         *y = 0;
         return 0;
     }
-    base = 1 + (((s - 1) >> 1) << lb->k);
+    b = (s - 1) >> 1;
+    if (b >= lb->nb) {                      /* past the blocks: one threshold a value */
+        *y = (lb->nb << lb->k) + s - 2 * lb->nb;
+        return 0;
+    }
+    base = 1 + (b << lb->k);
     if (s & 1) {                            /* the block's uniform part: k raw bits */
         u = dg_bits(rng, lb->k);
         if (rng->status != DG_OK)
             return -1;
     } else {                                /* its residual: the rule on a fresh R' */
-        c = dg_inv_draw(rng, &lb->resid, &u, &pend->r);
+        if (lb->rwords == NULL) {
+            c = dg_inv_draw(rng, &lb->resid, &u, &pend->r);
+        } else {
+            block.thr = lb->rwords + b * (lb->rcount + 2);
+            block.count = lb->rcount;
+            c = dg_inv_list_draw(rng, &block, &u, &pend->r);
+        }
         if (c != 0) {
             pend->stage = 2;
             pend->base = base;
@@ -354,8 +418,8 @@ static inline int dg_inv_draw_signed(dg_rng *rng, const dg_inv_table *tab, int64
     return c != 0 ? c : dg_inv_sign(rng, y, x);
 }
 
-static inline int dg_lap_blocked_draw_signed(dg_rng *rng, const dg_lap_blocked *lb, int64_t *x,
-                                             dg_inv_pending *pend)
+static inline int dg_blocked_draw_signed(dg_rng *rng, const dg_blocked *lb, int64_t *x,
+                                         dg_inv_pending *pend)
 {
     uint64_t r, s, t, y, neg;
     unsigned need, k = lb->k;
@@ -365,7 +429,7 @@ static inline int dg_lap_blocked_draw_signed(dg_rng *rng, const dg_lap_blocked *
     if (DG_INV_PEEKS(rng)) {
         r = rng->cur | (rng->buf[rng->pos] >> rng->avail);
         need = dg_inv_word(&lb->stage, r, &s);
-        if ((s & 1) && need + k < 64) {     /* the uniform part: U and the sign bit in r */
+        if ((s & 1) && (s >> 1) < lb->nb && need + k < 64) {  /* a uniform part: U, sign in r */
             t = r << need;
             y = 1 + ((s >> 1) << k) + (t >> (64 - k));     /* s = 2b + 1, 1 <= k < 64 */
             neg = (t >> (63 - k)) & 1;
@@ -374,7 +438,7 @@ static inline int dg_lap_blocked_draw_signed(dg_rng *rng, const dg_lap_blocked *
             return 0;
         }
     }
-    c = dg_lap_blocked_draw(rng, lb, &y, pend);
+    c = dg_blocked_draw(rng, lb, &y, pend);
     return c != 0 ? c : dg_inv_sign(rng, y, x);
 }
 
@@ -409,6 +473,6 @@ static inline size_t NAME(dg_rng *rng, const T *tab, int64_t mu, int64_t *__rest
 }
 
 DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw_signed)
-DG_INV_FILL(dg_lap_blocked_fill, dg_lap_blocked, dg_lap_blocked_draw_signed)
+DG_INV_FILL(dg_blocked_fill, dg_blocked, dg_blocked_draw_signed)
 
 #endif /* DG_INV_H */

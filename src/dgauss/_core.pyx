@@ -94,11 +94,11 @@ cdef struct State:
     bint mu_small
     bint mu_zero
     # by inversion (method="inversion", dgauss._inversion): |X| from the table `inv`, or for a
-    # Laplace of large scale by blocked inversion from `lb` (when blocked); then the sign
+    # large parameter by blocked inversion from `lb` (when blocked); then the sign
     bint inversion
     dg_inv_table inv
     bint blocked
-    dg_lap_blocked lb
+    dg_blocked lb
     void *owner         # the _Job (a borrowed Python object), for the step past R's 64th bit
 
 
@@ -136,7 +136,7 @@ cdef inline int by_inversion(State *s, Value *v) noexcept nogil:
     cdef dg_inv_pending pend
     cdef int rc
     if s.blocked:
-        rc = dg_lap_blocked_draw(&s.rng, &s.lb, &y, &pend)
+        rc = dg_blocked_draw(&s.rng, &s.lb, &y, &pend)
     else:
         rc = dg_inv_draw_one(&s.rng, &s.inv, &y, &pend)
     if rc == DG_INV_UNDECIDED:
@@ -268,7 +268,7 @@ cdef int fill_native(State *s, char *out, bint is_bool, Py_ssize_t n,
 
 cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) noexcept nogil:
     """fill_native for int64 by inversion: the same samples, drawn by dg_inv_fill /
-    dg_lap_blocked_fill (C loops, about a third faster than a draw per call through `draw`) in pieces
+    dg_blocked_fill (C loops, about a third faster than a draw per call through `draw`) in pieces
     between which the stretch's clock is read; a draw past R's 64th bit, or a value outside
     int64 (mu far from 0), is finished here."""
     cdef Py_ssize_t i = 0, m, got
@@ -284,8 +284,8 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
             return DG_OK
         m = min(n - i, st.next_check - i) if st.next_check > i else 1
         if s.blocked:
-            got = <Py_ssize_t>dg_lap_blocked_fill(&s.rng, &s.lb, s.mu64, out + i, <size_t>m, &rc,
-                                                  &pend)
+            got = <Py_ssize_t>dg_blocked_fill(&s.rng, &s.lb, s.mu64, out + i, <size_t>m, &rc,
+                                              &pend)
         else:
             got = <Py_ssize_t>dg_inv_fill(&s.rng, &s.inv, s.mu64, out + i, <size_t>m, &rc, &pend)
         i += got
@@ -656,28 +656,57 @@ cdef object _floors(object key):
 
 
 cdef class _BlockedTable:
-    """A discrete Laplace's tables for blocked inversion (dg_lap_blocked): the first step's
-    words `thr` and guide, the residual's words `rthr` and guide, L = 2**k, c = `cut`."""
-    cdef readonly object thr, guide, rthr, rguide
+    """The tables of a blocked inversion (dg_blocked, docs/contract.md item 9): the first step's
+    words `thr` and its guide; the discrete Laplace's one residual `rthr` and its guide, or the
+    discrete Gaussian's residual of each block, `rwords` (block b's L words at b L); L = 2**k,
+    `nb` blocks (None: no end), the Laplace's `cut` c."""
+    cdef readonly object thr, guide, rthr, rguide, rwords, nb
     cdef readonly uint64_t count, k, cut
     cdef readonly unsigned guide_bits, rguide_bits
-    cdef readonly bint fixed_point     # the words came from dg_lap_blocked_words
+    cdef readonly bint fixed_point     # the words came from 128-bit fixed point (and GMP)
 
     @property
     def nbytes(self):
-        return self.thr.nbytes + self.guide.nbytes + self.rthr.nbytes + self.rguide.nbytes
+        return sum(a.nbytes for a in (self.thr, self.guide, self.rthr, self.rguide, self.rwords)
+                   if a is not None)
 
-    cdef void attach(self, dg_lap_blocked *lb):
+    cdef void attach(self, dg_blocked *lb):
         """Points lb into the arrays (the guides were filled when the table was built)."""
+        memset(lb, 0, sizeof(dg_blocked))
         dg_inv_attach(&lb.stage, <const uint64_t *>cnp.PyArray_DATA(self.thr), self.count,
                       <const unsigned int *>cnp.PyArray_DATA(self.guide), 64 - self.guide_bits)
-        dg_inv_attach(&lb.resid, <const uint64_t *>cnp.PyArray_DATA(self.rthr),
-                      (1 << self.k) - 1, <const unsigned int *>cnp.PyArray_DATA(self.rguide),
-                      64 - self.rguide_bits)
+        if self.rwords is None:
+            dg_inv_attach(&lb.resid, <const uint64_t *>cnp.PyArray_DATA(self.rthr),
+                          (1 << self.k) - 1, <const unsigned int *>cnp.PyArray_DATA(self.rguide),
+                          64 - self.rguide_bits)
+            lb.rwords = NULL
+            lb.nb = UINT64_MAX
+        else:
+            lb.rwords = <const uint64_t *>cnp.PyArray_DATA(self.rwords)
+            lb.rcount = (1 << self.k) - 2
+            lb.nb = self.nb
         lb.k = <unsigned>self.k
 
+    cdef void set_stage(self, object thr):
+        """The first step's words (thr[0] = 2**64 - 1 .. thr[K + 1] = 0) and their guide."""
+        cdef dg_inv_table scratch
+        self.thr = thr
+        self.count = thr.size - 2
+        self.guide_bits = BLOCKED_GUIDE_BITS
+        self.guide = np.empty(1 << self.guide_bits, dtype=np.uint32)
+        dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(self.thr), self.count,
+                    <unsigned int *>cnp.PyArray_DATA(self.guide), self.guide_bits)
 
-cdef _BlockedTable _blocked_table(object num, object den, bint fixed_point):
+
+cdef object _aligned_u128(Py_ssize_t count):
+    """An array of `count` dg_u128 (as pairs of uint64), 16-byte aligned."""
+    a = np.empty(2 * count, dtype=np.uint64)
+    if cnp.PyArray_DATA(a) == NULL or (<size_t>cnp.PyArray_DATA(a)) % 16:
+        raise MemoryError("an inversion table is not 16-byte aligned")
+    return a
+
+
+cdef _BlockedTable _laplace_blocked_table(object num, object den, bint fixed_point):
     """The _BlockedTable of Lap_Z(0, num/den), LAPLACE_BLOCKED_MIN <= num/den <= 2**20: its words
     by dg_lap_blocked_words (num, den < 2**62 and fixed_point), or where that cannot decide
     one, from dgauss._inversion's exact bounds."""
@@ -693,7 +722,7 @@ cdef _BlockedTable _blocked_table(object num, object den, bint fixed_point):
     scale = Fraction(num, den)
     k, c = _inversion.laplace_blocks(scale)
     big_l = 1 << k
-    g.k, g.cut = k, c
+    g.k, g.cut, g.nb = k, c, None
     cap = 2 * 46 * (num // (den * big_l) + 1) + 4
     thr = np.empty(cap, dtype=np.uint64)
     rthr = np.empty(big_l + 1, dtype=np.uint64)
@@ -701,9 +730,7 @@ cdef _BlockedTable _blocked_table(object num, object den, bint fixed_point):
         n, d = num, den
         e1 = _exp_floor_128(den, num)
         pl = _exp_floor_128(den << k, num)
-        pu = np.empty(2 * (big_l + 1), dtype=np.uint64)      # dg_u128 each
-        if cnp.PyArray_DATA(pu) == NULL or (<size_t>cnp.PyArray_DATA(pu)) % 16:
-            raise MemoryError("an inversion table is not 16-byte aligned")
+        pu = _aligned_u128(big_l + 1)
         thr_p = <uint64_t *>cnp.PyArray_DATA(thr)
         rthr_p = <uint64_t *>cnp.PyArray_DATA(rthr)
         pu_p = <dg_u128 *>cnp.PyArray_DATA(pu)
@@ -720,16 +747,62 @@ cdef _BlockedTable _blocked_table(object num, object den, bint fixed_point):
                        dtype=np.uint64)
         rthr = np.array([2**64 - 1, *_inversion.residual_floors(scale, 64).words, 0],
                         dtype=np.uint64)
-    g.thr, g.rthr = thr, rthr
-    g.count = thr.size - 2
-    g.guide_bits = BLOCKED_GUIDE_BITS
+    g.set_stage(thr)
+    g.rthr = rthr
     g.rguide_bits = dg_inv_guide_bits(big_l - 1)
-    g.guide = np.empty(1 << g.guide_bits, dtype=np.uint32)
     g.rguide = np.empty(1 << g.rguide_bits, dtype=np.uint32)
-    dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(g.thr), g.count,
-                <unsigned int *>cnp.PyArray_DATA(g.guide), g.guide_bits)
     dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(g.rthr), big_l - 1,
                 <unsigned int *>cnp.PyArray_DATA(g.rguide), g.rguide_bits)
+    return g
+
+
+cdef _BlockedTable _gauss_blocked_table(object num, object den, bint fixed_point):
+    """The _BlockedTable of N_Z(0, num/den), GAUSSIAN_BLOCKED_MIN <= num/den <= 2**24: its words
+    by dg_gauss_blocked_words (num, den < 2**62 and fixed_point), or where that cannot decide
+    a first-step word, from dgauss._inversion's exact bounds."""
+    cdef _BlockedTable g = _BlockedTable.__new__(_BlockedTable)
+    cdef int64_t count = -1
+    cdef uint64_t n, d, cap, nb, tcap
+    cdef unsigned k
+    cdef dg_u128 e, q
+    cdef uint64_t *thr_p
+    cdef uint64_t *rw_p
+    cdef dg_u128 *tlo_p
+    cdef dg_u128 *thi_p
+    sigma2 = Fraction(num, den)
+    k, nb = _inversion.gaussian_blocks(sigma2)
+    big_l = 1 << k
+    g.k, g.cut, g.nb = k, 0, nb
+    root = _math.isqrt(num // den) + 1
+    cap = 2 * nb + 12 * root + 64
+    tcap = 12 * root + 64
+    thr = np.empty(cap, dtype=np.uint64)
+    rwords = np.empty(nb * big_l, dtype=np.uint64)
+    if fixed_point and num < 2**62 and den < 2**62:
+        n, d = num, den
+        e = _exp_floor_128(den, 2 * num)
+        q = _exp_floor_128(den, num)
+        tlo, thi = _aligned_u128(tcap), _aligned_u128(tcap)
+        thr_p = <uint64_t *>cnp.PyArray_DATA(thr)
+        rw_p = <uint64_t *>cnp.PyArray_DATA(rwords)
+        tlo_p = <dg_u128 *>cnp.PyArray_DATA(tlo)
+        thi_p = <dg_u128 *>cnp.PyArray_DATA(thi)
+        with nogil:
+            count = dg_gauss_blocked_words(n, d, e, q, k, nb, thr_p, cap, rw_p, tlo_p, thi_p, tcap)
+        if count == -2:
+            raise RuntimeError("dg_gauss_blocked_words ran out of room (a bug: cap is too small)")
+    g.fixed_point = count >= 0
+    if count >= 0:
+        thr = thr[:count + 2].copy()
+    else:
+        thr = np.array(
+            [2**64 - 1, *_inversion.gaussian_floors(sigma2, 64, blocks=(k, nb)).words, 0],
+            dtype=np.uint64)
+        for b in range(nb):
+            rwords[b * big_l:(b + 1) * big_l] = [
+                2**64 - 1, *_inversion.gaussian_residual_floors(sigma2, b, 64).words, 0]
+    g.set_stage(thr)
+    g.rwords = rwords
     return g
 
 
@@ -737,7 +810,8 @@ cdef object inv_table(object key, bint fixed_point):
     """The inversion table for key = ("gaussian", n, d) or ("laplace", n, d) (cached): words
     by 128-bit fixed point where that decides them, else from dgauss._inversion;
     fixed_point=False takes them all from there (the same words, for tests).  A Laplace
-    of scale at least LAPLACE_BLOCKED_MIN gets a _BlockedTable."""
+    of scale at least LAPLACE_BLOCKED_MIN, or a Gaussian of sigma^2 at least
+    GAUSSIAN_BLOCKED_MIN, gets a _BlockedTable."""
     cdef _InvTable tab
     cdef dg_inv_table scratch
     key = (*key, fixed_point)
@@ -746,8 +820,13 @@ cdef object inv_table(object key, bint fixed_point):
         if found is not None:
             _INV_TABLES.move_to_end(key)
             return found
-    if key[0] == "laplace" and Fraction(key[1], key[2]) >= _inversion.LAPLACE_BLOCKED_MIN:
-        blocked = _blocked_table(key[1], key[2], fixed_point)
+    param = Fraction(key[1], key[2])
+    if key[0] == "laplace" and param >= _inversion.LAPLACE_BLOCKED_MIN:
+        blocked = _laplace_blocked_table(key[1], key[2], fixed_point)
+        _cache(key, blocked)
+        return blocked
+    if key[0] == "gaussian" and param >= _inversion.GAUSSIAN_BLOCKED_MIN:
+        blocked = _gauss_blocked_table(key[1], key[2], fixed_point)
         _cache(key, blocked)
         return blocked
     thr = _words_fixed(key) if fixed_point else None
@@ -777,7 +856,8 @@ cdef _cache(object key, object table):
 
 
 def gauss_table(num, den, bint fixed_point=True):
-    """The inversion table of N_Z(0, num/den)'s |X| (see inv_table): for tests."""
+    """The inversion table of N_Z(0, num/den)'s |X| (see inv_table): an _InvTable of every
+    word, or from GAUSSIAN_BLOCKED_MIN on a _BlockedTable: for tests."""
     return inv_table(("gaussian", num, den), fixed_point)
 
 
@@ -790,13 +870,15 @@ def laplace_table(num, den, bint fixed_point=True):
 def inversion_word(num, den, uint64_t r, bint laplace=False, bint residual=False):
     """(bits needed or 65, the count of thresholds above r) that the table of N_Z(0, num/den)
     (or Lap_Z(0, num/den)) gives for R's 64 bits r; for blocked inversion, the first step's
-    table, or with residual=True the residual's: for tests."""
+    table, or with residual=True the Laplace's residual: for tests."""
     cdef dg_inv_table t
-    cdef dg_lap_blocked lb
+    cdef dg_blocked lb
     cdef uint64_t y
     table = laplace_table(num, den) if laplace else gauss_table(num, den)
     if isinstance(table, _BlockedTable):
         (<_BlockedTable>table).attach(&lb)
+        if residual and lb.rwords != NULL:
+            raise ValueError("a Gaussian's residuals are one per block: see _BlockedTable.rwords")
         need = dg_inv_word(&lb.resid if residual else &lb.stage, r, &y)
     else:
         tab = <_InvTable>table
@@ -943,8 +1025,12 @@ cdef class _Job:
             if isinstance(self.table, _BlockedTable):
                 (<_BlockedTable>self.table).attach(&self.s.lb)
                 self.s.blocked = True
-                self.continuation = functools.partial(_inversion.laplace_blocked_magnitude,
-                                                      scale=param)
+                if kind == KIND_DISCRETE_GAUSSIAN:
+                    self.continuation = functools.partial(
+                        _inversion.gaussian_blocked_magnitude, sigma2=param)
+                else:
+                    self.continuation = functools.partial(
+                        _inversion.laplace_blocked_magnitude, scale=param)
             else:
                 tab = <_InvTable>self.table
                 dg_inv_attach(&self.s.inv, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,

@@ -124,9 +124,11 @@ cdef extern from "dg_inv.h" nogil:
     unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)
     int dg_inv_draw(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, uint64_t *r)
     int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap)
-    ctypedef struct dg_lap_blocked:
+    ctypedef struct dg_blocked:
         dg_inv_table stage
         dg_inv_table resid
+        const uint64_t *rwords
+        uint64_t nb, rcount
         unsigned k
     ctypedef struct dg_inv_pending:
         uint64_t r, base
@@ -138,9 +140,13 @@ cdef extern from "dg_inv.h" nogil:
                                  uint64_t c, uint64_t *thr, uint64_t cap, uint64_t *rthr,
                                  dg_u128 *pu)
     int dg_inv_draw_one(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, dg_inv_pending *pend)
-    int dg_lap_blocked_draw(dg_rng *rng, const dg_lap_blocked *lb, uint64_t *y,
-                            dg_inv_pending *pend)
+    int64_t dg_gauss_blocked_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, unsigned k,
+                                   uint64_t nb, uint64_t *thr, uint64_t cap, uint64_t *rwords,
+                                   dg_u128 *tlo, dg_u128 *thi, uint64_t tcap)
+    int dg_gauss_resid_word_exact(uint64_t n, uint64_t d, uint64_t y0, unsigned k, uint64_t u,
+                                  uint64_t *w)
+    int dg_blocked_draw(dg_rng *rng, const dg_blocked *lb, uint64_t *y, dg_inv_pending *pend)
     size_t dg_inv_fill(dg_rng *rng, const dg_inv_table *tab, int64_t mu, int64_t *out, size_t n,
                        int *rc, dg_inv_pending *pend)
-    size_t dg_lap_blocked_fill(dg_rng *rng, const dg_lap_blocked *lb, int64_t mu, int64_t *out,
-                               size_t n, int *rc, dg_inv_pending *pend)
+    size_t dg_blocked_fill(dg_rng *rng, const dg_blocked *lb, int64_t mu, int64_t *out,
+                           size_t n, int *rc, dg_inv_pending *pend)

@@ -40,6 +40,7 @@ MAX_GUARD = 1 << 16
 #: The discrete Gaussian is drawn by inversion by default (``method="auto"``) when
 #: GAUSSIAN_INVERSION_MIN <= sigma^2 <= GAUSSIAN_INVERSION_MAX (docs/performance.md says why).
 GAUSSIAN_INVERSION_MIN = Fraction(1, 64)
+GAUSSIAN_BLOCKED_MIN = Fraction(1 << 16)
 GAUSSIAN_INVERSION_MAX = Fraction(1 << 24)
 
 METHODS = ("auto", "inversion", "rejection")
@@ -164,15 +165,45 @@ _FLOORS_MAX = 64
 _FLOORS_LOCK = threading.Lock()
 
 
-def gaussian_floors(sigma2: Fraction, p: int) -> Floors:
-    """floor(2**p T_x) of N_Z(0, sigma2) for every x with T_x >= 2**-p, exactly (cached).
+def gaussian_blocks(sigma2: Fraction) -> tuple[int, int] | None:
+    """(k, NB) of the blocked inversion of N_Z(0, sigma2) (docs/contract.md, item 9), or None
+    below GAUSSIAN_BLOCKED_MIN: L = 2**k is the largest power of two with 1024 L**2 <= sigma2
+    (L <= sigma/32), and NB = floor(floor(4 sigma) / L) blocks cover |X| in [1, L NB]."""
+    if sigma2 < GAUSSIAN_BLOCKED_MIN:
+        return None
+    n, d = sigma2.numerator, sigma2.denominator
+    k = math.isqrt(n // (1024 * d)).bit_length() - 1
+    return k, math.isqrt(16 * n // d) >> k
 
-    T_x = P[|X| >= x] lies in [2 S_lo / Z_hi, 2 S_hi / Z_lo] (:func:`_gaussian_bounds` at
-    q = p + guard bits); when the floors of both ends agree for every x, and the bound on
-    T_{K+1} is below 2**-p, they are the answer.  Otherwise the guard bits double (up to
-    MAX_GUARD: a RuntimeError).
+
+def _gaussian_pairs(lower: list[int], upper: list[int], blocks: tuple[int, int] | None):
+    """Bounds (lo, hi) on S for each threshold 2 S / Z in order: S_x for T_x, x = 1, 2, ...;
+    with blocks (k, NB), S_{1+Lb} and S_{1+Lb} - L w_{L(b+1)} for b < NB (theta_{2b+1},
+    theta_{2b+2}), then S_x for x = 1 + L NB, 2 + L NB, ...  (w_y = S_y - S_{y+1})."""
+    if blocks is None:
+        yield from zip(lower, upper, strict=True)
+        return
+    k, nb = blocks
+    big_l = 1 << k
+    for b in range(nb):
+        i, m = b << k, (b + 1) << k  # S_{1+Lb} at i; w_m = S_m - S_{m+1}, S_m at m - 1
+        yield lower[i], upper[i]
+        yield lower[i] - big_l * (upper[m - 1] - upper[m]), upper[i] - big_l * (lower[m - 1] - lower[m])
+    yield from zip(lower[nb << k :], upper[nb << k :], strict=True)
+
+
+def gaussian_floors(sigma2: Fraction, p: int, blocks: tuple[int, int] | None = None) -> Floors:
+    """floor(2**p T_x) of N_Z(0, sigma2) for every x with T_x >= 2**-p, exactly (cached); with
+    ``blocks`` = (k, NB) (:func:`gaussian_blocks`), the first step's thresholds of the blocked
+    inversion instead: theta_{2b+1} = T_{1+Lb}, theta_{2b+2} = T_{1+Lb} - L P[|X| = L(b+1)] for
+    b < NB, then T_x for x > L NB.
+
+    Each threshold 2S/Z lies in [2 S_lo / Z_hi, 2 S_hi / Z_lo] (:func:`_gaussian_bounds` at
+    q = p + guard bits); when the floors of both ends agree for every one, and the bound on
+    the first past the last is below 2**-p, they are the answer.  Otherwise the guard bits
+    double (up to MAX_GUARD: a RuntimeError).
     """
-    key = (sigma2, p)
+    key = (sigma2, p, blocks)
     with _FLOORS_LOCK:
         found = _FLOORS.get(key)
     if found is not None:
@@ -182,7 +213,7 @@ def gaussian_floors(sigma2: Fraction, p: int) -> Floors:
         q = p + guard
         lower, upper, (z_lo, z_hi) = _gaussian_bounds(sigma2, q, p)
         words, decided = [], True
-        for lo, hi in zip(lower, upper, strict=True):
+        for lo, hi in _gaussian_pairs(lower, upper, blocks):
             f_lo = (lo << (p + 1)) // z_hi
             f_hi = (hi << (p + 1)) // z_lo
             if f_lo != f_hi:
@@ -192,7 +223,7 @@ def gaussian_floors(sigma2: Fraction, p: int) -> Floors:
                 break
             words.append(f_lo)
         else:
-            decided = False  # the last bound must show T_{K+1} < 2**-p
+            decided = False  # the last bound must show the next threshold < 2**-p
         if decided:
             break
         guard *= 2
@@ -209,8 +240,100 @@ def gaussian_floors(sigma2: Fraction, p: int) -> Floors:
     return found
 
 
+@functools.lru_cache(maxsize=4096)
+def gaussian_residual_floors(sigma2: Fraction, b: int, p: int) -> Floors:
+    """floor(2**p rho_{b,u}), u = 1 .. L - 2, of block b's residual in the blocked inversion of
+    N_Z(0, sigma2) (docs/contract.md, item 9), exactly: rho_{b,u} = N_u / N_0 with
+    N_u = sum_{v=u}^{L-2} (w_{y0+v} - w_{y0+L-1}), y0 = 1 + Lb, w_y = exp(-y**2 / (2 sigma2)).
+    With A_y = floor(2**q w_y), each difference lies in (A_{y0+v} - A_m - 1, A_{y0+v} - A_m + 1);
+    q doubles until both ends of every ratio have one floor."""
+    blocks = gaussian_blocks(sigma2)
+    if blocks is None or not 0 <= b < blocks[1]:
+        raise ValueError(f"N_Z(0, {sigma2}) has no block {b} in its blocked inversion")
+    big_l = 1 << blocks[0]
+    y0 = 1 + (b << blocks[0])
+    q = p + 64
+    while True:
+        a = [_exp_neg_floor(Fraction(y * y) / (2 * sigma2), q) for y in range(y0, y0 + big_l)]
+        lows, highs = [0] * big_l, [0] * big_l  # N_u bounds, u = 0 .. L - 1 (N_{L-1} = 0)
+        for v in range(big_l - 2, -1, -1):
+            lows[v] = lows[v + 1] + a[v] - a[-1] - 1
+            highs[v] = highs[v + 1] + a[v] - a[-1] + 1
+        words = []
+        if lows[0] > 0:
+            for u in range(1, big_l - 1):
+                lo, hi = (lows[u] << p) // highs[0], (highs[u] << p) // lows[0]
+                if lo != hi:
+                    break
+                words.append(lo)
+        if len(words) == big_l - 2:
+            return Floors(p, words)
+        q *= 2
+        if q > MAX_GUARD:
+            raise RuntimeError(
+                f"a residual threshold of N_Z(0, {sigma2}) could not be told from a multiple "
+                f"of 2**-{p} with {MAX_GUARD} bits"
+            )
+
+
+def blocked_magnitude(
+    bit: Callable[[], int],
+    stage_floors: Callable[[int], Thresholds],
+    residual_floors: Callable[[int, int], Thresholds],
+    blocks: tuple[int, int | None],
+    a: int = 0,
+    j: int = 0,
+    stage: int = 1,
+    base: int = 0,
+) -> int:
+    """Y by blocked inversion (docs/contract.md, item 9), blocks = (k, NB), NB None for no end:
+    the rule on the first step's thresholds (``stage_floors(p)``) gives s; s = 0 is Y = 0;
+    s = 2b + 1 (b < NB) is Y = 1 + Lb + U, U the next k raw bits; s = 2b + 2 the same with U
+    by the rule on block b's residual (``residual_floors(b, p)``), on a fresh uniform R';
+    s = 2 NB + i is Y = L NB + i.  ``stage`` 1 starts from R's first ``j`` bits ``a``; stage 2
+    from R''s, the block's start ``base`` = 1 + Lb known.  The sign is the caller's next bit."""
+    k, nb = blocks
+    if stage == 1:
+        s = invert(bit, stage_floors, a, j)
+        if s == 0:
+            return 0
+        b, part = divmod(s - 1, 2)
+        if nb is not None and b >= nb:
+            return (nb << k) + s - 2 * nb
+        base = 1 + (b << k)
+        if part == 0:  # the block's uniform part: U is k raw bits
+            u = 0
+            for _ in range(k):
+                u = 2 * u + bit()
+            return base + u
+        a, j = 0, 0
+    return base + invert(bit, functools.partial(residual_floors, (base - 1) >> k), a, j)
+
+
+def gaussian_blocked_magnitude(
+    bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: int = 0, stage: int = 1, base: int = 0
+) -> int:
+    """|X| for X ~ N_Z(0, sigma2) by blocked inversion (:func:`blocked_magnitude`)."""
+    blocks = gaussian_blocks(sigma2)
+    if blocks is None:
+        raise ValueError(f"N_Z(0, {sigma2}) is not drawn by blocked inversion")
+    return blocked_magnitude(
+        bit,
+        functools.partial(gaussian_floors, sigma2, blocks=blocks),
+        functools.partial(gaussian_residual_floors, sigma2),
+        blocks,
+        a,
+        j,
+        stage,
+        base,
+    )
+
+
 def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: int = 0) -> int:
-    """|X| for X ~ N_Z(0, sigma2) by :func:`invert` (the sign is the caller's next bit)."""
+    """|X| for X ~ N_Z(0, sigma2) by inversion (the sign is the caller's next bit): the rule on
+    every threshold below GAUSSIAN_BLOCKED_MIN, blocked inversion from there."""
+    if sigma2 >= GAUSSIAN_BLOCKED_MIN:
+        return gaussian_blocked_magnitude(bit, sigma2, a, j)
     return invert(bit, functools.partial(gaussian_floors, sigma2), a, j)
 
 
@@ -357,23 +480,22 @@ def residual_floors(scale: Fraction, p: int) -> Floors:
 def laplace_blocked_magnitude(
     bit: Callable[[], int], scale: Fraction, a: int = 0, j: int = 0, stage: int = 1, base: int = 0
 ) -> int:
-    """|X| for X ~ Lap_Z(0, scale) by blocked inversion (docs/contract.md, item 9): the rule on
-    the thresholds theta (``stage`` 1, from R's first ``j`` bits ``a``), then k raw bits or
-    the rule on the residual's thresholds (``stage`` 2, the block's ``base`` = 1 + Lb known,
-    from R''s first ``j`` bits ``a``).  The sign is the caller's next bit."""
-    k, c = laplace_blocks(scale) or (0, 0)
-    if stage == 1:
-        s = invert(bit, functools.partial(LaplaceFloors, scale, blocks=(k, c)), a, j)
-        if s == 0:
-            return 0
-        base = 1 + ((s - 1) // 2 << k)
-        if s % 2 == 1:  # the uniform part of block b: U is k raw bits
-            u = 0
-            for _ in range(k):
-                u = 2 * u + bit()
-            return base + u
-        a, j = 0, 0
-    return base + invert(bit, functools.partial(residual_floors, scale), a, j)
+    """|X| for X ~ Lap_Z(0, scale) by blocked inversion (:func:`blocked_magnitude`): blocks
+    without end, every block's residual the same (:func:`residual_floors`)."""
+    blocks = laplace_blocks(scale)
+    if blocks is None:
+        raise ValueError(f"Lap_Z(0, {scale}) is not drawn by blocked inversion")
+    k, c = blocks
+    return blocked_magnitude(
+        bit,
+        functools.partial(LaplaceFloors, scale, blocks=blocks),
+        lambda b, p: residual_floors(scale, p),
+        (k, None),
+        a,
+        j,
+        stage,
+        base,
+    )
 
 
 def laplace_magnitude(bit: Callable[[], int], scale: Fraction, a: int = 0, j: int = 0) -> int:
