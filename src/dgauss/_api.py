@@ -130,10 +130,12 @@ def sample_laplace(
         As in :func:`sample_gaussian`: ``"inversion"`` for
         :math:`2^{-6} \le t \le 2^{20}` (a table of every threshold below
         :math:`t = 2^{12}`, about 1.7 MiB there; from :math:`2^{12}` on *blocked
-        inversion*, tables of 0.04-0.55 MiB: docs/contract.md, item 9), ``"rejection"`` the paper's Algorithm 2 for any ``scale``, ``"auto"``
-        (default) inversion in that range for batches large enough to pay for the table
-        (at least a quarter as many samples as about :math:`44 t` words beyond 1,024 below
-        :math:`2^{12}`; from there about 6,000 words).
+        inversion*, tables of 0.04-0.55 MiB: docs/contract.md, item 9),
+        ``"rejection"`` the paper's Algorithm 2 for any ``scale``, ``"auto"``
+        (default) inversion in that range for batches large enough to pay for the
+        table (at least a quarter as many samples as it has words beyond 1,024:
+        about :math:`44 t` below :math:`2^{12}`, 3,000-6,000 plus :math:`t/32` from
+        there).
     dtype : {None, numpy.int64, object}, optional
         ``None`` gives ``int64`` when ``scale <= 2**40`` and ``|mu| <= 2**62``,
         otherwise an object array of exact Python ints.
