@@ -188,7 +188,10 @@ def _gaussian_pairs(lower: list[int], upper: list[int], blocks: tuple[int, int] 
     for b in range(nb):
         i, m = b << k, (b + 1) << k  # S_{1+Lb} at i; w_m = S_m - S_{m+1}, S_m at m - 1
         yield lower[i], upper[i]
-        yield lower[i] - big_l * (upper[m - 1] - upper[m]), upper[i] - big_l * (lower[m - 1] - lower[m])
+        yield (
+            lower[i] - big_l * (upper[m - 1] - upper[m]),
+            upper[i] - big_l * (lower[m - 1] - lower[m]),
+        )
     yield from zip(lower[nb << k :], upper[nb << k :], strict=True)
 
 
@@ -252,27 +255,41 @@ def gaussian_residual_floors(sigma2: Fraction, b: int, p: int) -> Floors:
         raise ValueError(f"N_Z(0, {sigma2}) has no block {b} in its blocked inversion")
     big_l = 1 << blocks[0]
     y0 = 1 + (b << blocks[0])
-    q = p + 64
-    while True:
+
+    def bounds(q: int) -> tuple[list[int], list[int]]:
         a = [_exp_neg_floor(Fraction(y * y) / (2 * sigma2), q) for y in range(y0, y0 + big_l)]
-        lows, highs = [0] * big_l, [0] * big_l  # N_u bounds, u = 0 .. L - 1 (N_{L-1} = 0)
+        lows, highs = [0] * big_l, [0] * big_l  # N_u, u = 0 .. L - 1 (N_{L-1} = 0)
         for v in range(big_l - 2, -1, -1):
             lows[v] = lows[v + 1] + a[v] - a[-1] - 1
             highs[v] = highs[v + 1] + a[v] - a[-1] + 1
+        return lows, highs
+
+    return _ratio_floors(bounds, big_l - 2, p, p + 64, f"N_Z(0, {sigma2})")
+
+
+def _ratio_floors(
+    bounds: Callable[[int], tuple[list[int], list[int]]], count: int, p: int, q: int, what: str
+) -> Floors:
+    """floor(2**p N_u / N_0), u = 1 .. count, from bounds(q) = (lows, highs) with
+    lows[u] <= 2**q N_u <= highs[u] (u = 0 .. count): each word lies between
+    floor(2**p lows[u] / highs[0]) and floor(2**p highs[u] / lows[0]); q doubles until every
+    one is decided (up to MAX_GUARD: a RuntimeError naming ``what``)."""
+    while True:
+        lows, highs = bounds(q)
         words = []
         if lows[0] > 0:
-            for u in range(1, big_l - 1):
+            for u in range(1, count + 1):
                 lo, hi = (lows[u] << p) // highs[0], (highs[u] << p) // lows[0]
-                if lo != hi:
+                if lo != hi or lows[u] <= 0:
                     break
                 words.append(lo)
-        if len(words) == big_l - 2:
+        if len(words) == count:
             return Floors(p, words)
         q *= 2
         if q > MAX_GUARD:
             raise RuntimeError(
-                f"a residual threshold of N_Z(0, {sigma2}) could not be told from a multiple "
-                f"of 2**-{p} with {MAX_GUARD} bits"
+                f"a residual threshold of {what} could not be told from a multiple of 2**-{p} "
+                f"with {MAX_GUARD} bits"
             )
 
 
@@ -452,29 +469,21 @@ def residual_floors(scale: Fraction, p: int) -> Floors:
         raise ValueError(f"Lap_Z(0, {scale}) is not drawn by blocked inversion")
     k, c = blocks
     big_l = 1 << k
-    q = p + 64 + 2 * k
-    while True:
+
+    def bounds(q: int) -> tuple[list[int], list[int]]:
         one = 1 << q
         pw = _power_bounds(scale, q, big_l)
-        lows = [big_l * (pw[u] - pw[big_l] - 2 * big_l) - (big_l - u) * (one - pw[c])
-                for u in range(big_l)]
-        highs = [big_l * (pw[u] + 2 * u - pw[big_l]) - (big_l - u) * (one - pw[c] - 2 * c)
-                 for u in range(big_l)]
-        words = []
-        if lows[0] > 0:
-            for u in range(1, big_l):
-                lo, hi = (lows[u] << p) // highs[0], (highs[u] << p) // lows[0]
-                if lo != hi or lows[u] <= 0:
-                    break
-                words.append(lo)
-        if len(words) == big_l - 1:
-            return Floors(p, words)
-        q *= 2
-        if q > MAX_GUARD:
-            raise RuntimeError(
-                f"a residual threshold of Lap_Z(0, {scale}) could not be told from a multiple "
-                f"of 2**-{p} with {MAX_GUARD} bits"
-            )
+        lows = [
+            big_l * (pw[u] - pw[big_l] - 2 * big_l) - (big_l - u) * (one - pw[c])
+            for u in range(big_l)
+        ]
+        highs = [
+            big_l * (pw[u] + 2 * u - pw[big_l]) - (big_l - u) * (one - pw[c] - 2 * c)
+            for u in range(big_l)
+        ]
+        return lows, highs
+
+    return _ratio_floors(bounds, big_l - 1, p, p + 64 + 2 * k, f"Lap_Z(0, {scale})")
 
 
 def laplace_blocked_magnitude(
