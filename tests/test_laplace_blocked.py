@@ -1,0 +1,1238 @@
+"""The discrete Laplace by blocked inversion, 2**12 <= scale <= 2**20, against an independent model.
+
+docs/contract.md, item 9: with t = scale, p = exp(-1/t) and T_x = P[|X| >= x] = 2 p**x / (1 + p),
+L = 2**k is the largest power of two with 32 L <= t (SPREAD) and c = L - ceil(L (L - 1) / t);
+then
+
+1. the rule of item 9 (read R bit by bit until no threshold shares its first j digits) on
+   theta_{2b+1} = T_{1+Lb}, theta_{2b+2} = T_{1+Lb+c}, b = 0, 1, ..., gives s;
+2. s = 0: |X| = 0; s = 2b + 1: U is the next k raw bits; s = 2b + 2: U is the rule on a fresh R'
+   against rho_u = F(u) / F(0), u = 1 .. L - 1, F(u) = L (p**u - p**L) - (L - u)(1 - p**c);
+   |X| = 1 + Lb + U;
+3. one sign bit when |X| > 0 (1: negative).
+
+Everything is compared with ``Model``: p**u, T_x and rho_u enclosed from scratch with MPFR and
+directed rounding (no code shared with dgauss._inversion), L and c from the definition, giving
+exact floor(2**J theta_s), floor(2**J rho_u) (J = 256), the whole bit-level rule (value and
+bits read, or running out) and rigorous bounds on the pmf.  The file covers
+
+0. the model itself: the blocked scheme's masses are the Laplace pmf (the contract's proof,
+   checked numerically), the uniform-mass inequality, the closed form;
+1. laplace_blocks: (k, c) at hand-computed scales and at the edges of both roundings;
+2. the words: the core's thr and rthr (fixed point and not), LaplaceFloors(blocks) and
+   residual_floors at 64 and 128 bits, their decide(), the core's decision on 64 bits;
+3. the same bits: core = oracle on seeded generators (values, bits used, generator state);
+4. tapes forcing each path (s = 0, odd, even; ties past bit 64 in both inversions; R or R'
+   zero for 64 bits; mid-word starts, short last words, running out in every step), value
+   and bits read predicted by the model;
+5. every bit prefix inside windows of R (around thresholds, inside each branch) to 1e-4 of
+   their mass at 2**12 and 2**12 + 1/3, each run and the conditional masses against the model
+   (from R's first bit, where the uniform part's 2 L tapes per R make it a million runs to
+   1e-2: marked slow);
+6. 10**6 samples from the OS (chi-square on magnitude and on the position inside a block);
+7. the bits read: the model's exact expectation, and within 3 bits of the entropy.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import math
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import gmpy2
+import numpy as np
+import pytest
+from gmpy2 import mpfr, mpq
+
+import _inversion_tapes as tapes
+import dgauss
+from _inversion_tapes import TapeModel
+from _inversion_tapes import bits as _bits
+from _inversion_tapes import tie as _tie
+from _stats import ALPHA, chi2_gof
+from dgauss import _core, _inversion, reference
+from dgauss._kinds import Kind
+from dgauss.testing import Exhausted, Tape, check, enumerate_bits, enumerate_sampler
+
+LAP = Kind.DISCRETE_LAPLACE
+BLOCKED_MIN, MAX = Fraction(2**12), Fraction(2**20)
+ONES = 2**64 - 1
+
+#: S in "L = 2**k, the largest power of two with S L <= t" (docs/contract.md, item 9).
+SPREAD = 32
+
+
+def test_constants():
+    """The range's ends, and the contract's S (test_constants and the model use SPREAD)."""
+    assert _inversion.LAPLACE_BLOCKED_MIN == BLOCKED_MIN
+    assert _inversion.LAPLACE_INVERSION_MAX == MAX
+    contract = (Path(__file__).resolve().parents[1] / "docs" / "contract.md").read_text("utf-8")
+    said = re.findall(r"largest\s+power\s+of\s+two\s+with\s+(\d+)L\s+≤\s+t\b", contract)
+    assert said == [str(SPREAD)]
+
+
+# --------------------------------------------------------------------------------------------
+# The independent model
+# --------------------------------------------------------------------------------------------
+
+#: Bits of the model's exact floors floor(2**J theta_s), floor(2**J rho_u).
+J = 256
+#: Working precision: F(u) loses at most about 30 bits to cancellation (F(L - 1) ~ L^2 / t^2).
+PREC = J + 192
+
+
+def _inversion_rule(bits: str, shares, count) -> tuple[int, int] | None:
+    """Item 9's rule for R = 0.bits...: (count(a, j), j) at the first j where ``shares(a, j)``
+    (some threshold has R's first j digits a) is false, or None when the bits run out first.
+    Sharing j digits implies sharing j - 1, so j is found by bisection."""
+    bits = bits[:J]
+    n = len(bits)
+    if n == 0:
+        return None
+    whole = int(bits, 2)
+    shared = lambda j: shares(whole >> (n - j), j)
+    if shared(n):
+        assert n < J, "the model needs more bits"
+        return None
+    lo, hi = 0, n  # shared(lo) (j = 0: vacuously), not shared(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if shared(mid):
+            lo = mid
+        else:
+            hi = mid
+    return count(whole >> (n - hi), hi), hi
+
+
+class Model(TapeModel):
+    """Blocked inversion of Lap_Z(0, t) from scratch.  p**u in [exp(-up(u/t)) rounded down,
+    exp(-down(u/t)) rounded up]; T_x = 2 p**x / (1 + p); F(u) = L (p**u - p**L) -
+    (L - u)(1 - p**c), F(0) = L (p**c - p**L), rho_u = F(u) / F(0): each operation rounded the
+    safe way at PREC bits, so every quantity is an interval; ``floor_t(x)`` = floor(2**J T_x)
+    and ``rho_floors`` = floor(2**J rho_u) are checked decided (both ends have one floor).
+
+    For the tape helpers of _inversion_tapes, ``rule`` is the whole blocked draw of |X| (steps
+    1 and 2) and ``digits(s, i)`` / ``bit(s, i)`` are theta_s's."""
+
+    def __init__(self, scale: Fraction):
+        self.scale = Fraction(scale)
+        assert self.scale >= 64
+        self.t = float(self.scale)
+        self.down = gmpy2.context(precision=PREC, round=gmpy2.RoundDown)
+        self.up = gmpy2.context(precision=PREC, round=gmpy2.RoundUp)
+        self.inv = mpq(self.scale.denominator, self.scale.numerator)  # 1/t
+        size = 1
+        while SPREAD * (2 * size) <= self.scale:
+            size *= 2
+        self.L, self.k = size, size.bit_length() - 1
+        self.c = size - math.ceil(Fraction(size * (size - 1)) / self.scale)
+        p_lo, p_hi = self.power(1)
+        with self.down:
+            self.d_lo = 1 + p_lo
+            self.q_lo = 1 - p_hi  # 1 - p
+        with self.up:
+            self.d_hi = 1 + p_hi
+            self.q_hi = 1 - p_lo
+        self.p_big = self.power(self.L)  # p**L
+        self.p_cut = self.power(self.c)  # p**c
+        self.log_top = math.log(2 / (1 + math.exp(-1 / self.t))) + J * math.log(2)
+        self._floor: dict[int, int] = {}
+        self._threshold: dict[int, tuple] = {}
+
+    # ---- p**u and the thresholds T_x ----
+
+    def power(self, u: int):
+        """(lo, hi) mpfr bounds on p**u = exp(-u/t)."""
+        z = self.inv * u
+        with self.up:
+            z_hi = mpfr(z)
+        with self.down:
+            z_lo = mpfr(z)
+            lo = gmpy2.exp(-z_hi)
+        with self.up:
+            hi = gmpy2.exp(-z_lo)
+        return lo, hi
+
+    def threshold(self, x: int):
+        """(lo, hi) mpfr bounds on T_x (T_0 = 1)."""
+        if x == 0:
+            return mpfr(1), mpfr(1)
+        found = self._threshold.get(x)
+        if found is None:
+            e_lo, e_hi = self.power(x)
+            with self.down:
+                lo = 2 * e_lo / self.d_hi
+            with self.up:
+                hi = 2 * e_hi / self.d_lo
+            found = self._threshold[x] = (lo, hi)
+        return found
+
+    def _floor_of(self, lo, hi, what) -> int:
+        with self.down:  # (multiplying by a power of two is exact)
+            f = int(gmpy2.floor(gmpy2.mul_2exp(lo, J)))
+            assert f == int(gmpy2.floor(gmpy2.mul_2exp(hi, J))), (self.scale, what, "undecided")
+        return f
+
+    def floor_t(self, x: int) -> int:
+        """floor(2**J T_x)."""
+        f = self._floor.get(x)
+        if f is None:
+            f = self._floor[x] = self._floor_of(*self.threshold(x), ("T", x))
+        return f
+
+    def first_below_t(self, v: int) -> int:
+        """The first x >= 1 with floor(2**J T_x) < v (1 <= v <= 2**J): from the float estimate
+        t (ln(2 / (1 + p)) + J ln 2 - ln v), corrected with exact floors."""
+        x = max(1, math.ceil(self.t * (self.log_top - math.log(v))))
+        while self.floor_t(x) >= v:
+            x += 1
+        while x > 1 and self.floor_t(x - 1) < v:
+            x -= 1
+        return x
+
+    def mass(self, y: int) -> tuple[mpq, mpq]:
+        """Rigorous bounds on P[|X| = y] = T_y - T_{y+1}."""
+        a_lo, a_hi = self.threshold(y)
+        b_lo, b_hi = self.threshold(y + 1)
+        return mpq(a_lo) - mpq(b_hi), mpq(a_hi) - mpq(b_lo)
+
+    # ---- step 1: theta ----
+
+    def x_of(self, s: int) -> int:
+        """theta_s = T_{x_of(s)}: 1 + Lb for s = 2b + 1, 1 + Lb + c for s = 2b + 2."""
+        b, odd = divmod(s - 1, 2)
+        return 1 + self.L * b + (self.c if odd else 0)
+
+    def theta_floor(self, s: int) -> int:
+        return self.floor_t(self.x_of(s))
+
+    def theta_word(self, s: int, p: int = 64) -> int:
+        """floor(2**p theta_s), p <= J."""
+        return self.theta_floor(s) >> (J - p)
+
+    def theta_first_below(self, v: int) -> int:
+        """The first s >= 1 with floor(2**J theta_s) < v: the first s with x_of(s) at or past
+        the first x whose T_x is below."""
+        b, r = divmod(self.first_below_t(v) - 1, self.L)
+        return 2 * b + (1 if r == 0 else 2 if r <= self.c else 3)
+
+    def theta_last(self, p: int = 64) -> int:
+        """K: the last s with floor(2**p theta_s) > 0."""
+        return self.theta_first_below(1 << (J - p)) - 1
+
+    def theta_shares(self, a: int, j: int) -> bool:
+        if a == 0:
+            return True  # the thresholds tend to 0
+        return self.theta_floor(self.theta_first_below((a + 1) << (J - j))) >> (J - j) == a
+
+    def theta_count(self, a: int, j: int) -> int:
+        """#{s: floor(2**j theta_s) > a}."""
+        return self.theta_first_below((a + 1) << (J - j)) - 1
+
+    def digits(self, s: int, i: int) -> str:
+        """theta_s's first i binary digits."""
+        return format(self.theta_floor(s) >> (J - i), f"0{i}b")
+
+    def bit(self, s: int, i: int) -> str:
+        return str((self.theta_floor(s) >> (J - i)) & 1)
+
+    # ---- step 2: rho ----
+
+    def rho(self, u: int):
+        """(lo, hi) mpfr bounds on rho_u (1 for u <= 0, 0 for u >= L)."""
+        if u <= 0:
+            return mpfr(1), mpfr(1)
+        if u >= self.L:
+            return mpfr(0), mpfr(0)
+        big, (pl_lo, pl_hi), (pc_lo, pc_hi) = self.L, self.p_big, self.p_cut
+        pu_lo, pu_hi = self.power(u)
+        with self.down:
+            gap_lo = 1 - pc_hi  # 1 - p**c
+            spread_lo = (big - u) * gap_lo
+            f0_lo = big * (pc_lo - pl_hi)
+        with self.up:
+            gap_hi = 1 - pc_lo
+            spread_hi = (big - u) * gap_hi
+            f0_hi = big * (pc_hi - pl_lo)
+            f_hi = big * (pu_hi - pl_lo) - spread_lo
+        with self.down:
+            f_lo = big * (pu_lo - pl_hi) - spread_hi
+            assert f_lo > 0, (self.scale, u, "F(u) not positive")
+            lo = f_lo / f0_hi
+        with self.up:
+            hi = f_hi / f0_lo
+        return lo, hi
+
+    @functools.cached_property
+    def rho_floors(self) -> list[int]:
+        """floor(2**J rho_u), u = 1 .. L - 1 (decreasing)."""
+        floors = [self._floor_of(*self.rho(u), ("rho", u)) for u in range(1, self.L)]
+        assert all(a > b for a, b in zip(floors, floors[1:], strict=False))
+        return floors
+
+    @functools.cached_property
+    def rho_ascending(self) -> list[int]:
+        return self.rho_floors[::-1]
+
+    def rho_word(self, u: int, p: int = 64) -> int:
+        return self.rho_floors[u - 1] >> (J - p) if 1 <= u < self.L else 0
+
+    def rho_count(self, a: int, j: int) -> int:
+        """#{u: floor(2**j rho_u) > a}."""
+        ascending = self.rho_ascending
+        return len(ascending) - bisect.bisect_left(ascending, (a + 1) << (J - j))
+
+    def rho_shares(self, a: int, j: int) -> bool:
+        if a == 0:
+            return True  # rho_u = 0 for u >= L
+        n = self.rho_count(a, j)  # rho_1 .. rho_n are above; rho_{n+1} is the next
+        return n + 1 < self.L and self.rho_floors[n] >> (J - j) == a
+
+    def rho_digits(self, u: int, i: int) -> str:
+        return format(self.rho_floors[u - 1] >> (J - i), f"0{i}b")
+
+    # ---- the draw ----
+
+    def theta_rule(self, bits: str):
+        return _inversion_rule(bits, self.theta_shares, self.theta_count)
+
+    def rho_rule(self, bits: str):
+        return _inversion_rule(bits, self.rho_shares, self.rho_count)
+
+    def blocked(self, bits: str) -> tuple[int, int, int, int | None] | None:
+        """(|X|, bits read before the sign, s, bits read by step 1) for the bits, or None when
+        they run out first."""
+        found = self.theta_rule(bits)
+        if found is None:
+            return None
+        s, j1 = found
+        if s == 0:
+            return 0, j1, s, j1
+        b = (s - 1) // 2
+        if s % 2:
+            if len(bits) < j1 + self.k:
+                return None
+            u = int(bits[j1 : j1 + self.k], 2)
+            return 1 + self.L * b + u, j1 + self.k, s, j1
+        found = self.rho_rule(bits[j1:])
+        if found is None:
+            return None
+        u, j2 = found
+        return 1 + self.L * b + u, j1 + j2, s, j1
+
+    def rule(self, bits: str) -> tuple[int, int] | None:
+        found = self.blocked(bits)
+        return None if found is None else found[:2]
+
+
+@functools.cache
+def model(scale) -> Model:
+    return Model(Fraction(scale))
+
+
+def _q(pair) -> tuple[mpq, mpq]:
+    return mpq(pair[0]), mpq(pair[1])
+
+
+def _nd(scale) -> tuple[int, int]:
+    scale = Fraction(scale)
+    return scale.numerator, scale.denominator
+
+
+# --------------------------------------------------------------------------------------------
+# 0. The model: the contract's scheme gives the Laplace pmf
+# --------------------------------------------------------------------------------------------
+
+#: scale -> (k, c), computed by hand: 32 L <= t < 64 L, c = L - ceil(L (L - 1) / t).
+BLOCKS = {
+    BLOCKED_MIN: (7, 124),  # L = 128: L (L - 1) / t = 16256 / 4096 = 3.97
+    Fraction(3 * 2**12 + 1, 3): (7, 124),  # 16256 * 3 / 12289 = 3.97
+    Fraction(2**13) - Fraction(1, 10**9): (7, 126),  # still L = 128: 16256 / t = 1.98
+    Fraction(2**13): (8, 248),  # L = 256: 65280 / 8192 = 7.97
+    Fraction(10**4): (8, 249),  # 65280 / 10**4 = 6.53
+    Fraction(16320) - Fraction(1, 2**40): (8, 251),  # 65280 / t just above 4
+    Fraction(16320): (8, 252),  # 65280 / t = 4 exactly: the ceiling is 4
+    Fraction(16320) + Fraction(1, 2**40): (8, 252),  # just below 4
+    Fraction(2**14) - Fraction(1, 7): (8, 252),  # still L = 256: 65280 / t = 3.98
+    Fraction(2**14): (9, 496),  # L = 512: 261632 / 16384 = 15.97
+    Fraction(32640): (9, 503),  # 261632 / 32640 = 8.02
+    Fraction(10**5): (11, 2006),  # L = 2048: 4190208 / 10**5 = 41.9
+    Fraction(10**6): (14, 16115),  # L = 16384: 268419072 / 10**6 = 268.4
+    MAX - Fraction(1, 3): (14, 16128),  # still L = 16384: 268419072 / t = 255.98
+    MAX: (15, 31744),  # L = 32768: 1073709056 / 2**20 = 1023.97
+}
+_SEEDED = np.random.default_rng(20250607)
+RANDOM_SCALES = [  # log-uniform in [2**12, 2**20], denominators up to 2**30
+    min(MAX, max(BLOCKED_MIN, Fraction(int(2 ** (u + v)), int(2**v))))
+    for u, v in zip(_SEEDED.uniform(12, 20, 4), _SEEDED.uniform(0, 30, 4), strict=True)
+]
+MAIN = [BLOCKED_MIN, Fraction(3 * 2**12 + 1, 3), Fraction(10**4), Fraction(10**5), MAX]
+
+
+@pytest.mark.parametrize("scale", list(BLOCKS) + RANDOM_SCALES, ids=str)
+def test_model_blocks_and_the_uniform_mass_inequality(scale):
+    """The model's (k, c) are the hand-computed ones; 1 <= c < L; and (the model, rigorously)
+    1 - p**c <= L p**(L - 1) (1 - p), so that no residual mass is negative: F(L - 1) > 0."""
+    m = model(scale)
+    if scale in BLOCKS:
+        assert (m.k, m.c) == BLOCKS[scale]
+    assert SPREAD * m.L <= scale < 2 * SPREAD * m.L and 1 <= m.c < m.L
+    below_last = m.power(m.L - 1)[0]  # p**(L - 1), from below
+    with m.up:
+        lhs = 1 - m.p_cut[0]
+    with m.down:
+        rhs = m.L * below_last * m.q_lo
+    assert lhs < rhs
+    assert m.rho(m.L - 1)[0] > 0
+
+
+@pytest.mark.parametrize("scale", MAIN, ids=str)
+def test_model_scheme_gives_the_laplace_pmf(scale):
+    """The contract's proof, checked on the model's enclosures: P[|X| = 1 + Lb + u] =
+    (theta_{2b+1} - theta_{2b+2}) / L + (theta_{2b+2} - theta_{2b+3})(rho_u - rho_{u+1}) is
+    T_{1+Lb+u} - T_{2+Lb+u} (rigorous bounds overlapping, 2**-300 wide) at several b and u;
+    the residual's thresholds decrease strictly from rho_1 < 1 to rho_{L-1} > 0; the model's
+    pmf agrees with tanh(1/(2t)) exp(-y/t) (twice it for y > 0) at 50 digits."""
+    from decimal import Decimal, localcontext
+
+    m = model(scale)
+    big, c = m.L, m.c
+    gen = np.random.default_rng(5)
+    for b in sorted({0, 1, 7, int(gen.integers(8, 40 * scale // big))}):
+        th = [_q(m.threshold(m.x_of(s))) for s in (2 * b + 1, 2 * b + 2, 2 * b + 3)]
+        uniform = ((th[0][0] - th[1][1]) / big, (th[0][1] - th[1][0]) / big)
+        residual = (th[1][0] - th[2][1], th[1][1] - th[2][0])
+        us = {0, 1, 2, c - 1, c, c + 1, big - 2, big - 1, int(gen.integers(big))}
+        for u in sorted(u for u in us if u < big):
+            r0, r1 = _q(m.rho(u)), _q(m.rho(u + 1))
+            lo = uniform[0] + residual[0] * (r0[0] - r1[1])
+            hi = uniform[1] + residual[1] * (r0[1] - r1[0])
+            t_lo, t_hi = m.mass(1 + big * b + u)
+            assert lo <= t_hi and t_lo <= hi, (b, u)
+            assert hi - lo < mpq(1, 2**300) and t_hi - t_lo < mpq(1, 2**300)
+    assert m.rho(1)[1] < 1 and m.rho(big - 1)[0] > 0
+    assert len(m.rho_floors) == big - 1  # (checked strictly decreasing)
+    with localcontext() as ctx:
+        ctx.prec = 50
+        n, d = _nd(scale)
+        t = Decimal(n) / Decimal(d)
+        e = (1 / (2 * t)).exp()
+        tanh = (e - 1 / e) / (e + 1 / e)
+        for y in (0, 1, 2, int(scale), int(5 * scale)):
+            true = float(tanh * (-(Decimal(y) / t)).exp() * (2 if y else 1))
+            lo, hi = m.mass(y)
+            assert float(lo) <= true * (1 + 1e-12) and true <= float(hi) * (1 + 1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# 1. laplace_blocks
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", list(BLOCKS) + RANDOM_SCALES, ids=str)
+def test_laplace_blocks(scale):
+    """laplace_blocks(scale) = (k, c): the model's (independent; hand-computed for BLOCKS);
+    the core's table has the same k and cut."""
+    m = model(scale)
+    assert _inversion.laplace_blocks(Fraction(scale)) == (m.k, m.c)
+    tab = _table(scale)
+    assert (tab.k, tab.cut) == (m.k, m.c)
+
+
+@pytest.mark.parametrize(
+    "scale",
+    [Fraction(1, 64), Fraction(7, 3), Fraction(4095), BLOCKED_MIN - Fraction(1, 2**50)],
+    ids=str,
+)
+def test_laplace_blocks_is_none_below_the_blocked_range(scale):
+    assert _inversion.laplace_blocks(scale) is None
+
+
+# --------------------------------------------------------------------------------------------
+# 2. The words
+# --------------------------------------------------------------------------------------------
+
+
+def _table(scale, fixed_point=None):
+    n, d = _nd(scale)
+    if fixed_point is None:
+        return _core.laplace_table(n, d)
+    return _core.laplace_table(n, d, fixed_point)
+
+
+WORD_SCALES = MAIN + [Fraction(10**6), Fraction(16320), MAX - Fraction(1, 3)]
+
+
+@pytest.mark.parametrize("scale", WORD_SCALES + RANDOM_SCALES, ids=str)
+def test_core_tables_are_the_exact_floors(scale):
+    """The core's table: thr = [2**64 - 1, floor(2**64 theta_s) for s = 1 .. K, 0] with K the
+    model's last s whose word is not 0, and rthr = [2**64 - 1, floor(2**64 rho_u) for u = 1 ..
+    L - 1, 0], every word the model's; k and cut the model's; decided in fixed point."""
+    m = model(scale)
+    tab = _table(scale)
+    assert (tab.k, tab.cut) == (m.k, m.c)
+    assert tab.thr.dtype == np.uint64 and tab.rthr.dtype == np.uint64
+    thr, rthr = tab.thr.tolist(), tab.rthr.tolist()
+    last = m.theta_last()
+    assert len(thr) == last + 2 and thr[0] == ONES and thr[-1] == 0
+    assert thr[1:-1] == [m.theta_word(s) for s in range(1, last + 1)]
+    assert len(rthr) == m.L + 1 and rthr[0] == ONES and rthr[-1] == 0
+    assert rthr[1:-1] == [m.rho_word(u) for u in range(1, m.L)]
+    assert tab.fixed_point
+
+
+@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(3 * 2**12 + 1, 3), MAX], ids=str)
+def test_core_tables_without_fixed_point_are_the_same(scale):
+    """fixed_point=False (every word from the exact integer bounds): the same thr and rthr."""
+    fast, slow = _table(scale, True), _table(scale, False)
+    assert not slow.fixed_point
+    assert slow.thr.tolist() == fast.thr.tolist() and slow.rthr.tolist() == fast.rthr.tolist()
+    assert (slow.k, slow.cut) == (fast.k, fast.cut)
+
+
+def _theta_points(m: Model, gen) -> list[int]:
+    last = m.theta_last()
+    picks = {1, 2, 3, 4, last - 1, last, last + 1, last + 2}
+    picks |= {int(v) for v in gen.integers(1, last + 3, 20)}
+    return sorted(picks)
+
+
+@pytest.mark.parametrize("scale", MAIN + RANDOM_SCALES[:2], ids=str)
+def test_python_floors_are_the_exact_floors(scale):
+    """LaplaceFloors(scale, p, blocks=(k, c)).word(s) = floor(2**p theta_s) and
+    residual_floors(scale, p).words = [floor(2**p rho_u), u = 1 .. L - 1], p = 64 and 128, the
+    model's; and decide(a, j), for R's first j bits a (random, and each threshold's own digits
+    and their neighbours), is the model's rule: None where a threshold shares them, else the
+    count above."""
+    scale = Fraction(scale)
+    m = model(scale)
+    blocks = (m.k, m.c)
+    gen = np.random.default_rng(12)
+    for p in (64, 128):
+        floors = _inversion.LaplaceFloors(scale, p, blocks)
+        for s in _theta_points(m, gen):
+            assert floors.word(s) == m.theta_word(s, p), (s, p)
+        want = [m.rho_word(u, p) for u in range(1, m.L)]
+        assert _inversion.residual_floors(scale, p).words == want, p
+    theta = _inversion.LaplaceFloors(scale, 64, blocks)
+    rho = _inversion.residual_floors(scale, 64)
+    cases = []
+    for j in (1, 2, 5, 9, 17, 30, 64):
+        cases += [(int(gen.integers(0, 2**j, dtype=np.uint64)), j) for _ in range(3)]
+        for s in (1, 2, 3, int(gen.integers(1, m.theta_last()))):
+            w = m.theta_word(s) >> (64 - j)
+            cases += [(w, j), (w + 1, j), (max(0, w - 1), j)]
+        for u in (1, 2, m.L - 1, int(gen.integers(1, m.L))):
+            w = m.rho_word(u) >> (64 - j)
+            cases += [(w, j), (min(w + 1, 2**j - 1), j), (max(0, w - 1), j)]
+    for a, j in cases:
+        want = None if m.theta_shares(a, j) else m.theta_count(a, j)
+        assert theta.decide(a, j) == want, ("theta", a, j)
+        want = None if m.rho_shares(a, j) else m.rho_count(a, j)
+        assert rho.decide(a, j) == want, ("rho", a, j)
+
+
+def _word_points(words: list[int], gen, guide_bits: int) -> list[int]:
+    """64-bit words r to decide: uniform, with leading zeros, each table word (of a sample of
+    them) and its neighbours, and both sides of guide-bucket edges (top ``guide_bits`` bits)."""
+    rs = [int(v) for v in gen.integers(0, 2**63, 200, dtype=np.uint64) * 2 + 1]
+    rs += [r >> int(gen.integers(1, 64)) for r in rs[:100]]
+    picks = gen.choice(len(words), min(len(words), 200), replace=False)
+    rs += [words[i] + e for i in picks.tolist() for e in (-1, 0, 1)]
+    edges = gen.integers(1, 2**guide_bits, 50).tolist()
+    rs += [(g << (64 - guide_bits)) + e for g in edges for e in (-1, 0)]
+    return sorted({r for r in [*rs, 0, 1, ONES] if 0 <= r < 2**64})
+
+
+@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5), MAX], ids=str)
+def test_the_cores_decision_on_64_bits(scale):
+    """The core's decision on R's (or R''s) first 64 bits r (_core.inversion_word, the table
+    and its guide) = the model's rule on them: the bits needed (65 when 64 do not decide)
+    and, when decided, the count s (or U); for r uniform, with leading zeros, equal to a word
+    and one off it, and at guide-bucket edges."""
+    n, d = _nd(scale)
+    m = model(scale)
+    tab = _table(scale)
+    gen = np.random.default_rng(13)
+    for residual, words, guide_bits, rule in (
+        (False, tab.thr.tolist()[1:-1], tab.guide_bits, m.theta_rule),
+        (True, tab.rthr.tolist()[1:-1], tab.rguide_bits, m.rho_rule),
+    ):
+        needs = []
+        for r in _word_points(words, gen, guide_bits):
+            need, count = _core.inversion_word(n, d, r, laplace=True, residual=residual)
+            found = rule(format(r, "064b"))
+            want = (65, None) if found is None else (found[1], found[0])
+            assert need == want[0] and (need == 65 or count == want[1]), (residual, r, want)
+            needs.append(need)
+        assert 65 in needs and min(needs) < 20
+
+
+# --------------------------------------------------------------------------------------------
+# 3. Core and oracle on the same bits
+# --------------------------------------------------------------------------------------------
+
+BITGENS = [np.random.PCG64, np.random.Philox, np.random.SFC64, np.random.MT19937]
+
+PARITY = [  # (scale, mu, dtype, n)
+    (BLOCKED_MIN, 0, None, 300),
+    (Fraction(3 * 2**12 + 1, 3), -7, np.int64, 300),
+    (Fraction(10**4), 10**20, object, 200),
+    (Fraction(10**5), 2**40, np.int64, 150),
+    (Fraction(10**6), -3, object, 100),
+    (MAX, 5, None, 100),
+]
+
+
+def _plain(state):
+    """A bit generator's state with arrays as lists (comparable with ==)."""
+    if isinstance(state, dict):
+        return {key: _plain(v) for key, v in state.items()}
+    if isinstance(state, np.ndarray):
+        return state.tolist()
+    return state
+
+
+@pytest.mark.parametrize("bitgen", BITGENS, ids=lambda b: b.__name__)
+@pytest.mark.parametrize("scale, mu, dtype, n", PARITY, ids=lambda v: str(v))
+def test_core_and_oracle_read_the_same_bits(bitgen, scale, mu, dtype, n):
+    """sample_laplace(method="inversion") from dgauss and dgauss.reference on generators
+    seeded alike: the same values and dtype, both generators left in the same state; then the
+    backends' fill on a bare bit generator: the same values and bits used, the same state.
+    The values spread as Lap_Z(mu, t) does (both signs, some beyond t)."""
+    gens = [np.random.Generator(bitgen(2024)) for _ in range(2)]
+    options = {"mu": mu, "dtype": dtype, "method": "inversion"}
+    core = dgauss.sample_laplace(scale, n, rng=gens[0], **options)
+    ref = reference.sample_laplace(scale, n, rng=gens[1], **options)
+    assert core.dtype == ref.dtype and core.tolist() == ref.tolist()
+    assert _plain(gens[0].bit_generator.state) == _plain(gens[1].bit_generator.state)
+    assert _plain(gens[0].bit_generator.state) != _plain(bitgen(2024).state)
+    x = np.asarray(core, dtype=object) - mu
+    assert min(x) < 0 < max(x) and max(abs(v) for v in x) > scale
+    runs = []
+    for fill in (_core.fill, reference.fill):
+        src = bitgen(99)
+        out = np.empty(n, dtype=np.int64 if abs(mu) < 2**62 - 2**30 else object)
+        used = fill(LAP, *_nd(scale), mu, src, out, method="inversion")
+        runs.append((used, out.tolist(), _plain(src.state)))
+    assert runs[0] == runs[1]
+    assert runs[0][0] > n * 10
+
+
+# --------------------------------------------------------------------------------------------
+# 4. Tapes forcing each path, predicted by the model
+# --------------------------------------------------------------------------------------------
+
+
+def run_tape(scale, bits: str, count: int = 1, mu: int = 0):
+    """Core (into object and int64 arrays, and on the words of fixed_point=False) and oracle on
+    one tape, each = the model's prediction (values, bits used, tape words started; or
+    Exhausted with the tape past every word); returns the prediction."""
+    variants = [{"dtype": np.int64}, {"fixed_point": False}]
+    return tapes.run_tape(LAP, model(scale), Fraction(scale), bits, count, mu, variants)
+
+
+def _cross(digits: str, below: bool, start: int) -> str:
+    """R's first bits against a threshold with these ``digits``: its digits up to the first
+    digit at or after ``start`` that is 1 (``below``: R < the threshold there) or 0 (R above
+    it), that digit flipped; R then shares all its digits but the last with the threshold."""
+    i = digits.index("1" if below else "0", start - 1) + 1
+    return digits[: i - 1] + ("0" if below else "1")
+
+
+def _near(floor: int, below: bool, extra: int = 24) -> str:
+    """_cross for the threshold whose J-bit floor this is, R leaving it at least ``extra``
+    digits past its leading 1: within 2**-extra of it relatively, closer than the next
+    threshold (theta and rho are at least about (L / t)**2 >= 2**-12 apart relatively)."""
+    lead = J - floor.bit_length() + 1
+    return _cross(format(floor, f"0{J}b"), below, lead + extra)
+
+
+def _theta_r(m: Model, s: int, below: bool) -> str:
+    return _near(m.theta_floor(s), below)
+
+
+def _rho_r(m: Model, u: int, below: bool) -> str:
+    return _near(m.rho_floors[u - 1], below)
+
+
+TAPE_SCALES = [BLOCKED_MIN, Fraction(3 * 2**12 + 1, 3), Fraction(10**5), MAX]
+
+
+@pytest.mark.parametrize("scale", TAPE_SCALES, ids=str)
+def test_each_branch_reads_what_the_model_says(scale):
+    """R above theta_1: |X| = 0, no sign bit.  R just below theta_{2b+1} (several b up to the
+    table's end): the uniform branch, U = the next k bits as given (0, L - 1, random), then
+    the sign.  R just below theta_{2b+2}: the residual branch, R' just below rho_u (U = u, for
+    u = 1, 2, L/2, L - 1) or above rho_1 (U = 0), then the sign.  Each run's value and bits
+    used are the model's, and the model takes the intended path."""
+    m = model(scale)
+    gen = np.random.default_rng(21)
+    last = m.theta_last()
+    for start in (9, 20, 40, 60):
+        r = _cross(m.digits(1, J), False, start)
+        values, used, _ = run_tape(scale, r + _bits(gen, 30), mu=-5)
+        assert values == [-5] and used == len(r) and m.blocked(r)[2] == 0
+    blocks = sorted({0, 1, 2, 9, (last - 1) // 4, (last - 1) // 2 - 1})
+    for b in blocks:
+        r = _theta_r(m, 2 * b + 1, True)
+        for u in (0, m.L - 1, int(gen.integers(m.L))):
+            for sign in "01":
+                bits = r + format(u, f"0{m.k}b") + sign
+                y, j, s, _ = m.blocked(bits + _bits(gen, 10))
+                assert (s, y, j) == (2 * b + 1, 1 + m.L * b + u, len(bits) - 1)
+                values, used, _ = run_tape(scale, bits + _bits(gen, 10), mu=7)
+                assert values == [7 + (-y if sign == "1" else y)] and used == len(bits)
+    for b in blocks:
+        r = _theta_r(m, 2 * b + 2, True)
+        for u, r2 in [(0, _rho_r(m, 1, False))] + [
+            (u, _rho_r(m, u, True)) for u in (1, 2, m.L // 2, m.L - 1)
+        ]:
+            bits = r + r2 + "1"
+            y, j, s, j1 = m.blocked(bits + _bits(gen, 10))
+            assert (s, j1, j) == (2 * b + 2, len(r), len(bits) - 1)
+            assert y == 1 + m.L * b + u
+            values, used, _ = run_tape(scale, bits + _bits(gen, 10))
+            assert values == [-y] and used == len(bits)
+
+
+@pytest.fixture
+def past_64(monkeypatch):
+    """The calls of dgauss._inversion.laplace_blocked_magnitude, as (stage, a, j, base): the
+    core's to go on past R's (stage 1) or R''s (stage 2) 64th bit, with a = those 64 bits, j =
+    64 (the core binds it when a call starts, so this sees every one), and the oracle's, from
+    its first bit (1, 0, 0, 0)."""
+    calls: list[tuple[int, int, int, int]] = []
+    real = _inversion.laplace_blocked_magnitude
+
+    def spy(bit, scale, a=0, j=0, stage=1, base=0):
+        calls.append((stage, a, j, base))
+        return real(bit, scale, a, j, stage, base)
+
+    monkeypatch.setattr(_inversion, "laplace_blocked_magnitude", spy)
+    return calls
+
+
+@pytest.mark.parametrize("scale", TAPE_SCALES, ids=str)
+def test_a_64_bit_tie_in_step_1(scale, past_64):
+    """R's first 64 bits = the core's word thr[s] (= theta_s's first 64 digits), R leaving
+    theta_s at bit i > 64 on either side: the core goes on past bit 64 and agrees with the
+    model (value and bits used), for s = 1, 2, 3, 4, in the middle of the table (both
+    parities), K - 1 and K; the uniform branch's k bits or the residual's R' follow R."""
+    m = model(scale)
+    thr = _table(scale).thr.tolist()
+    last = m.theta_last()
+    gen = np.random.default_rng(22)
+    sides = set()
+    for s in sorted({1, 2, 3, 4, last // 2, last // 2 + 1, last - 1, last}):
+        for i in (65, 66, 100, 129, 180):
+            past_64.clear()
+            r = _tie(m, s, i)
+            assert int(r[:64], 2) == thr[s]
+            bits = r + _bits(gen, 90)
+            y, j, s_model, j1 = m.blocked(bits)
+            values, used, _ = run_tape(scale, bits)
+            assert j1 >= i and used >= i
+            assert (1, thr[s], 64, 0) in past_64, past_64  # (the core: its three runs)
+            assert {c for c in past_64 if c[2] == 64} == {(1, thr[s], 64, 0)}
+            if thr[s - 1] != thr[s] != thr[s + 1]:  # no other word ties
+                assert j1 == i and s_model == (s - 1 if m.bit(s, i) == "0" else s)
+                sides.add(s_model - s)
+    assert sides == {-1, 0}
+
+
+@pytest.mark.parametrize("scale", TAPE_SCALES, ids=str)
+def test_a_64_bit_tie_in_the_residual_step(scale, past_64):
+    """s even (R just below theta_{2b+2}), then R''s first 64 bits = rthr[u] (= rho_u's first
+    64 digits), R' leaving rho_u at bit i > 64: the core goes on past R''s 64th bit and
+    agrees with the model, for u = 1, 2, L/2, L - 1 and both sides."""
+    m = model(scale)
+    rthr = _table(scale).rthr.tolist()
+    gen = np.random.default_rng(23)
+    seen = set()
+    for b in (0, 3):
+        r = _theta_r(m, 2 * b + 2, True)
+        for u in (1, 2, m.L // 2, m.L - 1):
+            for i in (65, 66, 100, 129, 200):
+                past_64.clear()
+                r2 = _cross(m.rho_digits(u, J), i % 2 == 0, i)  # (flip a 1 or a 0 past 64)
+                assert len(r2) >= i and int(r2[:64], 2) == rthr[u]
+                bits = r + r2 + _bits(gen, 70)
+                y, j, s, j1 = m.blocked(bits)
+                assert s == 2 * b + 2 and j1 == len(r) and j - j1 == len(r2)
+                values, used, _ = run_tape(scale, bits)
+                assert used == j + 1 and abs(values[0]) == y
+                assert {c for c in past_64 if c[2] == 64} == {(2, rthr[u], 64, 1 + m.L * b)}
+                seen.add(y - (1 + m.L * b + u))
+    assert seen == {-1, 0}
+
+
+@pytest.mark.parametrize("scale", TAPE_SCALES, ids=str)
+def test_r_or_r_prime_zero_for_64_bits(scale, past_64):
+    """R < 2**-64: s beyond every word (|X| far in the tail, from thresholds past the table);
+    R' < 2**-64 in the residual step: U = L - 1 (every rho_u is above 2**-64), decided at R''s
+    first 1.  Both as the model says."""
+    m = model(scale)
+    gen = np.random.default_rng(24)
+    last = m.theta_last()
+    for lead in (0, 1, 10, 63, 100):
+        bits = "0" * (64 + lead) + "1" + _bits(gen, 80)
+        y, j, s, j1 = m.blocked(bits)
+        assert s > last and j1 >= 65 + lead
+        values, used, _ = run_tape(scale, bits)
+        assert abs(values[0]) == y and used == j + 1
+    r = _theta_r(m, 2, True)
+    for lead in (0, 5, 64):
+        r2 = "0" * (64 + lead) + "1"
+        bits = r + r2 + "0"
+        y, j, s, j1 = m.blocked(bits)
+        assert (s, y, j) == (2, m.L, len(bits) - 1)
+        values, used, _ = run_tape(scale, bits + _bits(gen, 5))
+        assert values == [m.L] and used == len(bits)
+
+
+@pytest.mark.parametrize("scale", [BLOCKED_MIN, MAX], ids=str)
+def test_ties_starting_mid_word(scale):
+    """An earlier sample read k bits, so R's 64 bits span two tape words: ties with theta_1,
+    theta_2 and theta_K past bit 64, R deciding inside the second word, R's 64 zeros spanning
+    the words; each as the model says (_inversion_tapes.ties_mid_word)."""
+    m = model(scale)
+    gen = np.random.default_rng(25)
+    cases = list(
+        tapes.ties_mid_word(
+            lambda bits, count: run_tape(scale, bits, count),
+            m,
+            gen,
+            (1, 2, m.theta_last()),
+            (65, 70, 129),
+            60,
+        )
+    )
+    assert {case for case, *_ in cases} == {"past", "within", "zero"}
+
+
+@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5)], ids=str)
+def test_short_last_word(scale):
+    """The second sample's R starts k bits into the first word and runs into a finite tape's
+    last word of m < k bits: decided inside it (as the model says) or out of bits."""
+    gen = np.random.default_rng(26)
+    outcomes = tapes.short_last_word(
+        lambda bits, count: run_tape(scale, bits, count), model(scale), gen, (1, 2), step=3
+    )
+    assert min(outcomes["decided"], outcomes["exhausted"]) >= 3, outcomes
+
+
+def _short_tapes(m: Model, gen) -> dict[str, tuple[str, int, str]]:
+    """name -> (a tape with bits to spare, where to cut it, the step the cut falls in:
+    "1", "uniform", "residual" or "sign")."""
+    odd = _theta_r(m, 3, True)  # s = 3: the uniform branch of block 1
+    even = _theta_r(m, 4, True)  # s = 4: the residual branch of block 1
+    tie_theta = _tie(m, 2, 100) + _bits(gen, 80)
+    r2 = _rho_r(m, 2, True)
+    tie_rho = _cross(m.rho_digits(2, J), True, 100)
+    u = _bits(gen, m.k)
+    return {
+        "step 1, first word": (odd + u + "1", 15, "1"),
+        "step 1, bit 64": (tie_theta, 64, "1"),
+        "step 1, past bit 64": (tie_theta, 80, "1"),
+        "step 1, R zero": ("0" * 90 + "1" + _bits(gen, 40), 90, "1"),
+        "uniform bits": (odd + u + "1", len(odd) + m.k - 1, "uniform"),
+        "uniform branch's sign": (odd + u + "1", len(odd) + m.k, "sign"),
+        "residual, first word": (even + r2 + "1", len(even) + 10, "residual"),
+        "residual, past bit 64": (even + tie_rho + "0", len(even) + 90, "residual"),
+        "residual, R' zero": (even + "0" * 70 + "11", len(even) + 70, "residual"),
+        "residual branch's sign": (even + r2 + "0", len(even + r2), "sign"),
+    }
+
+
+@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5), MAX], ids=str)
+def test_running_out_in_each_step(scale):
+    """A tape ending inside step 1 (within R's first word, at bit 64, past it, R all zero),
+    inside the uniform branch's k bits, inside the residual's R' (within, past bit 64, R'
+    zero), or just before the sign (where the model says it falls): core and oracle raise
+    Exhausted with the tape past every word, as a first sample and as a second one; the tape
+    with exactly the bits the model says the sample reads is decided, one bit fewer is not."""
+    m = model(scale)
+    gen = np.random.default_rng(27)
+    first = tapes.first_sample(m, gen)
+    for name, (bits, cut, step) in _short_tapes(m, gen).items():
+        y, j, s, j1 = m.blocked(bits)
+        if cut < j1:
+            where = "1"
+        elif cut < j:
+            where = "uniform" if s % 2 else "residual"
+        else:
+            where = "sign" if cut == j and y else None
+        assert where == step, (name, where)
+        whole = j + (1 if y else 0)
+        for head, count in (("", 1), (first, 2)):
+            assert run_tape(scale, head + bits[:cut], count) == "exhausted", name
+            with pytest.raises(Exhausted):
+                dgauss.sample_laplace(scale, count, rng=Tape(head + bits[:cut]), method="inversion")
+            assert run_tape(scale, head + bits[: whole - 1], count) == "exhausted", name
+            values, used, _ = run_tape(scale, head + bits[:whole], count)
+            assert used == len(head) + whole and abs(values[-1]) == y, name
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Every bit prefix
+# --------------------------------------------------------------------------------------------
+
+
+def _tape_bits(tape: Tape) -> str:
+    n = tape.words.size
+    value = 0
+    for w in tape.words.tolist():
+        value = value << 64 | w
+    return format(value >> (64 * n - tape.nbits), f"0{tape.nbits}b") if tape.nbits else ""
+
+
+def _checked_draw(fill, scale, head: str, move=None):
+    """One draw of ``fill`` by inversion on the tape head + the enumerated bits, checked equal
+    to the model's prediction (value, bits used, tape words; or running out: Exhausted for the
+    enumerator); ``move``: a planted bug, the value v returned as move(v)."""
+    m = model(scale)
+
+    def draw(tape):
+        bits = head + _tape_bits(tape)
+        got = tapes.run(LAP, fill, Fraction(scale), bits, 1)
+        want = m.expect(bits, 1)
+        if want == "exhausted":
+            assert got[0] == "exhausted", (bits, got)
+            raise Exhausted()
+        assert got == want, (bits, got, want)
+        return got[0][0] if move is None else move(got[0][0])
+
+    return draw
+
+
+def window_masses(m: Model, head: str) -> dict[int, tuple[mpq, mpq]]:
+    """For R uniform in the window W = [w, w + 1) 2**-h of R's first h bits ``head``: rigorous
+    bounds on P[|X| = y | R in W] for every y it can give: with I_s = [theta_{s+1}, theta_s) n W
+    (theta_0 = 1), y = 0 has |I_0| 2**h, and y = 1 + Lb + u has |I_{2b+1}| 2**h / L +
+    |I_{2b+2}| 2**h (rho_u - rho_{u+1})."""
+    h = len(head)
+    w = int(head, 2) if h else 0
+    bottom, top = mpq(w, 1 << h), mpq(w + 1, 1 << h)
+    first = m.theta_first_below((w + 1) << (J - h)) - 1  # the last s with theta_s >= top, or 0
+    last = m.theta_first_below(w << (J - h)) - 1 if w else None  # the last s with theta_s > W
+    assert last is not None, "a window at 0 holds infinitely many thresholds"
+    theta = lambda s: _q(m.threshold(m.x_of(s))) if s else (mpq(1), mpq(1))
+    out: dict[int, tuple[mpq, mpq]] = {}
+    for s in range(first, last + 1):
+        (a_lo, a_hi), (b_lo, b_hi) = theta(s), theta(s + 1)
+        lo = max(mpq(0), min(a_lo, top) - max(b_hi, bottom)) * (1 << h)
+        hi = max(mpq(0), min(a_hi, top) - max(b_lo, bottom)) * (1 << h)
+        if s == 0:
+            out[0] = (lo, hi)
+            continue
+        base = 1 + m.L * ((s - 1) // 2)
+        for u in range(m.L):
+            if s % 2:
+                share = (mpq(1, m.L), mpq(1, m.L))
+            else:
+                (r0_lo, r0_hi), (r1_lo, r1_hi) = _q(m.rho(u)), _q(m.rho(u + 1))
+                share = (r0_lo - r1_hi, r0_hi - r1_lo)
+            got = out.get(base + u, (mpq(0), mpq(0)))
+            out[base + u] = (got[0] + lo * share[0], got[1] + hi * share[1])
+    return out
+
+
+def _window_violations(m: Model, e, head: str) -> list:
+    """Values whose enumerated (conditional) bounds miss the model's, or that the window
+    cannot give."""
+    masses = window_masses(m, head)
+    bad = [v for v in e.mass if abs(v) not in masses]
+    for y, (lo, hi) in masses.items():
+        for v in (y, -y) if y else (0,):
+            share = 2 if y else 1
+            e_lo, e_hi = e.bounds(v)
+            if e_lo > hi / share or e_hi < lo / share:
+                bad.append(v)
+    return bad
+
+
+def _windows(m: Model) -> dict[str, str]:
+    """name -> R's first bits: windows around thresholds (holding two or three of them: the
+    edge of |X| = 0, the uniform branch's end, a block's end), and prefixes inside one branch
+    (the residual or the uniform part of a block)."""
+    return {
+        "theta_1 (|X| = 0)": _around(m, 1),
+        "theta_2 (uniform to residual)": _around(m, 2),
+        "theta_3 (block 0 to block 1)": _around(m, 3),
+        "residual, block 0": _theta_r(m, 2, True),
+        "residual, block 5": _theta_r(m, 12, True),
+        "uniform, block 5": _theta_r(m, 11, True),
+    }
+
+
+def _around(m: Model, s: int) -> str:
+    """theta_s's first h digits, 2**-h about its gap to theta_{s+1}."""
+    gap = m.theta_floor(s) - m.theta_floor(s + 1)
+    return m.digits(s, J - gap.bit_length() + 1)
+
+
+WINDOW_TARGET = 1e-4
+#: (the windows fan out into 2 L tapes at each R deciding the uniform part: L = 128 here)
+ENUM_SCALES = [BLOCKED_MIN, Fraction(3 * 2**12 + 1, 3)]
+ORACLE_WINDOWS = ("theta_1 (|X| = 0)", "residual, block 0", "uniform, block 5")
+
+
+@pytest.mark.parametrize("scale", ENUM_SCALES, ids=str)
+def test_every_prefix_inside_windows(scale):
+    """Every bit tape whose R starts with a window's bits (the windows of _windows), most
+    probable first, until at most 1e-4 of the window's mass is unresolved: every run (the
+    core's) = the model's prediction (value, bits used, or running out), and the conditional
+    mass of every value within the model's exact bounds (window_masses: the uniform part's
+    1/L, the residual's rho_u - rho_{u+1}, the share of each branch in the window).  The
+    oracle too on three windows, to 1e-2."""
+    m = model(scale)
+    for name, head in _windows(m).items():
+        e = enumerate_bits(_checked_draw(_core.fill, scale, head), target=WINDOW_TARGET)
+        assert e.complete and _window_violations(m, e, head) == [], name
+        if name in ORACLE_WINDOWS:
+            e = enumerate_bits(_checked_draw(reference.fill, scale, head), target=1e-2)
+            assert e.complete and _window_violations(m, e, head) == [], name
+
+
+def test_every_prefix_in_a_window_past_bit_64():
+    """The same at the table's end, 2**12: R's window around theta_K (the last threshold
+    with a word) is longer than 64 bits, so every run goes on past R's 64th bit (in Python,
+    about 0.5 ms a run: to 3e-2 of the window)."""
+    scale = BLOCKED_MIN
+    m = model(scale)
+    head = _around(m, m.theta_last())
+    assert len(head) > 64
+    e = enumerate_bits(_checked_draw(_core.fill, scale, head), target=3e-2)
+    assert e.complete and _window_violations(m, e, head) == []
+
+
+def test_window_check_has_power():
+    """The window check rejects samplers a little off, at 2**12: the residual's U reversed (L -
+    1 - U), the uniform part's U off by one at its end (L - 1 read as L - 2), and the masses
+    of the scale 2**12 against the model of 2**12 + 1/3 in the window at theta_2."""
+    scale = BLOCKED_MIN
+    m = model(scale)
+    big = m.L
+    windows = _windows(m)
+    head = windows["residual, block 0"]
+    rev = lambda v: (1 + big - 1 - (abs(v) - 1)) * (1 if v > 0 else -1)
+    e = enumerate_bits(_checked_draw(_core.fill, scale, head, rev), target=WINDOW_TARGET)
+    assert _window_violations(m, e, head)
+    head = windows["uniform, block 5"]
+    end = lambda v: v - (1 if v > 0 else -1) if abs(v) == 1 + 5 * big + big - 1 else v
+    e = enumerate_bits(_checked_draw(_core.fill, scale, head, end), target=WINDOW_TARGET)
+    assert sorted(abs(v) for v in _window_violations(m, e, head)) == [
+        5 * big + big - 1,
+        5 * big + big - 1,
+        5 * big + big,
+        5 * big + big,
+    ]
+    head = windows["theta_2 (uniform to residual)"]
+    e = enumerate_bits(_checked_draw(_core.fill, scale, head), target=WINDOW_TARGET)
+    other = model(Fraction(3 * 2**12 + 1, 3))
+    assert _window_violations(other, e, head)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", ENUM_SCALES, ids=str)
+def test_every_prefix_to_1e_2(scale):
+    """Every bit tape of R from its first bit, most probable first, until at most 1e-2 is
+    unresolved (the core: over a million runs, about a minute; 1e-4 would take ten times more):
+    dgauss.testing.check against the true pmf and the model's exact bounds for every value
+    up to past the largest seen."""
+    m = model(scale)
+    e = enumerate_sampler("laplace", scale, method="inversion", target=1e-2)
+    assert e.complete
+    result = check(e, "laplace", scale)
+    assert result.ok, result.report()
+    top = max(abs(v) for v in e.mass) + 2
+    values = [s * y for y in range(top) for s in ((1, -1) if y else (1,))]
+    bad = []
+    for v in values:
+        lo, hi = m.mass(abs(v))
+        if v:
+            lo, hi = lo / 2, hi / 2
+        e_lo, e_hi = e.bounds(v)
+        if e_lo > hi or e_hi < lo:
+            bad.append(v)
+    assert bad == []
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Large samples from the operating system
+# --------------------------------------------------------------------------------------------
+
+LARGE_N = 10**6
+#: bins of the position inside a block (its U), pooled over the blocks
+POSITIONS = 16
+
+
+def _f(pair) -> float:
+    lo, hi = _q(pair)
+    return float((lo + hi) / 2)
+
+
+def _magnitude_pmf(m: Model, width: int) -> dict[int, float]:
+    """P[key] for key = 2 (|X| // width) + (X < 0), from the model's T_x."""
+    pmf = {}
+    zero = 1 - _f(m.threshold(1))
+    for b in range(int(80 * m.t / width) + 2):
+        lo, hi = max(1, b * width), (b + 1) * width
+        both = _f(m.threshold(lo)) - _f(m.threshold(hi))
+        pmf[2 * b] = both / 2 + (zero if b == 0 else 0)
+        pmf[2 * b + 1] = both / 2
+    return pmf
+
+
+def _magnitude_keys(x: np.ndarray, width: int) -> np.ndarray:
+    return 2 * (np.abs(x) // width) + (x < 0)
+
+
+def _position_pmf(m: Model) -> dict[int, float]:
+    """P[key] for key = POSITIONS u // L, |X| = 1 + Lb + u, over all blocks (key -1: X = 0):
+    sum over b of T_{1+Lb+u} - T_{1+Lb+u'} = (T_{1+u} - T_{1+u'}) / (1 - p**L)."""
+    big, pool = m.L, 1 / (1 - _f(m.p_big))
+    pmf = {-1: 1 - _f(m.threshold(1))}
+    for v in range(POSITIONS):
+        lo, hi = 1 + big * v // POSITIONS, 1 + big * (v + 1) // POSITIONS
+        pmf[v] = (_f(m.threshold(lo)) - _f(m.threshold(hi))) * pool
+    return pmf
+
+
+def _position_keys(x: np.ndarray, big: int) -> np.ndarray:
+    return np.where(x == 0, -1, (np.abs(x) - 1) % big * POSITIONS // big)
+
+
+def _fits(x: np.ndarray, m: Model, alpha: float = ALPHA / 2) -> list[tuple]:
+    """The two chi-square statistics that fail at ``alpha``: (name, stat, dof, p)."""
+    width = max(1, int(m.t) // 8)
+    failed = []
+    for name, keys, pmf in (
+        ("magnitude", _magnitude_keys(x, width), _magnitude_pmf(m, width)),
+        ("position", _position_keys(x, m.L), _position_pmf(m)),
+    ):
+        stat, dof, p = chi2_gof(keys, pmf)
+        assert dof >= (POSITIONS - 1 if name == "position" else 100)
+        if p <= alpha:
+            failed.append((name, round(stat, 1), dof, p))
+    return failed
+
+
+@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5), MAX], ids=str)
+def test_large_sample_from_the_os_fits(scale):
+    """rng=None, 10**6 draws: chi-square (each at ALPHA / 2) on (|x| // (t / 8), sign), and on
+    the position U inside the block in 16 bins, pooled over the blocks (what the residual
+    branch shapes: its mass is about L / t <= 1/32 of the whole, mostly at small U), against
+    the model."""
+    x = dgauss.sample_laplace(scale, LARGE_N, method="inversion")
+    assert x.dtype == np.int64
+    assert _fits(x, model(scale)) == []
+
+
+def _blocked_draws(m: Model, gen, n: int, residual_u) -> np.ndarray:
+    """n draws of the blocked scheme in floating point with numpy, the residual's U taken as
+    residual_u(U) (a planted bug)."""
+    big, c, t = m.L, m.c, m.t
+    p = math.exp(-1 / t)
+    blocks = int(60 * t / big)
+    tb = 2 * p ** (1 + big * np.arange(blocks + 1)) / (1 + p)  # T_{1+Lb}
+    odd = tb[:-1] * (1 - p**c)
+    even = tb[:-1] * p**c - tb[1:]
+    weights = np.concatenate([[1 - tb[0]], np.stack([odd, even], 1).ravel()])
+    s = gen.choice(weights.size, size=n, p=weights / weights.sum())
+    b = (s - 1) // 2
+    us = np.arange(big + 1)
+    f = big * (p**us - p**big) - (big - us) * (1 - p**c)
+    rho = np.clip(f / f[0], 0, 1)
+    u = np.where(
+        s % 2 == 1,
+        gen.integers(0, big, n),
+        residual_u(gen.choice(big, size=n, p=rho[:-1] - rho[1:])),
+    )
+    y = np.where(s == 0, 0, 1 + big * b + u)
+    return np.where(gen.integers(0, 2, n) == 1, -y, y)
+
+
+def test_large_sample_statistics_have_power():
+    """The statistics reject: the core's draws at 2**12 against the model at 1.02 times the
+    scale (magnitude), and 10**6 draws of the scheme with the residual's U reversed (L - 1 -
+    U: the position inside the block), while the same scheme unperturbed passes."""
+    scale = BLOCKED_MIN
+    m = model(scale)
+    x = dgauss.sample_laplace(scale, LARGE_N, rng=np.random.PCG64(31), method="inversion")
+    wrong = [name for name, *_ in _fits(x, model(scale * Fraction(51, 50)))]
+    assert "magnitude" in wrong
+    gen = np.random.default_rng(32)
+    assert _fits(_blocked_draws(m, gen, LARGE_N, lambda u: u), m) == []
+    reversed_ = _blocked_draws(m, gen, LARGE_N, lambda u: m.L - 1 - u)
+    assert [name for name, *_ in _fits(reversed_, m)] == ["position"]
+
+
+# --------------------------------------------------------------------------------------------
+# 7. Bits read
+# --------------------------------------------------------------------------------------------
+
+
+def _expected_rule_bits(floors: list[int], after: int) -> float:
+    """E[bits read] by item 9's rule on thresholds with these J-bit floors (decreasing; the
+    next threshold's floor is ``after``, and those past it are below 2**-depth, depth = J -
+    after.bit_length() or so): E = sum over j >= 0 of P[R's first j bits shared] =
+    sum_j 2**-j (1 + #distinct nonzero floor(2**j theta)), the 1 for a = 0.  A floor F_s
+    adds a new nonzero value from the first j at which it is nonzero and differs from the
+    next floor F_{s+1} (equal values are consecutive), e_s = max(lead(F_s), first differing
+    digit): sum_j 2**-j [j >= e_s] = 2**(1 - e_s).  (Dropped: the thresholds past ``after``,
+    and j > J; together below 2**-100 or so.)"""
+    total = 2.0  # j = 0, and a = 0 at every j >= 1
+    for f, g in zip(floors, [*floors[1:], after], strict=True):
+        lead = J - f.bit_length() + 1
+        differ = J - (f ^ g).bit_length() + 1
+        total += 2.0 ** (1 - max(lead, differ))
+    return total
+
+
+def expected_bits(m: Model) -> float:
+    """E[bits per sample]: E[step 1] + P[s odd] k + P[s even] E[step 2] + P[|X| > 0], with
+    P[s odd] = T_1 (1 - p**c) / (1 - p**L), P[s even] = T_1 (p**c - p**L) / (1 - p**L)."""
+    last = m.theta_first_below(1 << (J - 120))  # theta_last < 2**-120
+    theta = [m.theta_floor(s) for s in range(1, last)]
+    t1, pc, pl = _f(m.threshold(1)), _f(m.p_cut), _f(m.p_big)
+    odd, even = t1 * (1 - pc) / (1 - pl), t1 * (pc - pl) / (1 - pl)
+    step_1 = _expected_rule_bits(theta, m.theta_floor(last))
+    step_2 = _expected_rule_bits(m.rho_floors, 0)
+    return step_1 + odd * m.k + even * step_2 + t1
+
+
+def entropy_bits(scale) -> float:
+    """H(X) in bits for Lap_Z(0, t): log2((1 + p) / (1 - p)) + E|X| / (t ln 2), E|X| =
+    2p / ((1 - p)(1 + p)), at 200 bits."""
+    with gmpy2.context(precision=200):
+        q = mpq(*_nd(scale))
+        p = gmpy2.exp(-1 / mpfr(q))
+        one_minus = -gmpy2.expm1(-1 / mpfr(q))
+        mean = 2 * p / (one_minus * (1 + p))
+        return float(gmpy2.log2((1 + p) / one_minus) + mean / (mpfr(q) * gmpy2.log(2)))
+
+
+@pytest.mark.parametrize("scale", [Fraction(10**4), Fraction(10**6), MAX], ids=str)
+def test_bits_per_sample(scale):
+    """The core's count of bits read (fill's return, = the oracle's by the same-bits tests),
+    200 calls of 1000 samples from PCG64: the mean is the model's exact expectation (z < 6
+    on the calls' spread), at least H(X) (no exact sampler reads less; 0.05 of slack) and at
+    most H(X) + 3."""
+    m = model(scale)
+    src = np.random.PCG64(41)
+    per_call = []
+    out = np.empty(1000, dtype=np.int64)
+    for _ in range(200):
+        per_call.append(_core.fill(LAP, *_nd(scale), 0, src, out, method="inversion") / 1000)
+    mean = float(np.mean(per_call))
+    se = float(np.std(per_call, ddof=1)) / math.sqrt(len(per_call))
+    want, h = expected_bits(m), entropy_bits(scale)
+    print(f"scale {scale}: {mean:.4f} bits (model {want:.4f}, se {se:.4f}), H = {h:.4f}")
+    assert abs(mean - want) < 6 * se
+    assert h - 0.05 < mean < h + 3
+    assert h < want < h + 3
