@@ -1,10 +1,14 @@
 """The discrete Gaussian by inversion (``method="inversion"``) against an independent model.
 
-|X| for X ~ N_Z(0, sigma2) is the number of thresholds T_x = P[|X| >= x], x >= 1, above a lazy
+This file covers the plain rule, 1/64 <= sigma2 < 2**16 (GAUSSIAN_BLOCKED_MIN): |X| for
+X ~ N_Z(0, sigma2) is the number of thresholds T_x = P[|X| >= x], x >= 1, above a lazy
 uniform R = 0.b1 b2 ..., read until no threshold shares R's first j digits; then one sign bit
 (1: negative) when |X| > 0.  The compiled core compares R's 64 bits with a table of words
 floor(2**64 T_x) through a guide table, and past the 64th bit (a tie with a word, or R's 64 bits
-all zero) calls dgauss._inversion.invert; the oracle reads one bit at a time.
+all zero) calls dgauss._inversion.invert; the oracle reads one bit at a time.  From 2**16 to
+2**24 the same T_x are drawn by blocked inversion: tests/test_gaussian_blocked.py covers that.
+The tests of the public calls here (same bits, "auto", the range and its errors, large
+samples, the table cache, threads) span the whole range 1/64 .. 2**24.
 
 Everything here is compared with ``Exact``: the thresholds enclosed from scratch with MPFR and
 directed rounding (no code shared with dgauss), giving exact floor(2**J T_x), J = 192, and
@@ -52,6 +56,10 @@ from dgauss.testing import DecisionTape, Exhausted, Tape
 
 GAUSS = Kind.DISCRETE_GAUSSIAN
 MIN, MAX = Fraction(1, 64), Fraction(2**24)
+#: From here on the core draws by blocked inversion (tests/test_gaussian_blocked.py); TOP is
+#: the largest sigma2 whose plain table (every T_x's word) is tested here, 2**16 - 1/7.
+BLOCKED_MIN = Fraction(2**16)
+TOP = Fraction(2**16 * 7 - 1, 7)
 
 # --------------------------------------------------------------------------------------------
 # The independent model: thresholds and pmf enclosed with MPFR, directed rounding
@@ -181,24 +189,25 @@ def _table(sigma2):
 # --------------------------------------------------------------------------------------------
 
 _SEEDED = np.random.default_rng(20240601)
-RANDOM_SIGMA2 = [  # log-uniform in [1/64, 2**24], denominators up to 2**30
-    min(MAX, max(MIN, Fraction(int(2 ** (u + v)), int(2**v))))
-    for u, v in zip(_SEEDED.uniform(-6, 24, 8), _SEEDED.uniform(0, 30, 8), strict=True)
+RANDOM_SIGMA2 = [  # log-uniform in [1/64, 2**16), denominators up to 2**30
+    min(BLOCKED_MIN - Fraction(1, 2**30), max(MIN, Fraction(int(2 ** (u + v)), int(2**v))))
+    for u, v in zip(_SEEDED.uniform(-6, 16, 8), _SEEDED.uniform(0, 30, 8), strict=True)
 ]
 WORD_SIGMA2 = (
-    [1, 2, 3, 10, 64, 100, 1000, 10**6, 2**24 - 1, MAX, MIN]
+    [1, 2, 3, 10, 64, 100, 1000, 40000, 2**16 - 1, TOP, MIN]
     + [
         Fraction(7, 3),
         Fraction(12345, 7),
         Fraction(1, 3),
         Fraction(999999, 1000),
         Fraction(65, 4096),
-        Fraction(2**24 - 1, 3),
+        Fraction(3 * 2**16 - 2, 3),
     ]
     + RANDOM_SIGMA2
 )
-#: n or d >= 2**62: outside the C builder's domain, so the words come from Python.
-HUGE_TERMS = [Fraction(3 * 2**70 + 1, 2**70), Fraction(2**80 + 7, 2**62 + 1)]
+#: n or d >= 2**62: outside the C builder's domain, so the words come from Python (both plain:
+#: about 3 and 2**14; tests/test_gaussian_blocked.py has a blocked one).
+HUGE_TERMS = [Fraction(3 * 2**70 + 1, 2**70), Fraction(2**80 + 7, 2**66 + 1)]
 
 
 @pytest.mark.parametrize("sigma2", WORD_SIGMA2 + HUGE_TERMS, ids=str)
@@ -206,6 +215,7 @@ def test_table_words_are_the_exact_floors(sigma2):
     """gauss_table's words = gaussian_floors(sigma2, 64) (fixed point, and the Python words);
     thr[0] = 2**64 - 1, thr[K + 1] = 0; the guide is the first x with thr[x]'s top g bits <= h."""
     sigma2 = Fraction(sigma2)
+    assert sigma2 < BLOCKED_MIN and _inversion.gaussian_blocks(sigma2) is None
     n, d = sigma2.numerator, sigma2.denominator
     words = _inversion.gaussian_floors(sigma2, 64).words
     tab = _core.gauss_table(n, d)
@@ -264,8 +274,8 @@ def _check_guide(sigma2, tab):
         Fraction(7, 3),
         Fraction(999999, 1000),
         Fraction(12345, 7),
-        10**6,
-        MAX,
+        40000,
+        TOP,
         *HUGE_TERMS[:1],
     ],
     ids=str,
@@ -315,8 +325,8 @@ def test_model_agrees_with_gaussian_pmf():
         (1, 0, None),
         (Fraction(7, 3), 11, np.int64),
         (Fraction(12345, 7), -(10**30), object),
-        (10**6, 2**62, None),
-        (MAX, -1, np.int64),
+        (TOP, 2**62, None),
+        (MAX, -1, np.int64),  # (blocked inversion: this test uses public calls only)
     ],
     ids=str,
 )
@@ -369,7 +379,7 @@ def test_inversion_reads_other_bits_than_rejection():
 # --------------------------------------------------------------------------------------------
 
 
-TIE_SIGMA2 = [Fraction(1, 4), 1, Fraction(7, 3), 100, 10**6, MAX]
+TIE_SIGMA2 = [Fraction(1, 4), 1, Fraction(7, 3), 100, 40000, TOP]
 
 
 @pytest.mark.parametrize("sigma2", TIE_SIGMA2, ids=str)
@@ -396,7 +406,7 @@ def test_a_64_bit_tie_reads_on_past_bit_64(sigma2):
     assert sides >= {-1, 0}
 
 
-@pytest.mark.parametrize("sigma2", [Fraction(7, 3), 100, MAX], ids=str)
+@pytest.mark.parametrize("sigma2", [Fraction(7, 3), 100, TOP], ids=str)
 def test_a_tie_starting_mid_word(sigma2):
     """(b) an earlier sample read k bits, so R's 64 bits span two words and tie with a word;
     also R deciding inside the second word (no tie), and R's 64 zeros spanning the words."""
@@ -410,7 +420,7 @@ def test_a_tie_starting_mid_word(sigma2):
     assert case == "zero"
 
 
-@pytest.mark.parametrize("sigma2", [MIN, 1, Fraction(7, 3), 10**6, MAX], ids=str)
+@pytest.mark.parametrize("sigma2", [MIN, 1, Fraction(7, 3), 40000, TOP], ids=str)
 def test_r_zero_for_64_bits_uses_thresholds_past_the_table(sigma2):
     """(c) R < 2**-64: below every word (r = 0 = thr[K + 1]); |X| comes from thresholds the
     table does not hold (T_x < 2**-64), computed at 128 or 256 bits."""
@@ -436,7 +446,7 @@ def _check_word(sigma2, e: Exact, r: int, gen) -> int:
     return need
 
 
-@pytest.mark.parametrize("sigma2", [10**6, MAX], ids=str)
+@pytest.mark.parametrize("sigma2", [40000, TOP], ids=str)
 def test_crowded_guide_bucket_binary_search(sigma2):
     """(d) R's top bits zero: R falls among the thousands of tail thresholds sharing guide
     bucket 0 (the binary search).  Random such r, the words themselves (ties, equal
@@ -447,7 +457,7 @@ def test_crowded_guide_bucket_binary_search(sigma2):
     shift = 64 - tab.guide_bits
     bucket0 = [x for x in range(1, tab.count + 1) if thr[x] >> shift == 0]
     assert len(bucket0) > 1000  # crowded
-    assert any(thr[x] == thr[x + 1] for x in bucket0[:-1]) or sigma2 != MAX
+    assert any(thr[x] == thr[x + 1] for x in bucket0[:-1])
     gen = np.random.default_rng(4)
     needs = []
     for _ in range(60):
@@ -460,15 +470,14 @@ def test_crowded_guide_bucket_binary_search(sigma2):
         bucket0[-1],
         *(bucket0[int(i)] for i in gen.integers(0, len(bucket0), 10)),
     ]
-    if sigma2 == MAX:
-        picks += [x for x in bucket0[:-1] if thr[x] == thr[x + 1]][:3]  # equal words
+    picks += [x for x in bucket0[:-1] if thr[x] == thr[x + 1]][:3]  # equal words
     for x in picks:
         for r in (thr[x] - 1, thr[x], thr[x] + 1):
             needs.append(_check_word(sigma2, e, r, gen))
     assert 65 in needs and max(n for n in needs if n <= 64) >= 60
 
 
-@pytest.mark.parametrize("sigma2", [Fraction(1, 4), Fraction(7, 3), 100, 10**6, MAX], ids=str)
+@pytest.mark.parametrize("sigma2", [Fraction(1, 4), Fraction(7, 3), 100, 40000, TOP], ids=str)
 def test_guide_bucket_boundaries(sigma2):
     """(d) r exactly at a bucket's start (h << shift) and just below it, for every bucket
     (a sample of them for large tables), and the words next to a bucket edge."""
@@ -489,7 +498,7 @@ def test_guide_bucket_boundaries(sigma2):
             _check_word(sigma2, e, r, gen)
 
 
-@pytest.mark.parametrize("sigma2", [Fraction(7, 3), 100, MAX], ids=str)
+@pytest.mark.parametrize("sigma2", [Fraction(7, 3), 100, TOP], ids=str)
 def test_short_last_word_goes_bit_by_bit(sigma2):
     """(e) the second sample's R starts k bits into the first word and runs into a finite
     tape's last word, which holds m < k bits (fewer than R's 64 need): the bit-by-bit path.
@@ -502,7 +511,7 @@ def test_short_last_word_goes_bit_by_bit(sigma2):
     assert min(outcomes.values()) >= 3, outcomes
 
 
-@pytest.mark.parametrize("sigma2", [Fraction(7, 3), MAX], ids=str)
+@pytest.mark.parametrize("sigma2", [Fraction(7, 3), TOP], ids=str)
 def test_running_out_raises_exhausted_everywhere(sigma2):
     """(f) A tape that ends before the sample is decided: inside the 64-bit word, inside the
     step past bit 64 (a tie, the zero R), before the sign bit; core and oracle both raise
@@ -516,8 +525,8 @@ def test_running_out_raises_exhausted_everywhere(sigma2):
 # 5. Every bit prefix, to 1e-4
 # --------------------------------------------------------------------------------------------
 
-#: sigma2 = 2**24 would take about 40 s (its guide table is rebuilt by each inversion_word).
-ENUM_SIGMA2 = [MIN, Fraction(1, 4), 1, Fraction(7, 3), 100, 10**4]
+#: (up to TOP, the largest plain table; tests/test_gaussian_blocked.py enumerates 2**16 and up)
+ENUM_SIGMA2 = [MIN, Fraction(1, 4), 1, Fraction(7, 3), 100, 10**4, TOP]
 
 
 def _enumerate(sigma2: Fraction):
@@ -642,14 +651,14 @@ def _variance_p(x: np.ndarray, pmf: dict[int, float]) -> float:
 LARGE_N = 200_000
 
 
-@pytest.mark.parametrize("sigma2", [Fraction(1, 8), Fraction(7, 3), 100, 10**4, MAX], ids=str)
+@pytest.mark.parametrize("sigma2", [Fraction(1, 8), Fraction(7, 3), 100, 10**4, TOP, MAX], ids=str)
 def test_large_sample_from_the_os_fits(sigma2):
     """rng=None: chi-square goodness of fit and the second moment, each at ALPHA / 2 (an exact
     sampler fails with probability <= ALPHA = 1e-6, as in test_distribution.py)."""
     sigma2 = Fraction(sigma2)
     x = dgauss.sample_gaussian(sigma2, LARGE_N, method="inversion")
     pmf = gaussian_pmf(sigma2, tail_sd=40 if sigma2 <= 10**4 else 12)
-    width = 1 if sigma2 <= 10**4 else 64  # sigma = 4096: bins of 64 integers
+    width = 1 if sigma2 <= 10**4 else 64  # sigma = 256 or 4096: bins of 64 integers
     binned: dict[int, float] = {}
     for v, p in pmf.items():
         binned[v // width] = binned.get(v // width, 0.0) + p
@@ -835,9 +844,14 @@ import numpy as np
 import dgauss
 from dgauss import _core
 
-sigma2, n = 2**24 - 5, 3 * 10**6
+sigma2, n = SIGMA2, 3 * 10**6
 expected = dgauss.sample_gaussian(sigma2, n, rng=np.random.PCG64(11), method="inversion")
-sizes = _core.gauss_table(sigma2, 1).thr.size, _core.gauss_table(sigma2, 1).guide.size
+table = _core.gauss_table(sigma2, 1)
+# every array the table holds: thr and guide (plain or blocked), and a blocked table's rwords
+arrays = [(a.size, a.dtype) for a in (getattr(table, name, None) for name in ARRAYS)
+          if a is not None]
+assert len(arrays) == EXPECTED_ARRAYS, arrays
+del table
 _core._INV_TABLES = OrderedDict()   # A builds its own table, held by the cache and its job only
 _core.INV_CACHE_BYTES = 1
 source = np.random.PCG64(11)
@@ -860,8 +874,8 @@ while not locked() and thread.is_alive() and time.monotonic() < deadline:
 junk, running = [], None
 for i in range(30):
     _core.gauss_table(i + 1, 1)  # evicts the last table (A's, first)
-    # were A's table freed, these would likely take its memory: zero words and guide
-    junk += [np.zeros(sizes[0], np.uint64), np.zeros(sizes[1], np.uint32)]
+    # were A's table freed, these would likely take its memory: zeroed arrays of its sizes
+    junk += [np.zeros(size, dtype) for size, dtype in arrays]
     if i == 0:
         running = locked()
 evicted = not any(sigma2 in key for key in _core._INV_TABLES)
@@ -871,13 +885,19 @@ print("same samples:", result["a"].tolist() == expected.tolist())
 """
 
 
-def test_a_table_evicted_while_a_job_uses_it():
-    """Thread A draws 3 * 10**6 samples at sigma2 = 2**24 - 5 from a seeded generator; once it
-    holds the generator's lock (its table built and in use) the main thread builds 30 small
-    tables with a 1-byte cache, evicting A's table, and allocates zeroed arrays of the table's
-    sizes, which would take its memory were it freed.  A's samples must equal a run without
-    the eviction.  In a fresh interpreter: a use after free may crash it."""
-    done = run_python(_EVICTION, timeout=300)
+@pytest.mark.parametrize("sigma2, arrays", [(2**16 - 5, 2), (2**24 - 5, 3)], ids=str)
+def test_a_table_evicted_while_a_job_uses_it(sigma2, arrays):
+    """Thread A draws 3 * 10**6 samples at sigma2 (a plain table: thr and guide; a blocked one:
+    also rwords) from a seeded generator; once it holds the generator's lock (its table built
+    and in use) the main thread builds 30 small tables with a 1-byte cache, evicting A's
+    table, and allocates zeroed arrays of the sizes of each of the table's arrays, which would
+    take its memory were it freed.  A's samples must equal a run without the eviction.  In a
+    fresh interpreter: a use after free may crash it."""
+    script = (
+        f"SIGMA2, EXPECTED_ARRAYS = {sigma2}, {arrays}\n"
+        "ARRAYS = ('thr', 'guide', 'rwords')\n" + _EVICTION
+    )
+    done = run_python(script, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "evicted while running: True" in done.stdout, "A finished first: inconclusive"
     assert "same samples: True" in done.stdout

@@ -896,6 +896,18 @@ def laplace_word_exact(uint64_t num, uint64_t den, uint64_t x):
     return dg_laplace_word_exact(num, den, x)
 
 
+def gauss_resid_word_exact(uint64_t num, uint64_t den, uint64_t y0, unsigned k, uint64_t u):
+    """floor(2**64 rho_{b,u}) of N_Z(0, num/den)'s blocked inversion, the residual of the block
+    starting at y0 = 1 + Lb (L = 2**k), by GMP alone (dg_gauss_resid_word_exact, the fallback
+    of the fixed-point words): for tests."""
+    cdef uint64_t w = 0
+    if num == 0 or den == 0 or y0 == 0 or not 2 <= k <= 16 or not 1 <= u <= (1 << k) - 2:
+        raise ValueError("need num, den, y0 >= 1, 2 <= k <= 16 and 1 <= u <= 2**k - 2")
+    if dg_gauss_resid_word_exact(num, den, y0, k, u, &w) < 0:
+        raise RuntimeError("the residual word was not decided with 2**16 bits")
+    return w
+
+
 def laplace_words(num, den, xs):
     """floor(2**64 T_x) for the x in xs as the table of Lap_Z(0, num/den), num/den below
     LAPLACE_BLOCKED_MIN, holds them (0 past its last word): for tests."""
