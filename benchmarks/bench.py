@@ -60,13 +60,12 @@ from dgauss._kinds import Kind
 RESULTS = Path(__file__).resolve().parent / "results"
 
 GAUSSIAN = [1, 100, 10**4, 10**6, 10**10, 10**100]
-LAPLACE = [1, 10, 1000, 10**6]
+LAPLACE = [1, 10, 1000, 10**4, 10**6]
 BERNOULLI_EXP = [Fraction(1, 2), Fraction(7, 3)]
 
 #: The ``method`` values timed side by side, per sampler.  A method a sampler does not offer
-#: for a parameter (its call raises ValueError: the Gaussian's inversion outside
-#: 1/64 <= sigma2 <= 2**24, the Laplace's inversion until it exists) reads n/a, so a new
-#: method is one entry here.
+#: for a parameter (its call raises ValueError: inversion outside 1/64 <= sigma2 <= 2**24 or
+#: 1/64 <= scale <= 2**20) reads n/a, so a new method is one entry here.
 METHODS = {"gaussian": ("inversion", "rejection"), "laplace": ("inversion", "rejection")}
 
 #: The size of dgauss's largest read from the OS (OS_BUFFER_WORDS in _core.pyx), 16 KiB.
