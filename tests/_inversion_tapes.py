@@ -1,19 +1,23 @@
 """Tapes for sampling by inversion (docs/contract.md, item 9), shared by
-test_gaussian_inversion.py and test_laplace_inversion.py.
+test_gaussian_inversion.py, test_laplace_inversion.py and the blocked tests
+(test_gaussian_blocked.py, test_laplace_blocked.py; their own helpers are in _blocked.py).
 
 Each of those files has its own independent model of a distribution's thresholds T_x (the
-Gaussian's ``Exact``, the Laplace's ``Model``); both derive from :class:`TapeModel`, which
+Gaussian's ``Exact``, the other files' ``Model``); all derive from :class:`TapeModel`, which
 needs from them
 
 * ``rule(bits)``: (|X|, bits read) for R = 0.bits..., or None when the bits run out first;
 * ``digits(x, i)``: T_x's first i binary digits, and ``bit(x, i)``: its i-th digit.
 
-What does not depend on the distribution lives here: a model's prediction for a tape
+What does not depend on the distribution lives here: item 9's rule by bisection on a model's
+``shares`` and ``count`` (:func:`inversion_rule`), a model's prediction for a tape
 (:meth:`TapeModel.expect`, :meth:`TapeModel.need`), running a bit string through the core and
 the oracle against it (:func:`run`, :func:`run_tape`), the tapes themselves (:func:`tie`,
-:func:`first_sample`) and the tape checks written the same way for both distributions (a tie
-starting mid-word, a short last word, running out).  The distribution is named by its
-``Kind`` and its parameter (sigma2 or the scale).
+:func:`first_sample`), the tape checks written the same way for every distribution (a tie
+starting mid-word, a short last word, running out), and the checks of an enumeration of
+tapes (:func:`checked_draw` for dgauss.testing.enumerate_bits, :func:`window_violations`,
+:func:`mass_violations`).  The distribution is named by its ``Kind`` and its parameter
+(sigma2 or the scale).
 """
 
 from __future__ import annotations
@@ -71,6 +75,33 @@ class TapeModel:
                 pos += 1
             values.append(y + mu)
         return values, pos, -(-pos // 64)
+
+
+def inversion_rule(bits: str, shares, count, depth: int) -> tuple[int, int] | None:
+    """Item 9's rule for R = 0.bits...: (count(a, j), j) at the first j where ``shares(a, j)``
+    (some threshold has R's first j digits a) is false, or None when the bits run out first.
+    Sharing j digits implies sharing j - 1, so j is found by bisection.  The model knows its
+    thresholds to ``depth`` digits (its J): the rule must stop within them."""
+    bits = bits[:depth]
+    n = len(bits)
+    if n == 0:
+        return None
+    whole = int(bits, 2)
+
+    def shared(j: int) -> bool:
+        return shares(whole >> (n - j), j)
+
+    if shared(n):
+        assert n < depth, "the model needs more bits"
+        return None
+    lo, hi = 0, n  # shared(lo) (j = 0: vacuously), not shared(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if shared(mid):
+            lo = mid
+        else:
+            hi = mid
+    return count(whole >> (n - hi), hi), hi
 
 
 def bits(gen: np.random.Generator, k: int) -> str:
@@ -252,3 +283,74 @@ def fixed_point_runs_agree(kind, param, n: int) -> None:
         used = fill(kind, _core.fill, param, 0, src, out, fixed_point=fixed_point)
         runs.append((out.tolist(), used, src.random_raw()))
     assert runs[0] == runs[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Enumerations of tapes (dgauss.testing.enumerate_bits), checked against a model
+# --------------------------------------------------------------------------------------------
+
+
+def tape_bits(tape: Tape) -> str:
+    """The bits of a Tape (what enumerate_bits hands a draw) as a string."""
+    n = tape.words.size
+    value = 0
+    for w in tape.words.tolist():
+        value = value << 64 | w
+    return format(value >> (64 * n - tape.nbits), f"0{tape.nbits}b") if tape.nbits else ""
+
+
+def checked_draw(kind, fill_, param, model: TapeModel, head: str = "", move=None, every=1):
+    """A draw for enumerate_bits: one draw of ``fill_`` (the core's or the oracle's) by
+    inversion on the tape ``head`` + the enumerated bits, checked equal to the model's
+    prediction (value, bits used, tape words; or running out: Exhausted for the enumerator)
+    on every ``every``-th run and on every running out; ``move``: a planted bug, the value v
+    returned as move(v)."""
+    runs = [0]
+
+    def draw(tape):
+        bits_ = head + tape_bits(tape)
+        got = run(kind, fill_, param, bits_, 1)
+        runs[0] += 1
+        if runs[0] % every == 0 or got[0] == "exhausted":
+            want = model.expect(bits_, 1)
+            if want == "exhausted":
+                assert got[0] == "exhausted", (bits_, got)
+            else:
+                assert got == want, (bits_, got, want)
+        if got[0] == "exhausted":
+            raise Exhausted()
+        return got[0][0] if move is None else move(got[0][0])
+
+    return draw
+
+
+def window_violations(masses: dict, e) -> list:
+    """For an enumeration ``e`` of the tapes inside a window of R: the values whose enumerated
+    (conditional) bounds miss ``masses`` (|X| = y -> rigorous bounds on P[|X| = y | R in the
+    window], split evenly between y and -y), or that the window cannot give (not in it)."""
+    bad = [v for v in e.mass if abs(v) not in masses]
+    for y, (lo, hi) in masses.items():
+        for v in (y, -y) if y else (0,):
+            share = 2 if y else 1
+            e_lo, e_hi = e.bounds(v)
+            if e_lo > hi / share or e_hi < lo / share:
+                bad.append(v)
+    return bad
+
+
+def mass_violations(model, e, values=None) -> list:
+    """For an enumeration ``e`` from R's first bit: the values v whose enumerated bounds miss
+    the model's rigorous P[X = v] (``model.mass(|v|)``, halved for v != 0), among ``values``
+    (by default every value up to past the largest seen)."""
+    if values is None:
+        top = max(abs(v) for v in e.mass) + 2
+        values = [s * y for y in range(top) for s in ((1, -1) if y else (1,))]
+    bad = []
+    for v in values:
+        lo, hi = model.mass(abs(v))
+        if v:
+            lo, hi = lo / 2, hi / 2
+        e_lo, e_hi = e.bounds(v)
+        if e_lo > hi or e_hi < lo:
+            bad.append(v)
+    return bad

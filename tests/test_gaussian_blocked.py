@@ -16,6 +16,8 @@ Everything is compared with ``Model``: the w_y, S_x, Z, T_x, theta_s and rho_{b,
 from scratch with MPFR and directed rounding (no code shared with dgauss._inversion), L and NB
 from the definition, giving exact floor(2**J theta_s), floor(2**J rho_{b,u}) (J = 256), the
 whole bit-level rule (value and bits read, or running out) and rigorous bounds on the pmf.
+The draw from theta_s and rho_{b,u}, and the checks written the same way for the blocked
+Laplace (tests/test_laplace_blocked.py), are in tests/_blocked.py.
 (tests/test_gaussian_inversion.py covers the plain rule, 1/64 <= sigma2 < 2**16.)  The file
 covers
 
@@ -51,20 +53,23 @@ import numpy as np
 import pytest
 from gmpy2 import mpfr, mpq
 
+import _blocked
 import _inversion_tapes as tapes
 import dgauss
-from _inversion_tapes import TapeModel
+from _blocked import ONES, BlockedModel, J
+from _blocked import mid as _mid
+from _blocked import nd as _nd
+from _blocked import q as _q
 from _inversion_tapes import bits as _bits
 from _inversion_tapes import tie as _tie
 from _inversion_tapes import word_bits as _word_bits
-from _stats import ALPHA, chi2_gof, gaussian_pmf
+from _stats import ALPHA, gaussian_pmf
 from dgauss import _core, _inversion, reference
 from dgauss._kinds import Kind
-from dgauss.testing import Exhausted, Tape, check, enumerate_bits
+from dgauss.testing import check, enumerate_bits
 
 GAUSS = Kind.DISCRETE_GAUSSIAN
 BLOCKED_MIN, MAX = Fraction(2**16), Fraction(2**24)
-ONES = 2**64 - 1
 #: "L = 2**k, the largest power of two with SPREAD L**2 <= sigma2" (docs/contract.md, item 9).
 SPREAD = 1024
 
@@ -83,8 +88,6 @@ def test_constants():
 # The independent model
 # --------------------------------------------------------------------------------------------
 
-#: Bits of the model's exact floors floor(2**J theta_s), floor(2**J rho_{b,u}).
-J = 256
 #: Working precision: a residual's differences w_{1+Lb+v} - w_{L(b+1)} lose about 20 bits at
 #: most to cancellation (the smallest, w_{m-1} - w_m, is about w_m L / sigma2 >= w_m 2**-18).
 PREC = J + 192
@@ -99,32 +102,6 @@ def _floor_sqrt(q: Fraction) -> int:
     while (m + 1) ** 2 <= q:
         m += 1
     return m
-
-
-def _inversion_rule(bits: str, shares, count) -> tuple[int, int] | None:
-    """Item 9's rule for R = 0.bits...: (count(a, j), j) at the first j where ``shares(a, j)``
-    (some threshold has R's first j digits a) is false, or None when the bits run out first.
-    Sharing j digits implies sharing j - 1, so j is found by bisection."""
-    bits = bits[:J]
-    n = len(bits)
-    if n == 0:
-        return None
-    whole = int(bits, 2)
-
-    def shared(j: int) -> bool:
-        return shares(whole >> (n - j), j)
-
-    if shared(n):
-        assert n < J, "the model needs more bits"
-        return None
-    lo, hi = 0, n  # shared(lo) (j = 0: vacuously), not shared(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if shared(mid):
-            lo = mid
-        else:
-            hi = mid
-    return count(whole >> (n - hi), hi), hi
 
 
 def _shares(ascending: list[int], a: int, j: int) -> bool:
@@ -143,7 +120,7 @@ def _count(ascending: list[int], a: int, j: int) -> int:
     return len(ascending) - bisect.bisect_left(ascending, (a + 1) << (J - j))
 
 
-class Model(TapeModel):
+class Model(BlockedModel):
     """Blocked inversion of N_Z(0, sigma2) from scratch.  L, NB from their definitions (L by
     doubling, floor(4 sigma) by an exact square-root floor); w_y = exp(-y**2 / (2 sigma2)) as
     [exp(-up(arg)) rounded down, exp(-down(arg)) rounded up] at PREC bits for y <= M (w_M <
@@ -151,10 +128,9 @@ class Model(TapeModel):
     (y**2 >= (M+1)**2 + 2(M+1)(y - M - 1) past M), Z = 1 + 2 S_1, T_x = 2 S_x / Z,
     theta_{2b+2} = 2 (S_{1+Lb} - L w_{L(b+1)}) / Z, rho_{b,u} = N_u / N_0: every operation
     rounded the safe way, so each quantity is an interval, and its J-bit floor is checked
-    decided (both ends have one floor).  The terms are computed when first needed.
-
-    For the tape helpers of _inversion_tapes, ``rule`` is the whole blocked draw of |X| (steps
-    1 and 2) and ``digits(s, i)`` / ``bit(s, i)`` are theta_s's."""
+    decided (both ends have one floor).  The terms are computed when first needed.  The draw
+    from them (``blocked``, ``rule``; ``digits(s, i)`` / ``bit(s, i)`` are theta_s's) is
+    _blocked.BlockedModel's, with the thresholds past the blocks (``past_blocks``)."""
 
     def __init__(self, sigma2: Fraction):
         self.sigma2 = Fraction(sigma2)
@@ -309,26 +285,15 @@ class Model(TapeModel):
             return 1 << J
         return self.theta_floors[s - 1] if s <= len(self.theta_floors) else 0
 
-    def theta_word(self, s: int, p: int = 64) -> int:
-        """floor(2**p theta_s), p <= J."""
-        return self.theta_floor(s) >> (J - p)
-
-    def theta_last(self, p: int = 64) -> int:
-        """K: the last s with floor(2**p theta_s) > 0."""
-        return _count(self.theta_ascending, 0, p)
-
     def theta_shares(self, a: int, j: int) -> bool:
         return _shares(self.theta_ascending, a, j)
 
     def theta_count(self, a: int, j: int) -> int:
         return _count(self.theta_ascending, a, j)
 
-    def digits(self, s: int, i: int) -> str:
-        """theta_s's first i binary digits."""
-        return format(self.theta_floor(s) >> (J - i), f"0{i}b")
-
-    def bit(self, s: int, i: int) -> str:
-        return str((self.theta_floor(s) >> (J - i)) & 1)
+    def past_blocks(self, s: int) -> int | None:
+        """|X| = L NB + s - 2 NB for s past the blocks (s > 2 NB), else None."""
+        return self.L * self.nb + s - 2 * self.nb if s > 2 * self.nb else None
 
     # ---- step 2: rho ----
 
@@ -373,6 +338,10 @@ class Model(TapeModel):
         lo, hi, *_ = self._residual(b)
         return lo[u - 1], hi[u - 1]
 
+    def rho_bounds(self, b: int, u: int):
+        """rho(b, u)."""
+        return self.rho(b, u)
+
     def rho_floors(self, b: int) -> list[int]:
         """floor(2**J rho_{b,u}), u = 1 .. L - 2 (decreasing)."""
         return self._residual(b)[2]
@@ -389,56 +358,15 @@ class Model(TapeModel):
     def rho_count(self, b: int, a: int, j: int) -> int:
         return _count(self._residual(b)[3], a, j)
 
-    # ---- the draw ----
-
-    def theta_rule(self, bits: str):
-        return _inversion_rule(bits, self.theta_shares, self.theta_count)
-
-    def rho_rule(self, b: int, bits: str):
-        return _inversion_rule(
-            bits, functools.partial(self.rho_shares, b), functools.partial(self.rho_count, b)
-        )
-
-    def blocked(self, bits: str) -> tuple[int, int, int, int] | None:
-        """(|X|, bits read before the sign, s, bits read by step 1) for the bits, or None when
-        they run out first."""
-        found = self.theta_rule(bits)
-        if found is None:
-            return None
-        s, j1 = found
-        if s == 0:
-            return 0, j1, s, j1
-        b, even = divmod(s - 1, 2)
-        if b >= self.nb:
-            return self.L * self.nb + s - 2 * self.nb, j1, s, j1
-        if not even:
-            if len(bits) < j1 + self.k:
-                return None
-            u = int(bits[j1 : j1 + self.k], 2)
-            return 1 + self.L * b + u, j1 + self.k, s, j1
-        found = self.rho_rule(b, bits[j1:])
-        if found is None:
-            return None
-        u, j2 = found
-        return 1 + self.L * b + u, j1 + j2, s, j1
-
-    def rule(self, bits: str) -> tuple[int, int] | None:
-        found = self.blocked(bits)
-        return None if found is None else found[:2]
+    def rho_rule(self, bits: str, b: int):
+        """Step 2's rule on R' = 0.bits... for block b."""
+        shares, count = functools.partial(self.rho_shares, b), functools.partial(self.rho_count, b)
+        return tapes.inversion_rule(bits, shares, count, J)
 
 
 @functools.cache
 def model(sigma2) -> Model:
     return Model(Fraction(sigma2))
-
-
-def _q(pair) -> tuple[mpq, mpq]:
-    return mpq(pair[0]), mpq(pair[1])
-
-
-def _nd(sigma2) -> tuple[int, int]:
-    sigma2 = Fraction(sigma2)
-    return sigma2.numerator, sigma2.denominator
 
 
 # --------------------------------------------------------------------------------------------
@@ -800,36 +728,13 @@ def test_core_and_oracle_agree_on_many_residual_draws(sigma2):
 # --------------------------------------------------------------------------------------------
 
 
-def run_tape(sigma2, bits: str, count: int = 1, mu: int = 0):
-    """Core (into object and int64 arrays, and on the words of fixed_point=False) and oracle on
-    one tape, each = the model's prediction (values, bits used, tape words started; or
-    Exhausted with the tape past every word); returns the prediction."""
-    variants = [{"dtype": np.int64}, {"fixed_point": False}]
-    return tapes.run_tape(GAUSS, model(sigma2), Fraction(sigma2), bits, count, mu, variants)
-
-
-def _cross(digits: str, below: bool, start: int) -> str:
-    """R's first bits against a threshold with these ``digits``: its digits up to the first
-    digit at or after ``start`` that is 1 (``below``: R < the threshold there) or 0 (R above
-    it), that digit flipped; R then shares all its digits but the last with the threshold."""
-    i = digits.index("1" if below else "0", start - 1) + 1
-    return digits[: i - 1] + ("0" if below else "1")
-
-
-def _near(floor: int, below: bool, extra: int = 24) -> str:
-    """_cross for the threshold whose J-bit floor this is, R leaving it at least ``extra``
-    digits past its leading 1: within 2**-extra of it relatively, closer than the next
-    threshold (neighbouring theta, and rho, are at least about 2**-14 apart relatively)."""
-    lead = J - floor.bit_length() + 1
-    return _cross(format(floor, f"0{J}b"), below, lead + extra)
-
-
-def _theta_r(m: Model, s: int, below: bool) -> str:
-    return _near(m.theta_floor(s), below)
+#: run_tape(sigma2, bits, count=1, mu=0): core and oracle on one tape, each = the model's
+#: prediction (_blocked.tape_runner); returns the prediction.
+run_tape = _blocked.tape_runner(GAUSS, model)
 
 
 def _rho_r(m: Model, b: int, u: int, below: bool) -> str:
-    return _near(m.rho_floors(b)[u - 1], below)
+    return _blocked.near(m.rho_floors(b)[u - 1], below)
 
 
 TAPE_SIGMA2 = [BLOCKED_MIN, BLOCKED_MIN + Fraction(1, 3), Fraction(10**6), MAX]
@@ -843,37 +748,19 @@ def test_each_branch_reads_what_the_model_says(sigma2):
     u = 1, 2, L/2, L - 2), above rho_{b,1} (U = 0) or below them all (U = L - 2, never L - 1),
     then the sign.  R just below theta_{2NB+i}: past the blocks, |X| = L NB + i, then the
     sign.  Each run's value and bits used are the model's, and the model takes the intended
-    path."""
+    path (_blocked.each_branch, and past the blocks)."""
     m = model(sigma2)
     big, nb = m.L, m.nb
     gen = np.random.default_rng(21)
-    for start in (9, 20, 40, 60):
-        r = _cross(m.digits(1, J), False, start)
-        values, used, _ = run_tape(sigma2, r + _bits(gen, 30), mu=-5)
-        assert values == [-5] and used == len(r) and m.blocked(r)[2] == 0
-    blocks = sorted({0, 1, 2, nb // 2, nb - 1})
-    for b in blocks:
-        r = _theta_r(m, 2 * b + 1, True)
-        for u in (0, big - 1, int(gen.integers(big))):
-            for sign in "01":
-                bits = r + format(u, f"0{m.k}b") + sign
-                y, j, s, _ = m.blocked(bits + _bits(gen, 10))
-                assert (s, y, j) == (2 * b + 1, 1 + big * b + u, len(bits) - 1)
-                values, used, _ = run_tape(sigma2, bits + _bits(gen, 10), mu=7)
-                assert values == [7 + (-y if sign == "1" else y)] and used == len(bits)
-    for b in blocks:
-        r = _theta_r(m, 2 * b + 2, True)
+
+    def residual(b):
         cases = [(0, _rho_r(m, b, 1, False)), (big - 2, "0" * 40 + "1")]
-        cases += [(u, _rho_r(m, b, u, True)) for u in (1, 2, big // 2, big - 2)]
-        for u, r2 in cases:
-            bits = r + r2 + "1"
-            y, j, s, j1 = m.blocked(bits + _bits(gen, 10))
-            assert (s, j1, j) == (2 * b + 2, len(r), len(bits) - 1)
-            assert y == 1 + big * b + u
-            values, used, _ = run_tape(sigma2, bits + _bits(gen, 10))
-            assert values == [-y] and used == len(bits)
+        return cases + [(u, _rho_r(m, b, u, True)) for u in (1, 2, big // 2, big - 2)]
+
+    blocks = sorted({0, 1, 2, nb // 2, nb - 1})
+    _blocked.each_branch(functools.partial(run_tape, sigma2), m, gen, blocks, residual)
     for i in (1, 2, 3, 100, (m.theta_last() - 2 * nb) // 2):
-        r = _theta_r(m, 2 * nb + i, True)
+        r = _blocked.theta_r(m, 2 * nb + i, True)
         y, j, s, j1 = m.blocked(r + _bits(gen, 10))
         assert (s, y, j, j1) == (2 * nb + i, big * nb + i, len(r), len(r))
         values, used, _ = run_tape(sigma2, r + "1" + _bits(gen, 10), mu=3)
@@ -892,18 +779,8 @@ def _path(m: Model, s: int) -> str:
 @pytest.fixture
 def past_64(monkeypatch):
     """The calls of dgauss._inversion.gaussian_blocked_magnitude, as (stage, a, j, base): the
-    core's to go on past R's (stage 1) or R''s (stage 2) 64th bit, with a = those 64 bits, j =
-    64 (the core binds it when a call starts, so this sees every one), and the oracle's, from
-    its first bit (1, 0, 0, 0)."""
-    calls: list[tuple[int, int, int, int]] = []
-    real = _inversion.gaussian_blocked_magnitude
-
-    def spy(bit, sigma2, a=0, j=0, stage=1, base=0):
-        calls.append((stage, a, j, base))
-        return real(bit, sigma2, a, j, stage, base)
-
-    monkeypatch.setattr(_inversion, "gaussian_blocked_magnitude", spy)
-    return calls
+    core's past R's or R''s 64th bit, the oracle's from its first bit (_blocked.spy_past_64)."""
+    return _blocked.spy_past_64(monkeypatch, "gaussian_blocked_magnitude")
 
 
 @pytest.mark.parametrize("sigma2", TAPE_SIGMA2, ids=str)
@@ -913,29 +790,15 @@ def test_a_64_bit_tie_in_step_1(sigma2, past_64):
     gaussian_blocked_magnitude, stage 1, from those 64 bits) and agrees with the model (value
     and bits used), for s = 1 .. 4, the last block's (2 NB - 1, 2 NB), the first past the
     blocks (2 NB + 1, 2 NB + 2), the middle of the tail, K - 1 and K; the uniform branch's k
-    bits, the residual's R' or the sign follow R."""
+    bits, the residual's R' or the sign follow R, each path seen (_blocked.ties_in_step_1)."""
     m = model(sigma2)
     thr = _table(sigma2).thr.tolist()
     last, nb = m.theta_last(), m.nb
     gen = np.random.default_rng(22)
-    sides, paths = set(), set()
     picks = {1, 2, 3, 4, 2 * nb - 1, 2 * nb, 2 * nb + 1, 2 * nb + 2, (2 * nb + last) // 2}
-    for s in sorted(picks | {last - 1, last}):
-        for i in (65, 66, 100, 129, 180):
-            past_64.clear()
-            r = _tie(m, s, i)
-            assert int(r[:64], 2) == thr[s]
-            bits = r + _bits(gen, 90)
-            y, j, s_model, j1 = m.blocked(bits)
-            values, used, _ = run_tape(sigma2, bits)
-            assert j1 >= i and used >= i
-            assert {c for c in past_64 if c[2] == 64} == {(1, thr[s], 64, 0)}, past_64
-            assert (1, 0, 0, 0) in past_64  # the oracle's
-            if thr[s - 1] != thr[s] != thr[s + 1]:  # no other word ties
-                assert j1 == i and s_model == (s - 1 if m.bit(s, i) == "0" else s)
-                sides.add(s_model - s)
-            paths.add(_path(m, s_model))
-    assert sides == {-1, 0} and paths == {"zero", "uniform", "residual", "tail"}
+    run = functools.partial(run_tape, sigma2)
+    found = _blocked.ties_in_step_1(run, m, thr, picks | {last - 1, last}, gen, past_64)
+    assert {_path(m, s) for s in found} == {"zero", "uniform", "residual", "tail"}
 
 
 @pytest.mark.parametrize("sigma2", TAPE_SIGMA2, ids=str)
@@ -943,27 +806,20 @@ def test_a_64_bit_tie_in_the_residual_step(sigma2, past_64):
     """s even (R just below theta_{2b+2}, b = 0, 3, NB - 1), then R''s first 64 bits =
     rwords[b L + u] (= rho_{b,u}'s first 64 digits), R' leaving rho_{b,u} at bit i > 64: the
     core goes on past R''s 64th bit (stage 2, base 1 + Lb) and agrees with the model, for
-    u = 1, 2, L/2, L - 2 and both sides."""
+    u = 1, 2, L/2, L - 2 and both sides (_blocked.ties_in_the_residual_step)."""
     m = model(sigma2)
     rwords = _table(sigma2).rwords.tolist()
     gen = np.random.default_rng(23)
-    seen = set()
-    for b in sorted({0, 3, m.nb - 1}):
-        r = _theta_r(m, 2 * b + 2, True)
-        for u in (1, 2, m.L // 2, m.L - 2):
-            for i in (65, 66, 100, 129, 200):
-                past_64.clear()
-                r2 = _cross(m.rho_digits(b, u, J), i % 2 == 0, i)  # (flip a 1 or a 0 past 64)
-                assert len(r2) >= i and int(r2[:64], 2) == rwords[b * m.L + u]
-                bits = r + r2 + _bits(gen, 70)
-                y, j, s, j1 = m.blocked(bits)
-                assert s == 2 * b + 2 and j1 == len(r) and j - j1 == len(r2)
-                values, used, _ = run_tape(sigma2, bits)
-                assert used == j + 1 and abs(values[0]) == y
-                want = {(2, rwords[b * m.L + u], 64, 1 + m.L * b)}
-                assert {c for c in past_64 if c[2] == 64} == want, past_64
-                seen.add(y - (1 + m.L * b + u))
-    assert seen == {-1, 0}
+    _blocked.ties_in_the_residual_step(
+        functools.partial(run_tape, sigma2),
+        m,
+        gen,
+        past_64,
+        sorted({0, 3, m.nb - 1}),
+        (1, 2, m.L // 2, m.L - 2),
+        lambda b, u: m.rho_digits(b, u, J),
+        lambda b, u: rwords[b * m.L + u],
+    )
 
 
 @pytest.mark.parametrize("sigma2", TAPE_SIGMA2, ids=str)
@@ -971,28 +827,15 @@ def test_r_or_r_prime_zero_for_64_bits(sigma2, past_64):
     """R < 2**-64: s beyond every word (|X| = L NB + s - 2 NB, far in the tail, from
     thresholds past the table), the core going on at stage 1 from a = 0; R' < 2**-64 in a
     residual step: U = L - 2 (every rho_{b,u} is above 2**-64; none for U = L - 1), decided
-    at R''s first 1, the core going on at stage 2 from a = 0.  Both as the model says."""
+    at R''s first 1, the core going on at stage 2 from a = 0.  Both as the model says
+    (_blocked.r_zero_for_64_bits, r_prime_zero_for_64_bits)."""
     m = model(sigma2)
     gen = np.random.default_rng(24)
-    last = m.theta_last()
-    for lead in (0, 1, 10, 63, 100):
-        past_64.clear()
-        bits = "0" * (64 + lead) + "1" + _bits(gen, 80)
-        y, j, s, j1 = m.blocked(bits)
-        assert s > last and j1 >= 65 + lead and y == m.L * m.nb + s - 2 * m.nb
-        values, used, _ = run_tape(sigma2, bits)
-        assert abs(values[0]) == y and used == j + 1
-        assert {c for c in past_64 if c[2] == 64} == {(1, 0, 64, 0)}
-    for b in sorted({0, m.nb - 1}):
-        r = _theta_r(m, 2 * b + 2, True)
-        for lead in (0, 5, 64):
-            past_64.clear()
-            bits = r + "0" * (64 + lead) + "1" + "0"
-            y, j, s, j1 = m.blocked(bits)
-            assert (s, y, j) == (2 * b + 2, m.L * (b + 1) - 1, len(bits) - 1)
-            values, used, _ = run_tape(sigma2, bits + _bits(gen, 5))
-            assert values == [y] and used == len(bits)
-            assert {c for c in past_64 if c[2] == 64} == {(2, 0, 64, 1 + m.L * b)}
+    run = functools.partial(run_tape, sigma2)
+    for s, y in _blocked.r_zero_for_64_bits(run, m, gen, past_64):
+        assert y == m.L * m.nb + s - 2 * m.nb
+    for b in sorted({0, m.nb - 1}):  # U = L - 2
+        assert _blocked.r_prime_zero_for_64_bits(run, m, gen, past_64, b) == {m.L * (b + 1) - 1}
 
 
 @pytest.mark.parametrize("sigma2", [BLOCKED_MIN, MAX], ids=str)
@@ -1002,16 +845,9 @@ def test_ties_starting_mid_word(sigma2):
     zeros spanning the words; each as the model says (_inversion_tapes.ties_mid_word)."""
     m = model(sigma2)
     gen = np.random.default_rng(25)
-    cases = list(
-        tapes.ties_mid_word(
-            lambda bits, count: run_tape(sigma2, bits, count),
-            m,
-            gen,
-            (1, 2, 2 * m.nb + 1, m.theta_last()),
-            (65, 70, 129),
-            60,
-        )
-    )
+    run = functools.partial(run_tape, sigma2)
+    xs = (1, 2, 2 * m.nb + 1, m.theta_last())
+    cases = list(tapes.ties_mid_word(run, m, gen, xs, (65, 70, 129), 60))
     assert {case for case, *_ in cases} == {"past", "within", "zero"}
 
 
@@ -1020,37 +856,22 @@ def test_short_last_word(sigma2):
     """The second sample's R starts k bits into the first word and runs into a finite tape's
     last word of m < k bits: decided inside it (as the model says) or out of bits."""
     gen = np.random.default_rng(26)
-    outcomes = tapes.short_last_word(
-        lambda bits, count: run_tape(sigma2, bits, count), model(sigma2), gen, (1, 2), step=3
-    )
+    run = functools.partial(run_tape, sigma2)
+    outcomes = tapes.short_last_word(run, model(sigma2), gen, (1, 2), step=3)
     assert min(outcomes["decided"], outcomes["exhausted"]) >= 3, outcomes
 
 
 def _short_tapes(m: Model, gen) -> dict[str, tuple[str, int, str]]:
-    """name -> (a tape with bits to spare, where to cut it, the step the cut falls in:
-    "1", "uniform", "residual" or "sign")."""
-    odd = _theta_r(m, 3, True)  # s = 3: the uniform branch of block 1
-    even = _theta_r(m, 4, True)  # s = 4: the residual branch of block 1
-    tail = _theta_r(m, 2 * m.nb + 2, True)  # past the blocks
-    tie_theta = _tie(m, 2, 100) + _bits(gen, 80)
+    """_blocked.short_tapes (block 1's rho_2), and two past the blocks: a tie with
+    theta_{2NB+1} cut past bit 64, and a sample past the blocks cut before its sign."""
+    cases = _blocked.short_tapes(
+        m, gen, _rho_r(m, 1, 2, True), _blocked.cross(m.rho_digits(1, 2, J), True, 100)
+    )
+    tail = _blocked.theta_r(m, 2 * m.nb + 2, True)
     tie_tail = _tie(m, 2 * m.nb + 1, 100) + _bits(gen, 80)
-    r2 = _rho_r(m, 1, 2, True)
-    tie_rho = _cross(m.rho_digits(1, 2, J), True, 100)
-    u = _bits(gen, m.k)
-    return {
-        "step 1, first word": (odd + u + "1", 15, "1"),
-        "step 1, bit 64": (tie_theta, 64, "1"),
-        "step 1, past bit 64": (tie_theta, 80, "1"),
-        "step 1, R zero": ("0" * 90 + "1" + _bits(gen, 40), 90, "1"),
-        "step 1 past the blocks, past bit 64": (tie_tail, 90, "1"),
-        "uniform bits": (odd + u + "1", len(odd) + m.k - 1, "uniform"),
-        "uniform branch's sign": (odd + u + "1", len(odd) + m.k, "sign"),
-        "residual, first word": (even + r2 + "1", len(even) + 10, "residual"),
-        "residual, past bit 64": (even + tie_rho + "0", len(even) + 90, "residual"),
-        "residual, R' zero": (even + "0" * 70 + "11", len(even) + 70, "residual"),
-        "residual branch's sign": (even + r2 + "0", len(even + r2), "sign"),
-        "sign past the blocks": (tail + "1", len(tail), "sign"),
-    }
+    cases["step 1 past the blocks, past bit 64"] = (tie_tail, 90, "1")
+    cases["sign past the blocks"] = (tail + "1", len(tail), "sign")
+    return cases
 
 
 @pytest.mark.parametrize("sigma2", [BLOCKED_MIN, Fraction(10**6), MAX], ids=str)
@@ -1060,33 +881,12 @@ def test_running_out_in_each_step(sigma2):
     past bit 64, R' zero), or just before the sign (where the model says it falls): core and
     oracle raise Exhausted with the tape past every word, as a first sample and as a second
     one; the tape with exactly the bits the model says the sample reads is decided, one bit
-    fewer is not."""
+    fewer is not (_blocked.running_out_in_each_step)."""
     m = model(sigma2)
     gen = np.random.default_rng(27)
-    first = tapes.first_sample(m, gen)
-    for name, (bits, cut, step) in _short_tapes(m, gen).items():
-        y, j, s, j1 = m.blocked(bits)
-        where = (
-            "1"
-            if cut < j1
-            else "sign"
-            if cut == j and y
-            else "uniform"
-            if s % 2 and s <= 2 * m.nb and cut < j
-            else "residual"
-            if cut < j
-            else None
-        )
-        assert where == step, (name, where)
-        whole = j + (1 if y else 0)
-        for head, count in (("", 1), (first, 2)):
-            assert run_tape(sigma2, head + bits[:cut], count) == "exhausted", name
-            with pytest.raises(Exhausted):
-                tape = Tape(head + bits[:cut])
-                dgauss.sample_gaussian(sigma2, count, rng=tape, method="inversion")
-            assert run_tape(sigma2, head + bits[: whole - 1], count) == "exhausted", name
-            values, used, _ = run_tape(sigma2, head + bits[:whole], count)
-            assert used == len(head) + whole and abs(values[-1]) == y, name
+    sample = functools.partial(dgauss.sample_gaussian, sigma2, method="inversion")
+    run = functools.partial(run_tape, sigma2)
+    _blocked.running_out_in_each_step(run, m, gen, _short_tapes(m, gen), sample)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1094,98 +894,11 @@ def test_running_out_in_each_step(sigma2):
 # --------------------------------------------------------------------------------------------
 
 
-def _tape_bits(tape: Tape) -> str:
-    n = tape.words.size
-    value = 0
-    for w in tape.words.tolist():
-        value = value << 64 | w
-    return format(value >> (64 * n - tape.nbits), f"0{tape.nbits}b") if tape.nbits else ""
-
-
 def _checked_draw(fill, sigma2, head: str = "", move=None, every: int = 1):
-    """One draw of ``fill`` by inversion on the tape head + the enumerated bits, checked equal
-    to the model's prediction (value, bits used, tape words; or running out: Exhausted for the
-    enumerator) on every ``every``-th run; ``move``: a planted bug, the value v returned as
-    move(v)."""
-    m = model(sigma2)
-    runs = [0]
-
-    def draw(tape):
-        bits = head + _tape_bits(tape)
-        got = tapes.run(GAUSS, fill, Fraction(sigma2), bits, 1)
-        runs[0] += 1
-        if runs[0] % every == 0 or got[0] == "exhausted":
-            want = m.expect(bits, 1)
-            if want == "exhausted":
-                assert got[0] == "exhausted", (bits, got)
-            else:
-                assert got == want, (bits, got, want)
-        if got[0] == "exhausted":
-            raise Exhausted()
-        return got[0][0] if move is None else move(got[0][0])
-
-    return draw
-
-
-def _s_value(m: Model, s: int) -> tuple[int, int]:
-    """(the first |X| step 1's s can give, how many): (0, 1) for s = 0, (1 + Lb, L) for
-    s = 2b + 1 and 2b + 2, (L NB + s - 2 NB, 1) past the blocks."""
-    if s == 0:
-        return 0, 1
-    b = (s - 1) // 2
-    if b >= m.nb:
-        return m.L * m.nb + s - 2 * m.nb, 1
-    return 1 + m.L * b, m.L
-
-
-def window_masses(m: Model, head: str) -> dict[int, tuple[mpq, mpq]]:
-    """For R uniform in the window W = [w, w + 1) 2**-h of R's first h bits ``head``: rigorous
-    bounds on P[|X| = y | R in W] for every y it can give: with I_s = [theta_{s+1}, theta_s) n W
-    (theta_0 = 1), y = 0 has |I_0| 2**h; y = 1 + Lb + u has |I_{2b+1}| 2**h / L +
-    |I_{2b+2}| 2**h (rho_{b,u} - rho_{b,u+1}); y = L NB + i has |I_{2NB+i}| 2**h."""
-    h = len(head)
-    w = int(head, 2) if h else 0
-    bottom, top = mpq(w, 1 << h), mpq(w + 1, 1 << h)
-    assert w, "a window at 0 holds infinitely many thresholds"
-    first = _theta_at_least(m, (w + 1) << (J - h))  # the last s with theta_s >= top, or 0
-    last = _theta_at_least(m, w << (J - h))  # the last s with theta_s >= bottom
-    out: dict[int, tuple[mpq, mpq]] = {}
-    for s in range(first, last + 1):
-        (a_lo, a_hi), (b_lo, b_hi) = _q(m.theta(s)), _q(m.theta(s + 1))
-        lo = max(mpq(0), min(a_lo, top) - max(b_hi, bottom)) * (1 << h)
-        hi = max(mpq(0), min(a_hi, top) - max(b_lo, bottom)) * (1 << h)
-        base, width = _s_value(m, s)
-        b = (s - 1) // 2
-        for u in range(width):
-            if width == 1:
-                share = (mpq(1), mpq(1))
-            elif s % 2:
-                share = (mpq(1, m.L), mpq(1, m.L))
-            else:
-                (r0_lo, r0_hi), (r1_lo, r1_hi) = _q(m.rho(b, u)), _q(m.rho(b, u + 1))
-                share = (r0_lo - r1_hi, r0_hi - r1_lo)
-            got = out.get(base + u, (mpq(0), mpq(0)))
-            out[base + u] = (got[0] + lo * share[0], got[1] + hi * share[1])
-    return out
-
-
-def _theta_at_least(m: Model, v: int) -> int:
-    """#{s: floor(2**J theta_s) >= v} (v >= 1): the last s with theta_s >= v 2**-J."""
-    return len(m.theta_ascending) - bisect.bisect_left(m.theta_ascending, v)
-
-
-def _window_violations(m: Model, e, head: str) -> list:
-    """Values whose enumerated (conditional) bounds miss the model's, or that the window
-    cannot give."""
-    masses = window_masses(m, head)
-    bad = [v for v in e.mass if abs(v) not in masses]
-    for y, (lo, hi) in masses.items():
-        for v in (y, -y) if y else (0,):
-            share = 2 if y else 1
-            e_lo, e_hi = e.bounds(v)
-            if e_lo > hi / share or e_hi < lo / share:
-                bad.append(v)
-    return bad
+    """_inversion_tapes.checked_draw at sigma2: one draw of ``fill`` on the tape head + the
+    enumerated bits, checked against the model on every ``every``-th run and every running
+    out; ``move``: a planted bug."""
+    return tapes.checked_draw(GAUSS, fill, Fraction(sigma2), model(sigma2), head, move, every)
 
 
 def _windows(m: Model) -> dict[str, str]:
@@ -1193,12 +906,7 @@ def _windows(m: Model) -> dict[str, str]:
     edge of |X| = 0, a uniform part's end, a block's end, the last block's end and the first
     threshold past the blocks, the table's end past bit 64), and prefixes inside one branch
     (a residual, a uniform part, past the blocks)."""
-
-    def around(s: int) -> str:
-        gap = m.theta_floor(s) - m.theta_floor(s + 1)
-        h = J - gap.bit_length() + 1  # 2**-h is about the gap
-        return m.digits(s, h)
-
+    around = functools.partial(_blocked.around, m)
     nb = m.nb
     return {
         "theta_1 (|X| = 0)": around(1),
@@ -1207,10 +915,10 @@ def _windows(m: Model) -> dict[str, str]:
         "theta_2NB (the last residual)": around(2 * nb),
         "theta_2NB+1 (past the blocks)": around(2 * nb + 1),
         "theta_K (past bit 64)": around(m.theta_last()),
-        "residual, block 0": _theta_r(m, 2, True),
-        "residual, block NB - 1": _theta_r(m, 2 * nb, True),
-        "uniform, block 5": _theta_r(m, 11, True),
-        "past the blocks": _theta_r(m, 2 * nb + 7, True),
+        "residual, block 0": _blocked.theta_r(m, 2, True),
+        "residual, block NB - 1": _blocked.theta_r(m, 2 * nb, True),
+        "uniform, block 5": _blocked.theta_r(m, 11, True),
+        "past the blocks": _blocked.theta_r(m, 2 * nb + 7, True),
     }
 
 
@@ -1223,31 +931,16 @@ def test_every_prefix_inside_windows(sigma2):
     """Every bit tape whose R starts with a window's bits (the windows of _windows), most
     probable first, until at most 1e-4 of the window's mass is unresolved: every run (the
     core's) = the model's prediction (value, bits used, or running out), and the conditional
-    mass of every value within the model's exact bounds (window_masses: the uniform part's
-    1/L, the residual's rho_{b,u} - rho_{b,u+1}, the share of each branch in the window).
-    The oracle too on four windows, to 1e-2."""
+    mass of every value within the model's exact bounds (_blocked.window_masses: the uniform
+    part's 1/L, the residual's rho_{b,u} - rho_{b,u+1}, the share of each branch in the
+    window).  The oracle too on four windows, to 1e-2."""
     m = model(sigma2)
     for i, (name, head) in enumerate(_windows(m).items()):
         e = enumerate_bits(_checked_draw(_core.fill, sigma2, head), target=WINDOW_TARGET)
-        assert e.complete and _window_violations(m, e, head) == [], name
+        assert e.complete and _blocked.window_violations(m, e, head) == [], name
         if i in (0, 1, 5, 6):
             e = enumerate_bits(_checked_draw(reference.fill, sigma2, head), target=1e-2)
-            assert e.complete and _window_violations(m, e, head) == [], name
-
-
-def _full_violations(m: Model, e) -> list:
-    """The values whose enumerated bounds (from R's first bit) miss the model's pmf, for every
-    value up to past the largest seen."""
-    top = max(abs(v) for v in e.mass) + 2
-    bad = []
-    for v in (s * y for y in range(top) for s in ((1, -1) if y else (1,))):
-        lo, hi = m.mass(abs(v))
-        if v:
-            lo, hi = lo / 2, hi / 2
-        e_lo, e_hi = e.bounds(v)
-        if e_lo > hi or e_hi < lo:
-            bad.append(v)
-    return bad
+            assert e.complete and _blocked.window_violations(m, e, head) == [], name
 
 
 def test_every_prefix_from_the_first_bit():
@@ -1260,7 +953,7 @@ def test_every_prefix_from_the_first_bit():
     assert e.complete
     result = check(e, "gaussian", sigma2)
     assert result.ok, result.report()
-    assert _full_violations(model(sigma2), e) == []
+    assert tapes.mass_violations(model(sigma2), e) == []
 
 
 def test_window_check_has_power():
@@ -1274,15 +967,16 @@ def test_window_check_has_power():
     head = windows["residual, block 0"]
     rev = lambda v: (big - abs(v)) * (1 if v > 0 else -1)  # noqa: E731 (|v| = 1 + U)
     e = enumerate_bits(_checked_draw(_core.fill, sigma2, head, rev), target=WINDOW_TARGET)
-    assert _window_violations(m, e, head)
+    assert _blocked.window_violations(m, e, head)
     head = windows["uniform, block 5"]
     end = 1 + 5 * big + big - 1
     move = lambda v: v - (1 if v > 0 else -1) if abs(v) == end else v  # noqa: E731
     e = enumerate_bits(_checked_draw(_core.fill, sigma2, head, move), target=WINDOW_TARGET)
-    assert sorted(abs(v) for v in _window_violations(m, e, head)) == [end - 1] * 2 + [end] * 2
+    bad = _blocked.window_violations(m, e, head)
+    assert sorted(abs(v) for v in bad) == [end - 1] * 2 + [end] * 2
     head = windows["theta_2 (uniform to residual)"]
     e = enumerate_bits(_checked_draw(_core.fill, sigma2, head), target=WINDOW_TARGET)
-    assert _window_violations(model(BLOCKED_MIN + Fraction(1, 3)), e, head)
+    assert _blocked.window_violations(model(BLOCKED_MIN + Fraction(1, 3)), e, head)
 
 
 def test_check_from_the_first_bit_has_power():
@@ -1298,7 +992,7 @@ def test_check_from_the_first_bit_has_power():
 
     e = enumerate_bits(_checked_draw(_core.fill, sigma2, move=move, every=1000), target=1e-4)
     assert not check(e, "gaussian", sigma2).ok
-    bad = _full_violations(model(sigma2), e)
+    bad = tapes.mass_violations(model(sigma2), e)
     assert {big - 1, big, -big, 1 - big} <= set(bad)
 
 
@@ -1314,7 +1008,7 @@ def test_every_prefix_from_the_first_bit_slow(sigma2):
         assert e.complete
         result = check(e, "gaussian", sigma2)
         assert result.ok, result.report()
-        assert _full_violations(m, e) == []
+        assert tapes.mass_violations(m, e) == []
 
 
 # --------------------------------------------------------------------------------------------
@@ -1324,30 +1018,9 @@ def test_every_prefix_from_the_first_bit_slow(sigma2):
 LARGE_N = 10**6
 
 
-def _f(pair) -> float:
-    lo, hi = _q(pair)
-    return float((lo + hi) / 2)
-
-
 def _t_floats(m: Model, last: int) -> np.ndarray:
     """T_x as floats, x = 0 .. last."""
-    return np.array([_f(m.threshold(x)) for x in range(last + 1)])
-
-
-def _magnitude_pmf(m: Model, width: int) -> dict[int, float]:
-    """P[key] for key = 2 (|X| // width) + (X < 0), from the model's T_x (to 14 sigma)."""
-    bins = int(14 * m.sigma / width) + 2
-    t = _t_floats(m, bins * width)
-    pmf = {}
-    for b in range(bins):
-        both = t[max(1, b * width)] - t[(b + 1) * width]
-        pmf[2 * b] = both / 2 + (1 - t[1] if b == 0 else 0)
-        pmf[2 * b + 1] = both / 2
-    return pmf
-
-
-def _magnitude_keys(x: np.ndarray, width: int) -> np.ndarray:
-    return 2 * (np.abs(x) // width) + (x < 0)
+    return np.array([_mid(m.threshold(x)) for x in range(last + 1)])
 
 
 def _positions(m: Model) -> int:
@@ -1373,18 +1046,18 @@ def _position_keys(x: np.ndarray, m: Model) -> np.ndarray:
 
 
 def _fits(x: np.ndarray, m: Model, alpha: float = ALPHA / 2) -> list[tuple]:
-    """The two chi-square statistics that fail at ``alpha``: (name, stat, dof, p)."""
+    """The two chi-square statistics that fail at ``alpha``: (name, stat, dof, p): on the
+    magnitude (_blocked.magnitude_pmf, bins of sigma / 8 to 14 sigma, at least 50 dof) and on
+    the position inside the block."""
     width = max(1, int(m.sigma) // 8)
-    failed = []
-    for name, keys, pmf in (
-        ("magnitude", _magnitude_keys(x, width), _magnitude_pmf(m, width)),
-        ("position", _position_keys(x, m), _position_pmf(m)),
-    ):
-        stat, dof, p = chi2_gof(keys, pmf)
-        assert dof >= (_positions(m) + 1 if name == "position" else 50)
-        if p <= alpha:
-            failed.append((name, round(stat, 1), dof, p))
-    return failed
+    magnitude = _blocked.magnitude_pmf(m, width, int(14 * m.sigma / width) + 2)
+    return _blocked.failed_fits(
+        [
+            ("magnitude", _blocked.magnitude_keys(x, width), magnitude, 50),
+            ("position", _position_keys(x, m), _position_pmf(m), _positions(m) + 1),
+        ],
+        alpha,
+    )
 
 
 @pytest.mark.parametrize("sigma2", [BLOCKED_MIN, Fraction(10**6)], ids=str)
@@ -1440,33 +1113,16 @@ def test_large_sample_statistics_have_power():
 # --------------------------------------------------------------------------------------------
 
 
-def _expected_rule_bits(floors: list[int], after: int) -> float:
-    """E[bits read] by item 9's rule on thresholds with these J-bit floors (decreasing; the
-    next threshold's floor is ``after``, and those past it are below 2**-depth, depth = J -
-    after.bit_length() or so): E = sum over j >= 0 of P[R's first j bits shared] =
-    sum_j 2**-j (1 + #distinct nonzero floor(2**j theta)), the 1 for a = 0.  A floor F_s
-    adds a new nonzero value from the first j at which it is nonzero and differs from the
-    next floor F_{s+1} (equal values are consecutive), e_s = max(lead(F_s), first differing
-    digit): sum_j 2**-j [j >= e_s] = 2**(1 - e_s).  (Dropped: the thresholds past ``after``,
-    and j > J; together below 2**-100 or so.)"""
-    total = 2.0  # j = 0, and a = 0 at every j >= 1
-    for f, g in zip(floors, [*floors[1:], after], strict=True):
-        lead = J - f.bit_length() + 1
-        differ = J - (f ^ g).bit_length() + 1
-        total += 2.0 ** (1 - max(lead, differ))
-    return total
-
-
 def expected_bits(m: Model) -> float:
     """E[bits per sample]: E[step 1] + P[s odd] k + sum_b P[s = 2b + 2] E[block b's step 2]
     + P[|X| > 0] (the sign), P[s = i] = theta_i - theta_{i+1}."""
-    last = _theta_at_least(m, 1 << (J - 120)) + 1  # theta_last < 2**-120
+    last = m.theta_at_least(1 << (J - 120)) + 1  # theta_last < 2**-120
     theta = [m.theta_floor(s) for s in range(1, last)]
-    step_1 = _expected_rule_bits(theta, m.theta_floor(last))
-    th = [_f(m.theta(s)) for s in range(2 * m.nb + 2)]
+    step_1 = _blocked.expected_rule_bits(theta, m.theta_floor(last))
+    th = [_mid(m.theta(s)) for s in range(2 * m.nb + 2)]
     odd = sum(th[2 * b + 1] - th[2 * b + 2] for b in range(m.nb))
     step_2 = sum(
-        (th[2 * b + 2] - th[2 * b + 3]) * _expected_rule_bits(m.rho_floors(b), 0)
+        (th[2 * b + 2] - th[2 * b + 3]) * _blocked.expected_rule_bits(m.rho_floors(b), 0)
         for b in range(m.nb)
     )
     return step_1 + odd * m.k + step_2 + th[1]
@@ -1486,17 +1142,6 @@ def test_bits_per_sample(sigma2):
     """The core's count of bits read (fill's return, = the oracle's by the same-bits tests),
     200 calls of 1000 samples from PCG64: the mean is the model's exact expectation (z < 6
     on the calls' spread), at least H(X) (no exact sampler reads less; 0.05 of slack) and at
-    most H(X) + 3."""
+    most H(X) + 3 (_blocked.bits_per_sample)."""
     m = model(sigma2)
-    src = np.random.PCG64(41)
-    per_call = []
-    out = np.empty(1000, dtype=np.int64)
-    for _ in range(200):
-        per_call.append(_core.fill(GAUSS, *_nd(sigma2), 0, src, out, method="inversion") / 1000)
-    mean = float(np.mean(per_call))
-    se = float(np.std(per_call, ddof=1)) / math.sqrt(len(per_call))
-    want, h = expected_bits(m), entropy_bits(m)
-    print(f"sigma2 {sigma2}: {mean:.4f} bits (model {want:.4f}, se {se:.4f}), H = {h:.4f}")
-    assert abs(mean - want) < 6 * se
-    assert h - 0.05 < mean < h + 3
-    assert h < want < h + 3
+    _blocked.bits_per_sample(GAUSS, sigma2, expected_bits(m), entropy_bits(m))

@@ -12,9 +12,12 @@ then
 3. one sign bit when |X| > 0 (1: negative).
 
 Everything is compared with ``Model``: p**u, T_x and rho_u enclosed from scratch with MPFR and
-directed rounding (no code shared with dgauss._inversion), L and c from the definition, giving
+directed rounding (p**u and T_x by tests/_laplace_model.py, as for test_laplace_inversion.py's
+model; no code shared with dgauss._inversion), L and c from the definition, giving
 exact floor(2**J theta_s), floor(2**J rho_u) (J = 256), the whole bit-level rule (value and
-bits read, or running out) and rigorous bounds on the pmf.  The file covers
+bits read, or running out) and rigorous bounds on the pmf.  The draw from theta_s and rho_u,
+and the checks written the same way for the blocked Gaussian (tests/test_gaussian_blocked.py),
+are in tests/_blocked.py.  The file covers
 
 0. the model itself: the blocked scheme's masses are the Laplace pmf (the contract's proof,
    checked numerically), the uniform-mass inequality, the closed form;
@@ -42,24 +45,26 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-import gmpy2
 import numpy as np
 import pytest
 from gmpy2 import mpfr, mpq
 
+import _blocked
 import _inversion_tapes as tapes
 import dgauss
-from _inversion_tapes import TapeModel
-from _inversion_tapes import bits as _bits
-from _inversion_tapes import tie as _tie
-from _stats import ALPHA, chi2_gof
+from _blocked import ONES, BlockedModel, J
+from _blocked import mid as _mid
+from _blocked import nd as _nd
+from _blocked import q as _q
+from _laplace_model import LaplaceTails, entropy_bits
+from _laplace_model import pmf as laplace_pmf
+from _stats import ALPHA
 from dgauss import _core, _inversion, reference
 from dgauss._kinds import Kind
-from dgauss.testing import Exhausted, Tape, check, enumerate_bits, enumerate_sampler
+from dgauss.testing import check, enumerate_bits, enumerate_sampler
 
 LAP = Kind.DISCRETE_LAPLACE
 BLOCKED_MIN, MAX = Fraction(2**12), Fraction(2**20)
-ONES = 2**64 - 1
 
 #: S in "L = 2**k, the largest power of two with S L <= t" (docs/contract.md, item 9).
 SPREAD = 32
@@ -78,52 +83,22 @@ def test_constants():
 # The independent model
 # --------------------------------------------------------------------------------------------
 
-#: Bits of the model's exact floors floor(2**J theta_s), floor(2**J rho_u).
-J = 256
 #: Working precision: F(u) loses at most about 30 bits to cancellation (F(L - 1) ~ L^2 / t^2).
 PREC = J + 192
 
 
-def _inversion_rule(bits: str, shares, count) -> tuple[int, int] | None:
-    """Item 9's rule for R = 0.bits...: (count(a, j), j) at the first j where ``shares(a, j)``
-    (some threshold has R's first j digits a) is false, or None when the bits run out first.
-    Sharing j digits implies sharing j - 1, so j is found by bisection."""
-    bits = bits[:J]
-    n = len(bits)
-    if n == 0:
-        return None
-    whole = int(bits, 2)
-    shared = lambda j: shares(whole >> (n - j), j)
-    if shared(n):
-        assert n < J, "the model needs more bits"
-        return None
-    lo, hi = 0, n  # shared(lo) (j = 0: vacuously), not shared(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if shared(mid):
-            lo = mid
-        else:
-            hi = mid
-    return count(whole >> (n - hi), hi), hi
-
-
-class Model(TapeModel):
-    """Blocked inversion of Lap_Z(0, t) from scratch.  p**u in [exp(-up(u/t)) rounded down,
-    exp(-down(u/t)) rounded up]; T_x = 2 p**x / (1 + p); F(u) = L (p**u - p**L) -
-    (L - u)(1 - p**c), F(0) = L (p**c - p**L), rho_u = F(u) / F(0): each operation rounded the
-    safe way at PREC bits, so every quantity is an interval; ``floor_t(x)`` = floor(2**J T_x)
-    and ``rho_floors`` = floor(2**J rho_u) are checked decided (both ends have one floor).
-
-    For the tape helpers of _inversion_tapes, ``rule`` is the whole blocked draw of |X| (steps
-    1 and 2) and ``digits(s, i)`` / ``bit(s, i)`` are theta_s's."""
+class Model(LaplaceTails, BlockedModel):
+    """Blocked inversion of Lap_Z(0, t) from scratch.  p**u and T_x = 2 p**x / (1 + p) as in
+    _laplace_model.LaplaceTails (p**u in [exp(-up(u/t)) rounded down, exp(-down(u/t)) rounded
+    up]); F(u) = L (p**u - p**L) - (L - u)(1 - p**c), F(0) = L (p**c - p**L), rho_u = F(u) /
+    F(0): each operation rounded the safe way at PREC bits, so every quantity is an interval;
+    ``floor(x)`` = floor(2**J T_x) and ``rho_floors`` = floor(2**J rho_u) are checked decided
+    (both ends have one floor).  The draw from them (``blocked``, ``rule``; ``digits(s, i)`` /
+    ``bit(s, i)`` are theta_s's) is _blocked.BlockedModel's."""
 
     def __init__(self, scale: Fraction):
-        self.scale = Fraction(scale)
+        LaplaceTails.__init__(self, scale, J, PREC)
         assert self.scale >= 64
-        self.t = float(self.scale)
-        self.down = gmpy2.context(precision=PREC, round=gmpy2.RoundDown)
-        self.up = gmpy2.context(precision=PREC, round=gmpy2.RoundUp)
-        self.inv = mpq(self.scale.denominator, self.scale.numerator)  # 1/t
         size = 1
         while SPREAD * (2 * size) <= self.scale:
             size *= 2
@@ -131,73 +106,13 @@ class Model(TapeModel):
         self.c = size - math.ceil(Fraction(size * (size - 1)) / self.scale)
         p_lo, p_hi = self.power(1)
         with self.down:
-            self.d_lo = 1 + p_lo
             self.q_lo = 1 - p_hi  # 1 - p
         with self.up:
-            self.d_hi = 1 + p_hi
             self.q_hi = 1 - p_lo
         self.p_big = self.power(self.L)  # p**L
         self.p_cut = self.power(self.c)  # p**c
-        self.log_top = math.log(2 / (1 + math.exp(-1 / self.t))) + J * math.log(2)
-        self._floor: dict[int, int] = {}
-        self._threshold: dict[int, tuple] = {}
 
-    # ---- p**u and the thresholds T_x ----
-
-    def power(self, u: int):
-        """(lo, hi) mpfr bounds on p**u = exp(-u/t)."""
-        z = self.inv * u
-        with self.up:
-            z_hi = mpfr(z)
-        with self.down:
-            z_lo = mpfr(z)
-            lo = gmpy2.exp(-z_hi)
-        with self.up:
-            hi = gmpy2.exp(-z_lo)
-        return lo, hi
-
-    def threshold(self, x: int):
-        """(lo, hi) mpfr bounds on T_x (T_0 = 1)."""
-        if x == 0:
-            return mpfr(1), mpfr(1)
-        found = self._threshold.get(x)
-        if found is None:
-            e_lo, e_hi = self.power(x)
-            with self.down:
-                lo = 2 * e_lo / self.d_hi
-            with self.up:
-                hi = 2 * e_hi / self.d_lo
-            found = self._threshold[x] = (lo, hi)
-        return found
-
-    def _floor_of(self, lo, hi, what) -> int:
-        with self.down:  # (multiplying by a power of two is exact)
-            f = int(gmpy2.floor(gmpy2.mul_2exp(lo, J)))
-            assert f == int(gmpy2.floor(gmpy2.mul_2exp(hi, J))), (self.scale, what, "undecided")
-        return f
-
-    def floor_t(self, x: int) -> int:
-        """floor(2**J T_x)."""
-        f = self._floor.get(x)
-        if f is None:
-            f = self._floor[x] = self._floor_of(*self.threshold(x), ("T", x))
-        return f
-
-    def first_below_t(self, v: int) -> int:
-        """The first x >= 1 with floor(2**J T_x) < v (1 <= v <= 2**J): from the float estimate
-        t (ln(2 / (1 + p)) + J ln 2 - ln v), corrected with exact floors."""
-        x = max(1, math.ceil(self.t * (self.log_top - math.log(v))))
-        while self.floor_t(x) >= v:
-            x += 1
-        while x > 1 and self.floor_t(x - 1) < v:
-            x -= 1
-        return x
-
-    def mass(self, y: int) -> tuple[mpq, mpq]:
-        """Rigorous bounds on P[|X| = y] = T_y - T_{y+1}."""
-        a_lo, a_hi = self.threshold(y)
-        b_lo, b_hi = self.threshold(y + 1)
-        return mpq(a_lo) - mpq(b_hi), mpq(a_hi) - mpq(b_lo)
+    # (p**u, T_x, floor(x) = floor(2**J T_x), first_below(v), mass(y): LaplaceTails)
 
     # ---- step 1: theta ----
 
@@ -206,22 +121,18 @@ class Model(TapeModel):
         b, odd = divmod(s - 1, 2)
         return 1 + self.L * b + (self.c if odd else 0)
 
-    def theta_floor(self, s: int) -> int:
-        return self.floor_t(self.x_of(s))
+    def theta(self, s: int):
+        """(lo, hi) mpfr bounds on theta_s (theta_0 = T_0 = 1)."""
+        return self.threshold(self.x_of(s) if s else 0)
 
-    def theta_word(self, s: int, p: int = 64) -> int:
-        """floor(2**p theta_s), p <= J."""
-        return self.theta_floor(s) >> (J - p)
+    def theta_floor(self, s: int) -> int:
+        return self.floor(self.x_of(s))
 
     def theta_first_below(self, v: int) -> int:
         """The first s >= 1 with floor(2**J theta_s) < v: the first s with x_of(s) at or past
         the first x whose T_x is below."""
-        b, r = divmod(self.first_below_t(v) - 1, self.L)
+        b, r = divmod(self.first_below(v) - 1, self.L)
         return 2 * b + (1 if r == 0 else 2 if r <= self.c else 3)
-
-    def theta_last(self, p: int = 64) -> int:
-        """K: the last s with floor(2**p theta_s) > 0."""
-        return self.theta_first_below(1 << (J - p)) - 1
 
     def theta_shares(self, a: int, j: int) -> bool:
         if a == 0:
@@ -231,13 +142,6 @@ class Model(TapeModel):
     def theta_count(self, a: int, j: int) -> int:
         """#{s: floor(2**j theta_s) > a}."""
         return self.theta_first_below((a + 1) << (J - j)) - 1
-
-    def digits(self, s: int, i: int) -> str:
-        """theta_s's first i binary digits."""
-        return format(self.theta_floor(s) >> (J - i), f"0{i}b")
-
-    def bit(self, s: int, i: int) -> str:
-        return str((self.theta_floor(s) >> (J - i)) & 1)
 
     # ---- step 2: rho ----
 
@@ -266,10 +170,14 @@ class Model(TapeModel):
             hi = f_hi / f0_lo
         return lo, hi
 
+    def rho_bounds(self, b: int, u: int):
+        """rho(u): the same rho_u in every block b."""
+        return self.rho(u)
+
     @functools.cached_property
     def rho_floors(self) -> list[int]:
         """floor(2**J rho_u), u = 1 .. L - 1 (decreasing)."""
-        floors = [self._floor_of(*self.rho(u), ("rho", u)) for u in range(1, self.L)]
+        floors = [self.floor_of(*self.rho(u), ("rho", u)) for u in range(1, self.L)]
         assert all(a > b for a, b in zip(floors, floors[1:], strict=False))
         return floors
 
@@ -294,52 +202,14 @@ class Model(TapeModel):
     def rho_digits(self, u: int, i: int) -> str:
         return format(self.rho_floors[u - 1] >> (J - i), f"0{i}b")
 
-    # ---- the draw ----
-
-    def theta_rule(self, bits: str):
-        return _inversion_rule(bits, self.theta_shares, self.theta_count)
-
-    def rho_rule(self, bits: str):
-        return _inversion_rule(bits, self.rho_shares, self.rho_count)
-
-    def blocked(self, bits: str) -> tuple[int, int, int, int | None] | None:
-        """(|X|, bits read before the sign, s, bits read by step 1) for the bits, or None when
-        they run out first."""
-        found = self.theta_rule(bits)
-        if found is None:
-            return None
-        s, j1 = found
-        if s == 0:
-            return 0, j1, s, j1
-        b = (s - 1) // 2
-        if s % 2:
-            if len(bits) < j1 + self.k:
-                return None
-            u = int(bits[j1 : j1 + self.k], 2)
-            return 1 + self.L * b + u, j1 + self.k, s, j1
-        found = self.rho_rule(bits[j1:])
-        if found is None:
-            return None
-        u, j2 = found
-        return 1 + self.L * b + u, j1 + j2, s, j1
-
-    def rule(self, bits: str) -> tuple[int, int] | None:
-        found = self.blocked(bits)
-        return None if found is None else found[:2]
+    def rho_rule(self, bits: str, b: int = 0):
+        """Step 2's rule on R' = 0.bits... (the same rho_u in every block b)."""
+        return tapes.inversion_rule(bits, self.rho_shares, self.rho_count, J)
 
 
 @functools.cache
 def model(scale) -> Model:
     return Model(Fraction(scale))
-
-
-def _q(pair) -> tuple[mpq, mpq]:
-    return mpq(pair[0]), mpq(pair[1])
-
-
-def _nd(scale) -> tuple[int, int]:
-    scale = Fraction(scale)
-    return scale.numerator, scale.denominator
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,9 +265,8 @@ def test_model_scheme_gives_the_laplace_pmf(scale):
     (theta_{2b+1} - theta_{2b+2}) / L + (theta_{2b+2} - theta_{2b+3})(rho_u - rho_{u+1}) is
     T_{1+Lb+u} - T_{2+Lb+u} (rigorous bounds overlapping, 2**-300 wide) at several b and u;
     the residual's thresholds decrease strictly from rho_1 < 1 to rho_{L-1} > 0; the model's
-    pmf agrees with tanh(1/(2t)) exp(-y/t) (twice it for y > 0) at 50 digits."""
-    from decimal import Decimal, localcontext
-
+    pmf agrees with tanh(1/(2t)) exp(-y/t) (twice it for y > 0) at 50 digits
+    (_laplace_model.pmf)."""
     m = model(scale)
     big, c = m.L, m.c
     gen = np.random.default_rng(5)
@@ -415,16 +284,10 @@ def test_model_scheme_gives_the_laplace_pmf(scale):
             assert hi - lo < mpq(1, 2**300) and t_hi - t_lo < mpq(1, 2**300)
     assert m.rho(1)[1] < 1 and m.rho(big - 1)[0] > 0
     assert len(m.rho_floors) == big - 1  # (checked strictly decreasing)
-    with localcontext() as ctx:
-        ctx.prec = 50
-        n, d = _nd(scale)
-        t = Decimal(n) / Decimal(d)
-        e = (1 / (2 * t)).exp()
-        tanh = (e - 1 / e) / (e + 1 / e)
-        for y in (0, 1, 2, int(scale), int(5 * scale)):
-            true = float(tanh * (-(Decimal(y) / t)).exp() * (2 if y else 1))
-            lo, hi = m.mass(y)
-            assert float(lo) <= true * (1 + 1e-12) and true <= float(hi) * (1 + 1e-12)
+    for y in (0, 1, 2, int(scale), int(5 * scale)):
+        true = laplace_pmf(scale, y)
+        lo, hi = m.mass(y)
+        assert float(lo) <= true * (1 + 1e-12) and true <= float(hi) * (1 + 1e-12)
 
 
 # --------------------------------------------------------------------------------------------
@@ -627,36 +490,13 @@ def test_core_and_oracle_read_the_same_bits(bitgen, scale, mu, dtype, n):
 # --------------------------------------------------------------------------------------------
 
 
-def run_tape(scale, bits: str, count: int = 1, mu: int = 0):
-    """Core (into object and int64 arrays, and on the words of fixed_point=False) and oracle on
-    one tape, each = the model's prediction (values, bits used, tape words started; or
-    Exhausted with the tape past every word); returns the prediction."""
-    variants = [{"dtype": np.int64}, {"fixed_point": False}]
-    return tapes.run_tape(LAP, model(scale), Fraction(scale), bits, count, mu, variants)
-
-
-def _cross(digits: str, below: bool, start: int) -> str:
-    """R's first bits against a threshold with these ``digits``: its digits up to the first
-    digit at or after ``start`` that is 1 (``below``: R < the threshold there) or 0 (R above
-    it), that digit flipped; R then shares all its digits but the last with the threshold."""
-    i = digits.index("1" if below else "0", start - 1) + 1
-    return digits[: i - 1] + ("0" if below else "1")
-
-
-def _near(floor: int, below: bool, extra: int = 24) -> str:
-    """_cross for the threshold whose J-bit floor this is, R leaving it at least ``extra``
-    digits past its leading 1: within 2**-extra of it relatively, closer than the next
-    threshold (theta and rho are at least about (L / t)**2 >= 2**-12 apart relatively)."""
-    lead = J - floor.bit_length() + 1
-    return _cross(format(floor, f"0{J}b"), below, lead + extra)
-
-
-def _theta_r(m: Model, s: int, below: bool) -> str:
-    return _near(m.theta_floor(s), below)
+#: run_tape(scale, bits, count=1, mu=0): core and oracle on one tape, each = the model's
+#: prediction (_blocked.tape_runner); returns the prediction.
+run_tape = _blocked.tape_runner(LAP, model)
 
 
 def _rho_r(m: Model, u: int, below: bool) -> str:
-    return _near(m.rho_floors[u - 1], below)
+    return _blocked.near(m.rho_floors[u - 1], below)
 
 
 TAPE_SCALES = [BLOCKED_MIN, Fraction(3 * 2**12 + 1, 3), Fraction(10**5), MAX]
@@ -668,130 +508,71 @@ def test_each_branch_reads_what_the_model_says(scale):
     table's end): the uniform branch, U = the next k bits as given (0, L - 1, random), then
     the sign.  R just below theta_{2b+2}: the residual branch, R' just below rho_u (U = u, for
     u = 1, 2, L/2, L - 1) or above rho_1 (U = 0), then the sign.  Each run's value and bits
-    used are the model's, and the model takes the intended path."""
+    used are the model's, and the model takes the intended path (_blocked.each_branch)."""
     m = model(scale)
     gen = np.random.default_rng(21)
     last = m.theta_last()
-    for start in (9, 20, 40, 60):
-        r = _cross(m.digits(1, J), False, start)
-        values, used, _ = run_tape(scale, r + _bits(gen, 30), mu=-5)
-        assert values == [-5] and used == len(r) and m.blocked(r)[2] == 0
     blocks = sorted({0, 1, 2, 9, (last - 1) // 4, (last - 1) // 2 - 1})
-    for b in blocks:
-        r = _theta_r(m, 2 * b + 1, True)
-        for u in (0, m.L - 1, int(gen.integers(m.L))):
-            for sign in "01":
-                bits = r + format(u, f"0{m.k}b") + sign
-                y, j, s, _ = m.blocked(bits + _bits(gen, 10))
-                assert (s, y, j) == (2 * b + 1, 1 + m.L * b + u, len(bits) - 1)
-                values, used, _ = run_tape(scale, bits + _bits(gen, 10), mu=7)
-                assert values == [7 + (-y if sign == "1" else y)] and used == len(bits)
-    for b in blocks:
-        r = _theta_r(m, 2 * b + 2, True)
-        for u, r2 in [(0, _rho_r(m, 1, False))] + [
-            (u, _rho_r(m, u, True)) for u in (1, 2, m.L // 2, m.L - 1)
-        ]:
-            bits = r + r2 + "1"
-            y, j, s, j1 = m.blocked(bits + _bits(gen, 10))
-            assert (s, j1, j) == (2 * b + 2, len(r), len(bits) - 1)
-            assert y == 1 + m.L * b + u
-            values, used, _ = run_tape(scale, bits + _bits(gen, 10))
-            assert values == [-y] and used == len(bits)
+    residual = [(0, _rho_r(m, 1, False))]
+    residual += [(u, _rho_r(m, u, True)) for u in (1, 2, m.L // 2, m.L - 1)]
+    run = functools.partial(run_tape, scale)
+    _blocked.each_branch(run, m, gen, blocks, lambda b: residual)
 
 
 @pytest.fixture
 def past_64(monkeypatch):
     """The calls of dgauss._inversion.laplace_blocked_magnitude, as (stage, a, j, base): the
-    core's to go on past R's (stage 1) or R''s (stage 2) 64th bit, with a = those 64 bits, j =
-    64 (the core binds it when a call starts, so this sees every one), and the oracle's, from
-    its first bit (1, 0, 0, 0)."""
-    calls: list[tuple[int, int, int, int]] = []
-    real = _inversion.laplace_blocked_magnitude
-
-    def spy(bit, scale, a=0, j=0, stage=1, base=0):
-        calls.append((stage, a, j, base))
-        return real(bit, scale, a, j, stage, base)
-
-    monkeypatch.setattr(_inversion, "laplace_blocked_magnitude", spy)
-    return calls
+    core's past R's or R''s 64th bit, the oracle's from its first bit (_blocked.spy_past_64)."""
+    return _blocked.spy_past_64(monkeypatch, "laplace_blocked_magnitude")
 
 
 @pytest.mark.parametrize("scale", TAPE_SCALES, ids=str)
 def test_a_64_bit_tie_in_step_1(scale, past_64):
     """R's first 64 bits = the core's word thr[s] (= theta_s's first 64 digits), R leaving
-    theta_s at bit i > 64 on either side: the core goes on past bit 64 and agrees with the
-    model (value and bits used), for s = 1, 2, 3, 4, in the middle of the table (both
-    parities), K - 1 and K; the uniform branch's k bits or the residual's R' follow R."""
+    theta_s at bit i > 64 on either side: the core goes on past bit 64 (stage 1, from those
+    64 bits) and agrees with the model (value and bits used), for s = 1, 2, 3, 4, in the
+    middle of the table (both parities), K - 1 and K; the uniform branch's k bits or the
+    residual's R' follow R (_blocked.ties_in_step_1)."""
     m = model(scale)
     thr = _table(scale).thr.tolist()
     last = m.theta_last()
     gen = np.random.default_rng(22)
-    sides = set()
-    for s in sorted({1, 2, 3, 4, last // 2, last // 2 + 1, last - 1, last}):
-        for i in (65, 66, 100, 129, 180):
-            past_64.clear()
-            r = _tie(m, s, i)
-            assert int(r[:64], 2) == thr[s]
-            bits = r + _bits(gen, 90)
-            y, j, s_model, j1 = m.blocked(bits)
-            values, used, _ = run_tape(scale, bits)
-            assert j1 >= i and used >= i
-            assert (1, thr[s], 64, 0) in past_64, past_64  # (the core: its three runs)
-            assert {c for c in past_64 if c[2] == 64} == {(1, thr[s], 64, 0)}
-            if thr[s - 1] != thr[s] != thr[s + 1]:  # no other word ties
-                assert j1 == i and s_model == (s - 1 if m.bit(s, i) == "0" else s)
-                sides.add(s_model - s)
-    assert sides == {-1, 0}
+    picks = {1, 2, 3, 4, last // 2, last // 2 + 1, last - 1, last}
+    _blocked.ties_in_step_1(functools.partial(run_tape, scale), m, thr, picks, gen, past_64)
 
 
 @pytest.mark.parametrize("scale", TAPE_SCALES, ids=str)
 def test_a_64_bit_tie_in_the_residual_step(scale, past_64):
-    """s even (R just below theta_{2b+2}), then R''s first 64 bits = rthr[u] (= rho_u's first
-    64 digits), R' leaving rho_u at bit i > 64: the core goes on past R''s 64th bit and
-    agrees with the model, for u = 1, 2, L/2, L - 1 and both sides."""
+    """s even (R just below theta_{2b+2}, b = 0, 3), then R''s first 64 bits = rthr[u] (=
+    rho_u's first 64 digits), R' leaving rho_u at bit i > 64: the core goes on past R''s 64th
+    bit (stage 2, base 1 + Lb) and agrees with the model, for u = 1, 2, L/2, L - 1 and both
+    sides (_blocked.ties_in_the_residual_step)."""
     m = model(scale)
     rthr = _table(scale).rthr.tolist()
     gen = np.random.default_rng(23)
-    seen = set()
-    for b in (0, 3):
-        r = _theta_r(m, 2 * b + 2, True)
-        for u in (1, 2, m.L // 2, m.L - 1):
-            for i in (65, 66, 100, 129, 200):
-                past_64.clear()
-                r2 = _cross(m.rho_digits(u, J), i % 2 == 0, i)  # (flip a 1 or a 0 past 64)
-                assert len(r2) >= i and int(r2[:64], 2) == rthr[u]
-                bits = r + r2 + _bits(gen, 70)
-                y, j, s, j1 = m.blocked(bits)
-                assert s == 2 * b + 2 and j1 == len(r) and j - j1 == len(r2)
-                values, used, _ = run_tape(scale, bits)
-                assert used == j + 1 and abs(values[0]) == y
-                assert {c for c in past_64 if c[2] == 64} == {(2, rthr[u], 64, 1 + m.L * b)}
-                seen.add(y - (1 + m.L * b + u))
-    assert seen == {-1, 0}
+    _blocked.ties_in_the_residual_step(
+        functools.partial(run_tape, scale),
+        m,
+        gen,
+        past_64,
+        (0, 3),
+        (1, 2, m.L // 2, m.L - 1),
+        lambda b, u: m.rho_digits(u, J),
+        lambda b, u: rthr[u],
+    )
 
 
 @pytest.mark.parametrize("scale", TAPE_SCALES, ids=str)
 def test_r_or_r_prime_zero_for_64_bits(scale, past_64):
-    """R < 2**-64: s beyond every word (|X| far in the tail, from thresholds past the table);
-    R' < 2**-64 in the residual step: U = L - 1 (every rho_u is above 2**-64), decided at R''s
-    first 1.  Both as the model says."""
+    """R < 2**-64: s beyond every word (|X| far in the tail, from thresholds past the table),
+    the core going on at stage 1 from a = 0; R' < 2**-64 in the residual step: U = L - 1
+    (every rho_u is above 2**-64), decided at R''s first 1, the core going on at stage 2 from
+    a = 0.  Both as the model says (_blocked.r_zero_for_64_bits, r_prime_zero_for_64_bits)."""
     m = model(scale)
     gen = np.random.default_rng(24)
-    last = m.theta_last()
-    for lead in (0, 1, 10, 63, 100):
-        bits = "0" * (64 + lead) + "1" + _bits(gen, 80)
-        y, j, s, j1 = m.blocked(bits)
-        assert s > last and j1 >= 65 + lead
-        values, used, _ = run_tape(scale, bits)
-        assert abs(values[0]) == y and used == j + 1
-    r = _theta_r(m, 2, True)
-    for lead in (0, 5, 64):
-        r2 = "0" * (64 + lead) + "1"
-        bits = r + r2 + "0"
-        y, j, s, j1 = m.blocked(bits)
-        assert (s, y, j) == (2, m.L, len(bits) - 1)
-        values, used, _ = run_tape(scale, bits + _bits(gen, 5))
-        assert values == [m.L] and used == len(bits)
+    run = functools.partial(run_tape, scale)
+    _blocked.r_zero_for_64_bits(run, m, gen, past_64)
+    assert _blocked.r_prime_zero_for_64_bits(run, m, gen, past_64, 0) == {m.L}  # U = L - 1
 
 
 @pytest.mark.parametrize("scale", [BLOCKED_MIN, MAX], ids=str)
@@ -801,16 +582,8 @@ def test_ties_starting_mid_word(scale):
     the words; each as the model says (_inversion_tapes.ties_mid_word)."""
     m = model(scale)
     gen = np.random.default_rng(25)
-    cases = list(
-        tapes.ties_mid_word(
-            lambda bits, count: run_tape(scale, bits, count),
-            m,
-            gen,
-            (1, 2, m.theta_last()),
-            (65, 70, 129),
-            60,
-        )
-    )
+    run = functools.partial(run_tape, scale)
+    cases = list(tapes.ties_mid_word(run, m, gen, (1, 2, m.theta_last()), (65, 70, 129), 60))
     assert {case for case, *_ in cases} == {"past", "within", "zero"}
 
 
@@ -819,33 +592,9 @@ def test_short_last_word(scale):
     """The second sample's R starts k bits into the first word and runs into a finite tape's
     last word of m < k bits: decided inside it (as the model says) or out of bits."""
     gen = np.random.default_rng(26)
-    outcomes = tapes.short_last_word(
-        lambda bits, count: run_tape(scale, bits, count), model(scale), gen, (1, 2), step=3
-    )
+    run = functools.partial(run_tape, scale)
+    outcomes = tapes.short_last_word(run, model(scale), gen, (1, 2), step=3)
     assert min(outcomes["decided"], outcomes["exhausted"]) >= 3, outcomes
-
-
-def _short_tapes(m: Model, gen) -> dict[str, tuple[str, int, str]]:
-    """name -> (a tape with bits to spare, where to cut it, the step the cut falls in:
-    "1", "uniform", "residual" or "sign")."""
-    odd = _theta_r(m, 3, True)  # s = 3: the uniform branch of block 1
-    even = _theta_r(m, 4, True)  # s = 4: the residual branch of block 1
-    tie_theta = _tie(m, 2, 100) + _bits(gen, 80)
-    r2 = _rho_r(m, 2, True)
-    tie_rho = _cross(m.rho_digits(2, J), True, 100)
-    u = _bits(gen, m.k)
-    return {
-        "step 1, first word": (odd + u + "1", 15, "1"),
-        "step 1, bit 64": (tie_theta, 64, "1"),
-        "step 1, past bit 64": (tie_theta, 80, "1"),
-        "step 1, R zero": ("0" * 90 + "1" + _bits(gen, 40), 90, "1"),
-        "uniform bits": (odd + u + "1", len(odd) + m.k - 1, "uniform"),
-        "uniform branch's sign": (odd + u + "1", len(odd) + m.k, "sign"),
-        "residual, first word": (even + r2 + "1", len(even) + 10, "residual"),
-        "residual, past bit 64": (even + tie_rho + "0", len(even) + 90, "residual"),
-        "residual, R' zero": (even + "0" * 70 + "11", len(even) + 70, "residual"),
-        "residual branch's sign": (even + r2 + "0", len(even + r2), "sign"),
-    }
 
 
 @pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5), MAX], ids=str)
@@ -854,27 +603,14 @@ def test_running_out_in_each_step(scale):
     inside the uniform branch's k bits, inside the residual's R' (within, past bit 64, R'
     zero), or just before the sign (where the model says it falls): core and oracle raise
     Exhausted with the tape past every word, as a first sample and as a second one; the tape
-    with exactly the bits the model says the sample reads is decided, one bit fewer is not."""
+    with exactly the bits the model says the sample reads is decided, one bit fewer is not
+    (_blocked.short_tapes, running_out_in_each_step)."""
     m = model(scale)
     gen = np.random.default_rng(27)
-    first = tapes.first_sample(m, gen)
-    for name, (bits, cut, step) in _short_tapes(m, gen).items():
-        y, j, s, j1 = m.blocked(bits)
-        if cut < j1:
-            where = "1"
-        elif cut < j:
-            where = "uniform" if s % 2 else "residual"
-        else:
-            where = "sign" if cut == j and y else None
-        assert where == step, (name, where)
-        whole = j + (1 if y else 0)
-        for head, count in (("", 1), (first, 2)):
-            assert run_tape(scale, head + bits[:cut], count) == "exhausted", name
-            with pytest.raises(Exhausted):
-                dgauss.sample_laplace(scale, count, rng=Tape(head + bits[:cut]), method="inversion")
-            assert run_tape(scale, head + bits[: whole - 1], count) == "exhausted", name
-            values, used, _ = run_tape(scale, head + bits[:whole], count)
-            assert used == len(head) + whole and abs(values[-1]) == y, name
+    tie_rho = _blocked.cross(m.rho_digits(2, J), True, 100)
+    cases = _blocked.short_tapes(m, gen, _rho_r(m, 2, True), tie_rho)
+    sample = functools.partial(dgauss.sample_laplace, scale, method="inversion")
+    _blocked.running_out_in_each_step(functools.partial(run_tape, scale), m, gen, cases, sample)
 
 
 # --------------------------------------------------------------------------------------------
@@ -882,97 +618,24 @@ def test_running_out_in_each_step(scale):
 # --------------------------------------------------------------------------------------------
 
 
-def _tape_bits(tape: Tape) -> str:
-    n = tape.words.size
-    value = 0
-    for w in tape.words.tolist():
-        value = value << 64 | w
-    return format(value >> (64 * n - tape.nbits), f"0{tape.nbits}b") if tape.nbits else ""
-
-
 def _checked_draw(fill, scale, head: str, move=None):
-    """One draw of ``fill`` by inversion on the tape head + the enumerated bits, checked equal
-    to the model's prediction (value, bits used, tape words; or running out: Exhausted for the
-    enumerator); ``move``: a planted bug, the value v returned as move(v)."""
-    m = model(scale)
-
-    def draw(tape):
-        bits = head + _tape_bits(tape)
-        got = tapes.run(LAP, fill, Fraction(scale), bits, 1)
-        want = m.expect(bits, 1)
-        if want == "exhausted":
-            assert got[0] == "exhausted", (bits, got)
-            raise Exhausted()
-        assert got == want, (bits, got, want)
-        return got[0][0] if move is None else move(got[0][0])
-
-    return draw
-
-
-def window_masses(m: Model, head: str) -> dict[int, tuple[mpq, mpq]]:
-    """For R uniform in the window W = [w, w + 1) 2**-h of R's first h bits ``head``: rigorous
-    bounds on P[|X| = y | R in W] for every y it can give: with I_s = [theta_{s+1}, theta_s) n W
-    (theta_0 = 1), y = 0 has |I_0| 2**h, and y = 1 + Lb + u has |I_{2b+1}| 2**h / L +
-    |I_{2b+2}| 2**h (rho_u - rho_{u+1})."""
-    h = len(head)
-    w = int(head, 2) if h else 0
-    bottom, top = mpq(w, 1 << h), mpq(w + 1, 1 << h)
-    first = m.theta_first_below((w + 1) << (J - h)) - 1  # the last s with theta_s >= top, or 0
-    last = m.theta_first_below(w << (J - h)) - 1 if w else None  # the last s with theta_s > W
-    assert last is not None, "a window at 0 holds infinitely many thresholds"
-    theta = lambda s: _q(m.threshold(m.x_of(s))) if s else (mpq(1), mpq(1))
-    out: dict[int, tuple[mpq, mpq]] = {}
-    for s in range(first, last + 1):
-        (a_lo, a_hi), (b_lo, b_hi) = theta(s), theta(s + 1)
-        lo = max(mpq(0), min(a_lo, top) - max(b_hi, bottom)) * (1 << h)
-        hi = max(mpq(0), min(a_hi, top) - max(b_lo, bottom)) * (1 << h)
-        if s == 0:
-            out[0] = (lo, hi)
-            continue
-        base = 1 + m.L * ((s - 1) // 2)
-        for u in range(m.L):
-            if s % 2:
-                share = (mpq(1, m.L), mpq(1, m.L))
-            else:
-                (r0_lo, r0_hi), (r1_lo, r1_hi) = _q(m.rho(u)), _q(m.rho(u + 1))
-                share = (r0_lo - r1_hi, r0_hi - r1_lo)
-            got = out.get(base + u, (mpq(0), mpq(0)))
-            out[base + u] = (got[0] + lo * share[0], got[1] + hi * share[1])
-    return out
-
-
-def _window_violations(m: Model, e, head: str) -> list:
-    """Values whose enumerated (conditional) bounds miss the model's, or that the window
-    cannot give."""
-    masses = window_masses(m, head)
-    bad = [v for v in e.mass if abs(v) not in masses]
-    for y, (lo, hi) in masses.items():
-        for v in (y, -y) if y else (0,):
-            share = 2 if y else 1
-            e_lo, e_hi = e.bounds(v)
-            if e_lo > hi / share or e_hi < lo / share:
-                bad.append(v)
-    return bad
+    """_inversion_tapes.checked_draw at the scale: one draw of ``fill`` on the tape head + the
+    enumerated bits, checked against the model on every run; ``move``: a planted bug."""
+    return tapes.checked_draw(LAP, fill, Fraction(scale), model(scale), head, move)
 
 
 def _windows(m: Model) -> dict[str, str]:
-    """name -> R's first bits: windows around thresholds (holding two or three of them: the
-    edge of |X| = 0, the uniform branch's end, a block's end), and prefixes inside one branch
-    (the residual or the uniform part of a block)."""
+    """name -> R's first bits: windows around thresholds (_blocked.around, holding two or three
+    of them: the edge of |X| = 0, the uniform branch's end, a block's end), and prefixes
+    inside one branch (the residual or the uniform part of a block)."""
     return {
-        "theta_1 (|X| = 0)": _around(m, 1),
-        "theta_2 (uniform to residual)": _around(m, 2),
-        "theta_3 (block 0 to block 1)": _around(m, 3),
-        "residual, block 0": _theta_r(m, 2, True),
-        "residual, block 5": _theta_r(m, 12, True),
-        "uniform, block 5": _theta_r(m, 11, True),
+        "theta_1 (|X| = 0)": _blocked.around(m, 1),
+        "theta_2 (uniform to residual)": _blocked.around(m, 2),
+        "theta_3 (block 0 to block 1)": _blocked.around(m, 3),
+        "residual, block 0": _blocked.theta_r(m, 2, True),
+        "residual, block 5": _blocked.theta_r(m, 12, True),
+        "uniform, block 5": _blocked.theta_r(m, 11, True),
     }
-
-
-def _around(m: Model, s: int) -> str:
-    """theta_s's first h digits, 2**-h about its gap to theta_{s+1}."""
-    gap = m.theta_floor(s) - m.theta_floor(s + 1)
-    return m.digits(s, J - gap.bit_length() + 1)
 
 
 WINDOW_TARGET = 1e-4
@@ -986,16 +649,16 @@ def test_every_prefix_inside_windows(scale):
     """Every bit tape whose R starts with a window's bits (the windows of _windows), most
     probable first, until at most 1e-4 of the window's mass is unresolved: every run (the
     core's) = the model's prediction (value, bits used, or running out), and the conditional
-    mass of every value within the model's exact bounds (window_masses: the uniform part's
-    1/L, the residual's rho_u - rho_{u+1}, the share of each branch in the window).  The
-    oracle too on three windows, to 1e-2."""
+    mass of every value within the model's exact bounds (_blocked.window_masses: the uniform
+    part's 1/L, the residual's rho_u - rho_{u+1}, the share of each branch in the window).
+    The oracle too on three windows, to 1e-2."""
     m = model(scale)
     for name, head in _windows(m).items():
         e = enumerate_bits(_checked_draw(_core.fill, scale, head), target=WINDOW_TARGET)
-        assert e.complete and _window_violations(m, e, head) == [], name
+        assert e.complete and _blocked.window_violations(m, e, head) == [], name
         if name in ORACLE_WINDOWS:
             e = enumerate_bits(_checked_draw(reference.fill, scale, head), target=1e-2)
-            assert e.complete and _window_violations(m, e, head) == [], name
+            assert e.complete and _blocked.window_violations(m, e, head) == [], name
 
 
 def test_every_prefix_in_a_window_past_bit_64():
@@ -1004,10 +667,10 @@ def test_every_prefix_in_a_window_past_bit_64():
     about 0.5 ms a run: to 3e-2 of the window)."""
     scale = BLOCKED_MIN
     m = model(scale)
-    head = _around(m, m.theta_last())
+    head = _blocked.around(m, m.theta_last())
     assert len(head) > 64
     e = enumerate_bits(_checked_draw(_core.fill, scale, head), target=3e-2)
-    assert e.complete and _window_violations(m, e, head) == []
+    assert e.complete and _blocked.window_violations(m, e, head) == []
 
 
 def test_window_check_has_power():
@@ -1021,11 +684,11 @@ def test_window_check_has_power():
     head = windows["residual, block 0"]
     rev = lambda v: (1 + big - 1 - (abs(v) - 1)) * (1 if v > 0 else -1)
     e = enumerate_bits(_checked_draw(_core.fill, scale, head, rev), target=WINDOW_TARGET)
-    assert _window_violations(m, e, head)
+    assert _blocked.window_violations(m, e, head)
     head = windows["uniform, block 5"]
     end = lambda v: v - (1 if v > 0 else -1) if abs(v) == 1 + 5 * big + big - 1 else v
     e = enumerate_bits(_checked_draw(_core.fill, scale, head, end), target=WINDOW_TARGET)
-    assert sorted(abs(v) for v in _window_violations(m, e, head)) == [
+    assert sorted(abs(v) for v in _blocked.window_violations(m, e, head)) == [
         5 * big + big - 1,
         5 * big + big - 1,
         5 * big + big,
@@ -1034,7 +697,7 @@ def test_window_check_has_power():
     head = windows["theta_2 (uniform to residual)"]
     e = enumerate_bits(_checked_draw(_core.fill, scale, head), target=WINDOW_TARGET)
     other = model(Fraction(3 * 2**12 + 1, 3))
-    assert _window_violations(other, e, head)
+    assert _blocked.window_violations(other, e, head)
 
 
 @pytest.mark.slow
@@ -1049,17 +712,7 @@ def test_every_prefix_to_1e_2(scale):
     assert e.complete
     result = check(e, "laplace", scale)
     assert result.ok, result.report()
-    top = max(abs(v) for v in e.mass) + 2
-    values = [s * y for y in range(top) for s in ((1, -1) if y else (1,))]
-    bad = []
-    for v in values:
-        lo, hi = m.mass(abs(v))
-        if v:
-            lo, hi = lo / 2, hi / 2
-        e_lo, e_hi = e.bounds(v)
-        if e_lo > hi or e_hi < lo:
-            bad.append(v)
-    assert bad == []
+    assert tapes.mass_violations(m, e) == []
 
 
 # --------------------------------------------------------------------------------------------
@@ -1071,35 +724,14 @@ LARGE_N = 10**6
 POSITIONS = 16
 
 
-def _f(pair) -> float:
-    lo, hi = _q(pair)
-    return float((lo + hi) / 2)
-
-
-def _magnitude_pmf(m: Model, width: int) -> dict[int, float]:
-    """P[key] for key = 2 (|X| // width) + (X < 0), from the model's T_x."""
-    pmf = {}
-    zero = 1 - _f(m.threshold(1))
-    for b in range(int(80 * m.t / width) + 2):
-        lo, hi = max(1, b * width), (b + 1) * width
-        both = _f(m.threshold(lo)) - _f(m.threshold(hi))
-        pmf[2 * b] = both / 2 + (zero if b == 0 else 0)
-        pmf[2 * b + 1] = both / 2
-    return pmf
-
-
-def _magnitude_keys(x: np.ndarray, width: int) -> np.ndarray:
-    return 2 * (np.abs(x) // width) + (x < 0)
-
-
 def _position_pmf(m: Model) -> dict[int, float]:
     """P[key] for key = POSITIONS u // L, |X| = 1 + Lb + u, over all blocks (key -1: X = 0):
     sum over b of T_{1+Lb+u} - T_{1+Lb+u'} = (T_{1+u} - T_{1+u'}) / (1 - p**L)."""
-    big, pool = m.L, 1 / (1 - _f(m.p_big))
-    pmf = {-1: 1 - _f(m.threshold(1))}
+    big, pool = m.L, 1 / (1 - _mid(m.p_big))
+    pmf = {-1: 1 - _mid(m.threshold(1))}
     for v in range(POSITIONS):
         lo, hi = 1 + big * v // POSITIONS, 1 + big * (v + 1) // POSITIONS
-        pmf[v] = (_f(m.threshold(lo)) - _f(m.threshold(hi))) * pool
+        pmf[v] = (_mid(m.threshold(lo)) - _mid(m.threshold(hi))) * pool
     return pmf
 
 
@@ -1108,18 +740,18 @@ def _position_keys(x: np.ndarray, big: int) -> np.ndarray:
 
 
 def _fits(x: np.ndarray, m: Model, alpha: float = ALPHA / 2) -> list[tuple]:
-    """The two chi-square statistics that fail at ``alpha``: (name, stat, dof, p)."""
+    """The two chi-square statistics that fail at ``alpha``: (name, stat, dof, p): on the
+    magnitude (_blocked.magnitude_pmf, bins of t / 8 to 80 t, at least 100 dof) and on the
+    position inside the block."""
     width = max(1, int(m.t) // 8)
-    failed = []
-    for name, keys, pmf in (
-        ("magnitude", _magnitude_keys(x, width), _magnitude_pmf(m, width)),
-        ("position", _position_keys(x, m.L), _position_pmf(m)),
-    ):
-        stat, dof, p = chi2_gof(keys, pmf)
-        assert dof >= (POSITIONS - 1 if name == "position" else 100)
-        if p <= alpha:
-            failed.append((name, round(stat, 1), dof, p))
-    return failed
+    magnitude = _blocked.magnitude_pmf(m, width, int(80 * m.t / width) + 2)
+    return _blocked.failed_fits(
+        [
+            ("magnitude", _blocked.magnitude_keys(x, width), magnitude, 100),
+            ("position", _position_keys(x, m.L), _position_pmf(m), POSITIONS - 1),
+        ],
+        alpha,
+    )
 
 
 @pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5), MAX], ids=str)
@@ -1177,44 +809,16 @@ def test_large_sample_statistics_have_power():
 # --------------------------------------------------------------------------------------------
 
 
-def _expected_rule_bits(floors: list[int], after: int) -> float:
-    """E[bits read] by item 9's rule on thresholds with these J-bit floors (decreasing; the
-    next threshold's floor is ``after``, and those past it are below 2**-depth, depth = J -
-    after.bit_length() or so): E = sum over j >= 0 of P[R's first j bits shared] =
-    sum_j 2**-j (1 + #distinct nonzero floor(2**j theta)), the 1 for a = 0.  A floor F_s
-    adds a new nonzero value from the first j at which it is nonzero and differs from the
-    next floor F_{s+1} (equal values are consecutive), e_s = max(lead(F_s), first differing
-    digit): sum_j 2**-j [j >= e_s] = 2**(1 - e_s).  (Dropped: the thresholds past ``after``,
-    and j > J; together below 2**-100 or so.)"""
-    total = 2.0  # j = 0, and a = 0 at every j >= 1
-    for f, g in zip(floors, [*floors[1:], after], strict=True):
-        lead = J - f.bit_length() + 1
-        differ = J - (f ^ g).bit_length() + 1
-        total += 2.0 ** (1 - max(lead, differ))
-    return total
-
-
 def expected_bits(m: Model) -> float:
     """E[bits per sample]: E[step 1] + P[s odd] k + P[s even] E[step 2] + P[|X| > 0], with
     P[s odd] = T_1 (1 - p**c) / (1 - p**L), P[s even] = T_1 (p**c - p**L) / (1 - p**L)."""
-    last = m.theta_first_below(1 << (J - 120))  # theta_last < 2**-120
+    last = m.theta_at_least(1 << (J - 120)) + 1  # theta_last < 2**-120
     theta = [m.theta_floor(s) for s in range(1, last)]
-    t1, pc, pl = _f(m.threshold(1)), _f(m.p_cut), _f(m.p_big)
+    t1, pc, pl = _mid(m.threshold(1)), _mid(m.p_cut), _mid(m.p_big)
     odd, even = t1 * (1 - pc) / (1 - pl), t1 * (pc - pl) / (1 - pl)
-    step_1 = _expected_rule_bits(theta, m.theta_floor(last))
-    step_2 = _expected_rule_bits(m.rho_floors, 0)
+    step_1 = _blocked.expected_rule_bits(theta, m.theta_floor(last))
+    step_2 = _blocked.expected_rule_bits(m.rho_floors, 0)
     return step_1 + odd * m.k + even * step_2 + t1
-
-
-def entropy_bits(scale) -> float:
-    """H(X) in bits for Lap_Z(0, t): log2((1 + p) / (1 - p)) + E|X| / (t ln 2), E|X| =
-    2p / ((1 - p)(1 + p)), at 200 bits."""
-    with gmpy2.context(precision=200):
-        q = mpq(*_nd(scale))
-        p = gmpy2.exp(-1 / mpfr(q))
-        one_minus = -gmpy2.expm1(-1 / mpfr(q))
-        mean = 2 * p / (one_minus * (1 + p))
-        return float(gmpy2.log2((1 + p) / one_minus) + mean / (mpfr(q) * gmpy2.log(2)))
 
 
 @pytest.mark.parametrize("scale", [Fraction(10**4), Fraction(10**6), MAX], ids=str)
@@ -1222,17 +826,5 @@ def test_bits_per_sample(scale):
     """The core's count of bits read (fill's return, = the oracle's by the same-bits tests),
     200 calls of 1000 samples from PCG64: the mean is the model's exact expectation (z < 6
     on the calls' spread), at least H(X) (no exact sampler reads less; 0.05 of slack) and at
-    most H(X) + 3."""
-    m = model(scale)
-    src = np.random.PCG64(41)
-    per_call = []
-    out = np.empty(1000, dtype=np.int64)
-    for _ in range(200):
-        per_call.append(_core.fill(LAP, *_nd(scale), 0, src, out, method="inversion") / 1000)
-    mean = float(np.mean(per_call))
-    se = float(np.std(per_call, ddof=1)) / math.sqrt(len(per_call))
-    want, h = expected_bits(m), entropy_bits(scale)
-    print(f"scale {scale}: {mean:.4f} bits (model {want:.4f}, se {se:.4f}), H = {h:.4f}")
-    assert abs(mean - want) < 6 * se
-    assert h - 0.05 < mean < h + 3
-    assert h < want < h + 3
+    most H(X) + 3 (_blocked.bits_per_sample)."""
+    _blocked.bits_per_sample(LAP, scale, expected_bits(model(scale)), entropy_bits(scale))

@@ -12,8 +12,9 @@ with LaplaceFloors; the oracle reads one bit at a time with LaplaceFloors.  Scal
 here only the overall range 1/64 .. 2**20 (method="auto", the range errors) reaches them.
 
 Everything is compared with ``Model``: T_x enclosed from scratch with MPFR and directed rounding
-(no code shared with dgauss), giving exact floor(2**J T_x), J = 256, the rule of item 9 and
-rigorous bounds on the pmf.  The file covers
+(tests/_laplace_model.py, as for test_laplace_blocked.py's model; no code shared with dgauss),
+giving exact floor(2**J T_x), J = 256, the rule of item 9 and rigorous bounds on the pmf.  The
+file covers
 
 1. the words, up to the largest plain scales and the edge at 2**12 (a plain table just below
    it, none at it), the GMP fallback and LaplaceFloors at 64, 128 and 256 bits;
@@ -32,10 +33,9 @@ import functools
 import math
 from fractions import Fraction
 
-import gmpy2
 import numpy as np
 import pytest
-from gmpy2 import mpfr, mpq
+from gmpy2 import mpq
 
 import _inversion_tapes as tapes
 import dgauss
@@ -44,6 +44,8 @@ from _inversion_tapes import bits as _bits
 from _inversion_tapes import first_sample as _first_sample
 from _inversion_tapes import tie as _tie
 from _inversion_tapes import word_bits as _word_bits
+from _laplace_model import LaplaceTails, entropy_bits
+from _laplace_model import pmf as laplace_pmf
 from _stats import ALPHA, chi2_gof
 from dgauss import _core, _inversion, reference
 from dgauss._kinds import Kind
@@ -78,72 +80,18 @@ def test_constants():
 J = 256
 
 
-class Model(TapeModel):
-    """Lap_Z(0, t) from scratch: p**u in [exp(-up(u/t)) rounded down, exp(-down(u/t)) rounded
-    up], T_x = 2 p**x / (1 + p) with every operation rounded the safe way, at J + 128 bits;
-    ``floor(x)`` = floor(2**J T_x), checked decided (T_0 = 1)."""
+class Model(LaplaceTails, TapeModel):
+    """Lap_Z(0, t) from scratch (_laplace_model.LaplaceTails): p**u and T_x = 2 p**x / (1 + p)
+    enclosed with every operation rounded the safe way, at J + 128 bits; ``floor(x)`` =
+    floor(2**J T_x), checked decided (T_0 = 1); ``first_below(c)``: the first x >= 1 with
+    floor(2**J T_x) < c; ``mass(y)``: bounds on P[|X| = y]."""
 
     def __init__(self, scale: Fraction):
-        self.scale = Fraction(scale)
-        self.t = float(self.scale)
-        prec = J + 128
-        self.down = gmpy2.context(precision=prec, round=gmpy2.RoundDown)
-        self.up = gmpy2.context(precision=prec, round=gmpy2.RoundUp)
-        self.inv = mpq(self.scale.denominator, self.scale.numerator)  # 1/t
-        p_lo, p_hi = self.power(1)
-        with self.down:
-            self.d_lo = 1 + p_lo
-        with self.up:
-            self.d_hi = 1 + p_hi
-        self.log_top = math.log(2 / (1 + math.exp(-1 / self.t))) + J * math.log(2)
-        self._floor: dict[int, int] = {}
-
-    def power(self, u: int):
-        """(lo, hi) mpfr bounds on p**u = exp(-u/t)."""
-        z = self.inv * u
-        with self.up:
-            z_hi = mpfr(z)
-        with self.down:
-            z_lo = mpfr(z)
-            lo = gmpy2.exp(-z_hi)
-        with self.up:
-            hi = gmpy2.exp(-z_lo)
-        return lo, hi
-
-    def threshold(self, x: int):
-        """(lo, hi) mpfr bounds on T_x."""
-        if x == 0:
-            return mpfr(1), mpfr(1)
-        e_lo, e_hi = self.power(x)
-        with self.down:
-            lo = 2 * e_lo / self.d_hi
-        with self.up:
-            hi = 2 * e_hi / self.d_lo
-        return lo, hi
-
-    def floor(self, x: int) -> int:
-        f = self._floor.get(x)
-        if f is None:
-            lo, hi = self.threshold(x)
-            with self.down:  # (exact: a power of two, at the model's precision)
-                f = int(gmpy2.floor(gmpy2.mul_2exp(lo, J)))
-                assert f == int(gmpy2.floor(gmpy2.mul_2exp(hi, J))), (self.scale, x, "undecided")
-            self._floor[x] = f
-        return f
+        super().__init__(scale, J, J + 128)
 
     def word(self, x: int, p: int = 64) -> int:
         """floor(2**p T_x), p <= J."""
         return self.floor(x) >> (J - p)
-
-    def first_below(self, c: int) -> int:
-        """The first x >= 1 with floor(2**J T_x) < c (1 <= c <= 2**J): from the float estimate
-        t (ln(2 / (1 + p)) + J ln 2 - ln c), corrected with exact floors."""
-        x = max(1, math.ceil(self.t * (self.log_top - math.log(c))))
-        while self.floor(x) >= c:
-            x += 1
-        while x > 1 and self.floor(x - 1) < c:
-            x -= 1
-        return x
 
     def last(self, p: int = 64) -> int:
         """K: the last x with floor(2**p T_x) > 0."""
@@ -163,25 +111,9 @@ class Model(TapeModel):
         return self.first_below((a + 1) << (J - j)) - 1
 
     def rule(self, bits: str) -> tuple[int, int] | None:
-        """(|X|, bits read) for R = 0.bits..., or None when the bits run out first.  Sharing
-        j digits implies sharing j - 1, so the stopping point is found by bisection on j."""
-        bits = bits[:J]  # (shares() checks that the rule stops within them)
-        n = len(bits)
-        if n == 0:
-            return None
-        whole = int(bits, 2)
-        shared = lambda j: self.shares(whole >> (n - j), j)
-        if shared(n):
-            assert n < J, "the model needs more bits"
-            return None
-        lo, hi = 0, n  # shared(lo) (j = 0: vacuously), not shared(hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if shared(mid):
-                lo = mid
-            else:
-                hi = mid
-        return self.decide(whole >> (n - hi), hi), hi
+        """(|X|, bits read) for R = 0.bits..., or None when the bits run out first: decide()
+        at the first j no threshold shares (found by bisection: _inversion_tapes.inversion_rule)."""
+        return tapes.inversion_rule(bits, self.shares, self.decide, J)
 
     def digits(self, x: int, i: int) -> str:
         """T_x's first i binary digits."""
@@ -189,12 +121,6 @@ class Model(TapeModel):
 
     def bit(self, x: int, i: int) -> str:
         return str((self.floor(x) >> (J - i)) & 1)
-
-    def mass(self, y: int) -> tuple[mpq, mpq]:
-        """Rigorous bounds on P[|X| = y] = T_y - T_{y+1}."""
-        a_lo, a_hi = self.threshold(y)
-        b_lo, b_hi = self.threshold(y + 1)
-        return mpq(a_lo) - mpq(b_hi), mpq(a_hi) - mpq(b_lo)
 
     def window_masses(self, w: int, k: int) -> dict[int, tuple[mpq, mpq]]:
         """For R uniform in the window [w, w + 1) 2**-k (w >= 1): bounds on P[|X| = y | R in
@@ -218,22 +144,15 @@ def model(scale) -> Model:
 
 
 def test_model_agrees_with_the_closed_form():
-    """The model's pmf bounds hold tanh(1/(2t)) exp(-y/t) (twice it for y > 0) at 50 digits,
-    are 2**-300 tight, and sum to 1; its K is the closed form's."""
-    from decimal import Decimal, localcontext
-
+    """The model's pmf bounds hold tanh(1/(2t)) exp(-y/t) (twice it for y > 0) at 50 digits
+    (_laplace_model.pmf), are 2**-300 tight, and sum to 1; its K is the closed form's."""
     for scale in (Fraction(1, 4), Fraction(7, 3), 100, EDGE, 10**6):
         m = model(scale)
-        with localcontext() as ctx:
-            ctx.prec = 50
-            t = Decimal(Fraction(scale).numerator) / Decimal(Fraction(scale).denominator)
-            c = (1 / (2 * t)).exp()
-            c = (c - 1 / c) / (c + 1 / c)  # tanh(1/(2t))
-            for y in (0, 1, 2, 7, int(3 * float(scale))):
-                true = float(c * (-(Decimal(y) / t)).exp() * (2 if y else 1))
-                lo, hi = m.mass(y)
-                assert float(lo) <= true * (1 + 1e-12) and true <= float(hi) * (1 + 1e-12)
-                assert hi - lo < mpq(1, 2**300)
+        for y in (0, 1, 2, 7, int(3 * float(scale))):
+            true = laplace_pmf(scale, y)
+            lo, hi = m.mass(y)
+            assert float(lo) <= true * (1 + 1e-12) and true <= float(hi) * (1 + 1e-12)
+            assert hi - lo < mpq(1, 2**300)
         k = m.last()
         t = float(scale)
         assert abs(k - t * (65 * math.log(2) - math.log(1 + math.exp(-1 / t)))) < 1.5
@@ -443,11 +362,6 @@ def test_inversion_reads_other_bits_than_rejection():
 # --------------------------------------------------------------------------------------------
 # 3. Tapes that force every branch, predicted exactly by the model
 # --------------------------------------------------------------------------------------------
-
-
-#: One call on a tape: _run(fill, scale, bits, count, mu=0, dtype=object, **options) ->
-#: (values, bits used, tape position) or ("exhausted", tape position).
-_run = functools.partial(tapes.run, LAP)
 
 
 def run_tape(scale, bits: str, count: int = 1, mu: int = 0):
@@ -681,20 +595,6 @@ def test_running_out_raises_exhausted_everywhere(scale):
 ENUM = [(Fraction(1, 4), 1e-4), (Fraction(1), 1e-4), (Fraction(7, 3), 1e-4), (Fraction(100), 1e-1)]
 
 
-def _model_violations(m: Model, enumeration, values) -> list:
-    """Values whose enumerated bounds miss the model's rigorous P[X = v] (half of P[|X| = y]
-    for v = +-y != 0)."""
-    bad = []
-    for v in values:
-        lo, hi = m.mass(abs(v))
-        if v:
-            lo, hi = lo / 2, hi / 2
-        e_lo, e_hi = enumeration.bounds(v)
-        if e_lo > hi or e_hi < lo:
-            bad.append(v)
-    return bad
-
-
 @pytest.mark.parametrize("scale, oracle_target", ENUM, ids=lambda v: str(v))
 def test_every_prefix_to_1e_4(scale, oracle_target):
     """Every bit tape, most probable first, until at most 1e-4 is unresolved (enumerate_sampler
@@ -706,7 +606,7 @@ def test_every_prefix_to_1e_4(scale, oracle_target):
     core = enumerate_sampler("laplace", scale, method="inversion", target=1e-4)
     result = check(core, "laplace", scale)
     assert result.ok, result.report()
-    assert _model_violations(m, core, values) == []
+    assert tapes.mass_violations(m, core, values) == []
     small = enumerate_sampler("laplace", scale, method="inversion", target=oracle_target)
     oracle = enumerate_sampler(
         "laplace", scale, oracle=True, method="inversion", target=oracle_target
@@ -721,21 +621,13 @@ def test_the_enumeration_check_has_power():
     scale = Fraction(7, 3)
     e = enumerate_sampler("laplace", scale, method="inversion", target=1e-4)
     assert not check(e, "laplace", Fraction(12, 5)).ok
-    assert _model_violations(model(Fraction(12, 5)), e, range(-5, 6))
+    assert tapes.mass_violations(model(Fraction(12, 5)), e, range(-5, 6))
     moved = dict(e.mass)
     shift = mpq(1, 2**12)
     moved[1] = (moved[1][0] - shift, moved[1][1] - shift)
     moved[2] = (moved[2][0] + shift, moved[2][1] + shift)
     e.mass = moved
-    assert _model_violations(model(scale), e, range(-5, 6)) == [1, 2]
-
-
-def _tape_bits(tape: Tape) -> str:
-    n = tape.words.size
-    value = 0
-    for w in tape.words.tolist():
-        value = value << 64 | w
-    return format(value >> (64 * n - tape.nbits), f"0{tape.nbits}b") if tape.nbits else ""
+    assert tapes.mass_violations(model(scale), e, range(-5, 6)) == [1, 2]
 
 
 def _window(m: Model, x: int, count: int) -> tuple[int, int]:
@@ -748,33 +640,16 @@ def _window(m: Model, x: int, count: int) -> tuple[int, int]:
 
 def _window_enumeration(fill, scale, w: int, k: int, target: float):
     """Every tape R = 0.(w's k bits)(enumerated bits): each run (value, bits used, or running
-    out) = the model's prediction, masses conditional on the window."""
-    m = model(scale)
-    head = format(w, f"0{k}b")
-
-    def draw(tape):
-        bits = head + _tape_bits(tape)
-        got = _run(fill, scale, bits, 1)
-        want = m.expect(bits, 1)
-        if want == "exhausted":
-            assert got[0] == "exhausted", (bits, got)
-            raise Exhausted()
-        assert got == want, (bits, got, want)
-        return got[0][0]
-
+    out) = the model's prediction (_inversion_tapes.checked_draw), masses conditional on the
+    window."""
+    draw = tapes.checked_draw(LAP, fill, scale, model(scale), format(w, f"0{k}b"))
     return enumerate_bits(draw, target=target)
 
 
 def _window_violations(m: Model, e, w: int, k: int) -> list:
-    masses = m.window_masses(w, k)
-    bad = [v for v in e.mass if abs(v) not in masses]
-    for y, (lo, hi) in masses.items():
-        for v in (y, -y) if y else (0,):
-            share = 2 if y else 1
-            e_lo, e_hi = e.bounds(v)
-            if e_lo > hi / share or e_hi < lo / share:
-                bad.append(v)
-    return bad
+    """Values whose conditional bounds miss the model's window masses, or that the window
+    [w, w + 1) 2**-k cannot give (_inversion_tapes.window_violations)."""
+    return tapes.window_violations(m.window_masses(w, k), e)
 
 
 WINDOW_SCALES = [1000, 4000, EDGE]
@@ -929,17 +804,6 @@ def test_decision_tape_goes_to_rejection_or_is_refused(implementation):
 # --------------------------------------------------------------------------------------------
 # 7. Bits read against the entropy
 # --------------------------------------------------------------------------------------------
-
-
-def entropy_bits(scale) -> float:
-    """H(X) in bits for Lap_Z(0, t): log2((1 + p)/(1 - p)) + E|X| / (t ln 2) with
-    E|X| = 2p / ((1 - p)(1 + p)), at 200 bits."""
-    with gmpy2.context(precision=200):
-        q = mpq(Fraction(scale).numerator, Fraction(scale).denominator)
-        p = gmpy2.exp(-1 / mpfr(q))
-        one_minus = -gmpy2.expm1(-1 / mpfr(q))
-        mean = 2 * p / (one_minus * (1 + p))
-        return float(gmpy2.log2((1 + p) / one_minus) + mean / (mpfr(q) * gmpy2.log(2)))
 
 
 @pytest.mark.parametrize("scale", [1, 100, 1000, 4000], ids=str)
