@@ -1,6 +1,6 @@
 """The discrete Laplace's thresholds enclosed from scratch, shared by the independent models of
-test_laplace_inversion.py (plain inversion, scale < 2**12) and test_laplace_blocked.py
-(blocked inversion, 2**12 <= scale <= 2**20).
+test_laplace_inversion.py (plain inversion, scale < 2**8) and test_laplace_blocked.py
+(blocked inversion, 2**8 <= scale <= 2**20).
 
 For X ~ Lap_Z(0, t), p = exp(-1/t): T_x = P[|X| >= x] = 2 p**x / (1 + p) (T_0 = 1), and
 P[|X| = y] = T_y - T_{y+1} = tanh(1/(2t)) exp(-y/t) (twice it for y > 0).  Nothing here comes

@@ -1,8 +1,8 @@
-"""The discrete Laplace by blocked inversion, 2**12 <= scale <= 2**20, against an independent model.
+"""The discrete Laplace by blocked inversion, 2**8 <= scale <= 2**20, against an independent model.
 
 docs/contract.md, item 9: with t = scale, p = exp(-1/t) and T_x = P[|X| >= x] = 2 p**x / (1 + p),
-L = 2**k is the largest power of two with 32 L <= t (SPREAD) and c = L - ceil(L (L - 1) / t);
-then
+L = 2**k is the largest power of two, at most 2**14 (MAX_BLOCK), with 32 L <= t (SPREAD) or
+L (L - 1) <= t (the second decides below t = 1024), and c = L - ceil(L (L - 1) / t); then
 
 1. the rule of item 9 (read R bit by bit until no threshold shares its first j digits) on
    theta_{2b+1} = T_{1+Lb}, theta_{2b+2} = T_{1+Lb+c}, b = 0, 1, ..., gives s;
@@ -20,8 +20,9 @@ and the checks written the same way for the blocked Gaussian (tests/test_gaussia
 are in tests/_blocked.py.  The file covers
 
 0. the model itself: the blocked scheme's masses are the Laplace pmf (the contract's proof,
-   checked numerically), the uniform-mass inequality, the closed form;
-1. laplace_blocks: (k, c) at hand-computed scales and at the edges of both roundings;
+   checked numerically), the uniform-mass inequality, the uniform part's share, the closed form;
+1. laplace_blocks: (k, c) at hand-computed scales and at the edges of both rules for L, of the
+   cap and of the rounding of c;
 2. the words: the core's thr and rthr (fixed point and not), LaplaceFloors(blocks) and
    residual_floors at 64 and 128 bits, their decide(), the core's decision on 64 bits;
 3. the same bits: core = oracle on seeded generators (values, bits used, generator state);
@@ -29,9 +30,10 @@ are in tests/_blocked.py.  The file covers
    zero for 64 bits; mid-word starts, short last words, running out in every step), value
    and bits read predicted by the model;
 5. every bit prefix inside windows of R (around thresholds, inside each branch) to 1e-4 of
-   their mass at 2**12 and 2**12 + 1/3, each run and the conditional masses against the model
-   (from R's first bit, where the uniform part's 2 L tapes per R make it a million runs to
-   1e-2: marked slow);
+   their mass at 2**8, 2**8 + 1/3, 992 - 1/2**40, 1000 and 2**12, each run and the conditional
+   masses against the model (at 2**20, where L = 2**14, and from R's first bit, where the
+   uniform part's 2 L tapes per R make it up to a million runs, to 1e-4 at 2**8 and 2**8 + 1/3
+   and 1e-2 above: marked slow);
 6. 10**6 samples from the OS (chi-square on magnitude and on the position inside a block);
 7. the bits read: the model's exact expectation, and within 3 bits of the entropy.
 """
@@ -64,19 +66,30 @@ from dgauss._kinds import Kind
 from dgauss.testing import check, enumerate_bits, enumerate_sampler
 
 LAP = Kind.DISCRETE_LAPLACE
-BLOCKED_MIN, MAX = Fraction(2**12), Fraction(2**20)
+BLOCKED_MIN, MAX = Fraction(2**8), Fraction(2**20)
 
-#: S in "L = 2**k, the largest power of two with S L <= t" (docs/contract.md, item 9).
+#: S and the cap in "L = 2**k, the largest power of two, at most MAX_BLOCK, with S L <= t or
+#: L (L - 1) <= t" (docs/contract.md, item 9).
 SPREAD = 32
+MAX_BLOCK = 2**14
 
 
 def test_constants():
-    """The range's ends, and the contract's S (test_constants and the model use SPREAD)."""
+    """The range's ends, and the contract's S, cap and rules for L (the model uses SPREAD and
+    MAX_BLOCK): "largest power of two, at most 2^14, with 32L ≤ t or L(L − 1) ≤ t (the second
+    decides below t = 1024)", 1024 = SPREAD**2 (test_model_blocks_and_the_uniform_mass_inequality
+    checks which rule decides)."""
     assert _inversion.LAPLACE_BLOCKED_MIN == BLOCKED_MIN
     assert _inversion.LAPLACE_INVERSION_MAX == MAX
+    assert 1 << _inversion.LAPLACE_BLOCK_MAX_K == MAX_BLOCK
+    assert _inversion.LAPLACE_BLOCK_MAX_K == 14
     contract = (Path(__file__).resolve().parents[1] / "docs" / "contract.md").read_text("utf-8")
-    said = re.findall(r"largest\s+power\s+of\s+two\s+with\s+(\d+)L\s+≤\s+t\b", contract)
-    assert said == [str(SPREAD)]
+    said = re.findall(
+        r"largest\s+power\s+of\s+two,\s+at\s+most\s+2\^(\d+),\s+with\s+(\d+)L\s+≤\s+t\s+or"
+        r"\s+L\(L\s+−\s+1\)\s+≤\s+t\s+\(the\s+second\s+decides\s+below\s+t\s+=\s+(\d+)\)",
+        contract,
+    )
+    assert said == [(str(MAX_BLOCK.bit_length() - 1), str(SPREAD), str(SPREAD * SPREAD))]
 
 
 # --------------------------------------------------------------------------------------------
@@ -99,8 +112,10 @@ class Model(LaplaceTails, BlockedModel):
     def __init__(self, scale: Fraction):
         LaplaceTails.__init__(self, scale, J, PREC)
         assert self.scale >= 64
-        size = 1
-        while SPREAD * (2 * size) <= self.scale:
+        size = 1  # L: while 2 L is allowed, by either rule
+        while 2 * size <= MAX_BLOCK and (
+            SPREAD * (2 * size) <= self.scale or 2 * size * (2 * size - 1) <= self.scale
+        ):
             size *= 2
         self.L, self.k = size, size.bit_length() - 1
         self.c = size - math.ceil(Fraction(size * (size - 1)) / self.scale)
@@ -216,9 +231,19 @@ def model(scale) -> Model:
 # 0. The model: the contract's scheme gives the Laplace pmf
 # --------------------------------------------------------------------------------------------
 
-#: scale -> (k, c), computed by hand: 32 L <= t < 64 L, c = L - ceil(L (L - 1) / t).
+#: scale -> (k, c), computed by hand: L the larger of the largest power of two with 32 L <= t
+#: and that with L (L - 1) <= t, at most 2**14; c = L - ceil(L (L - 1) / t).
 BLOCKS = {
-    BLOCKED_MIN: (7, 124),  # L = 128: L (L - 1) / t = 16256 / 4096 = 3.97
+    BLOCKED_MIN: (4, 15),  # L = 16: 16 * 15 = 240 <= 256 < 32 * 31 (32 L: 8); 240 / 256 = 0.94
+    Fraction(3 * 2**8 + 1, 3): (4, 15),  # 240 * 3 / 769 = 0.94
+    Fraction(992) - Fraction(1, 2**40): (4, 15),  # still L = 16 (32 L: 16): 240 / t = 0.24
+    Fraction(992): (5, 31),  # L = 32: 32 * 31 = 992 <= t (32 L: 16); 992 / 992 = 1 exactly
+    Fraction(1000): (5, 31),  # 992 / 1000 = 0.99
+    Fraction(1023): (5, 31),  # 992 / 1023 = 0.97 (32 L: 16; 64 * 63 = 4032 > t)
+    Fraction(1024): (5, 31),  # 32 L = 1024 <= t: L = 32 by both; 992 / 1024 = 0.97
+    Fraction(2047): (5, 31),  # still L = 32 (64 * 32 = 2048 > t): 992 / 2047 = 0.48
+    Fraction(2048): (6, 62),  # L = 64: 32 * 64 = 2048 (64 * 63 = 4032 > t); 4032 / 2048 = 1.97
+    Fraction(2**12): (7, 124),  # L = 128: 32 * 128 = 4096; 16256 / 4096 = 3.97
     Fraction(3 * 2**12 + 1, 3): (7, 124),  # 16256 * 3 / 12289 = 3.97
     Fraction(2**13) - Fraction(1, 10**9): (7, 126),  # still L = 128: 16256 / t = 1.98
     Fraction(2**13): (8, 248),  # L = 256: 65280 / 8192 = 7.97
@@ -230,33 +255,61 @@ BLOCKS = {
     Fraction(2**14): (9, 496),  # L = 512: 261632 / 16384 = 15.97
     Fraction(32640): (9, 503),  # 261632 / 32640 = 8.02
     Fraction(10**5): (11, 2006),  # L = 2048: 4190208 / 10**5 = 41.9
-    Fraction(10**6): (14, 16115),  # L = 16384: 268419072 / 10**6 = 268.4
+    # L = 8192 (32 * 16384 > t): 8192 * 8191 / t = 67100672 / t = 127.98
+    Fraction(2**19) - Fraction(1, 3): (13, 8064),
+    # L = 16384 = 2**14 by 32 L <= t and by the cap: 268419072 / 2**19 = 511.97
+    Fraction(2**19): (14, 15872),
+    Fraction(10**6): (14, 16115),  # L = 16384 (32 L: 16384): 268419072 / 10**6 = 268.4
     MAX - Fraction(1, 3): (14, 16128),  # still L = 16384: 268419072 / t = 255.98
-    MAX: (15, 31744),  # L = 32768: 1073709056 / 2**20 = 1023.97
+    MAX: (14, 16128),  # L = 16384, the cap (32 L: 32768): 268419072 / 2**20 = 255.98
 }
 _SEEDED = np.random.default_rng(20250607)
-RANDOM_SCALES = [  # log-uniform in [2**12, 2**20], denominators up to 2**30
+RANDOM_SCALES = [  # log-uniform in [2**8, 2**20], denominators up to 2**30
     min(MAX, max(BLOCKED_MIN, Fraction(int(2 ** (u + v)), int(2**v))))
-    for u, v in zip(_SEEDED.uniform(12, 20, 4), _SEEDED.uniform(0, 30, 4), strict=True)
+    for u, v in zip(_SEEDED.uniform(8, 20, 6), _SEEDED.uniform(0, 30, 6), strict=True)
 ]
-MAIN = [BLOCKED_MIN, Fraction(3 * 2**12 + 1, 3), Fraction(10**4), Fraction(10**5), MAX]
+MAIN = [
+    BLOCKED_MIN,
+    Fraction(3 * 2**8 + 1, 3),
+    Fraction(1000),
+    Fraction(2**12),
+    Fraction(10**4),
+    Fraction(10**5),
+    MAX,
+]
 
 
 @pytest.mark.parametrize("scale", list(BLOCKS) + RANDOM_SCALES, ids=str)
 def test_model_blocks_and_the_uniform_mass_inequality(scale):
-    """The model's (k, c) are the hand-computed ones; 1 <= c < L; and (the model, rigorously)
-    1 - p**c <= L p**(L - 1) (1 - p), so that no residual mass is negative: F(L - 1) > 0."""
+    """The model's (k, c) are the hand-computed ones; L is the largest allowed power of two
+    (L <= 2**14 with 32 L <= t or L (L - 1) <= t, and 2 L is not: above the cap or failing
+    both), the rule L (L - 1) <= t deciding below 1024 and 32 L <= t from there on (the
+    contract's remark); 1 <= c < L; and (the model, rigorously) 1 - p**c <= L p**(L - 1) (1 -
+    p), so that no residual mass is negative: F(L - 1) > 0; the uniform part's share (1 - p**c)
+    / (1 - p**L) >= c / L is at least 31/32 from 1024 on, and c = L - 1 >= 15 below."""
     m = model(scale)
+    big = m.L
     if scale in BLOCKS:
         assert (m.k, m.c) == BLOCKS[scale]
-    assert SPREAD * m.L <= scale < 2 * SPREAD * m.L and 1 <= m.c < m.L
-    below_last = m.power(m.L - 1)[0]  # p**(L - 1), from below
+    allowed = lambda size: (
+        size <= MAX_BLOCK and (SPREAD * size <= scale or size * (size - 1) <= scale)
+    )
+    assert big == 1 << m.k and allowed(big) and not allowed(2 * big)
+    if scale < SPREAD * SPREAD:
+        assert big * (big - 1) <= scale and m.c == big - 1 >= 15
+    else:
+        assert SPREAD * big <= scale and SPREAD * m.c >= (SPREAD - 1) * big
+    assert 1 <= m.c < big
+    below_last = m.power(big - 1)[0]  # p**(L - 1), from below
     with m.up:
         lhs = 1 - m.p_cut[0]
+        top = 1 - m.p_big[0]  # 1 - p**L
     with m.down:
-        rhs = m.L * below_last * m.q_lo
+        rhs = big * below_last * m.q_lo
+        share = (1 - m.p_cut[1]) / top  # (1 - p**c) / (1 - p**L), from below
     assert lhs < rhs
-    assert m.rho(m.L - 1)[0] > 0
+    assert m.rho(big - 1)[0] > 0
+    assert share >= (mpq(SPREAD - 1, SPREAD) if scale >= SPREAD * SPREAD else mpq(15, 16))
 
 
 @pytest.mark.parametrize("scale", MAIN, ids=str)
@@ -307,7 +360,7 @@ def test_laplace_blocks(scale):
 
 @pytest.mark.parametrize(
     "scale",
-    [Fraction(1, 64), Fraction(7, 3), Fraction(4095), BLOCKED_MIN - Fraction(1, 2**50)],
+    [Fraction(1, 64), Fraction(7, 3), Fraction(255), BLOCKED_MIN - Fraction(1, 2**50)],
     ids=str,
 )
 def test_laplace_blocks_is_none_below_the_blocked_range(scale):
@@ -326,7 +379,17 @@ def _table(scale, fixed_point=None):
     return _core.laplace_table(n, d, fixed_point)
 
 
-WORD_SCALES = MAIN + [Fraction(10**6), Fraction(16320), MAX - Fraction(1, 3)]
+WORD_SCALES = MAIN + [
+    Fraction(992) - Fraction(1, 2**40),
+    Fraction(992),
+    Fraction(2047),
+    Fraction(3 * 2**12 + 1, 3),
+    Fraction(16320),
+    Fraction(2**19) - Fraction(1, 3),
+    Fraction(2**19),
+    Fraction(10**6),
+    MAX - Fraction(1, 3),
+]
 
 
 @pytest.mark.parametrize("scale", WORD_SCALES + RANDOM_SCALES, ids=str)
@@ -347,7 +410,9 @@ def test_core_tables_are_the_exact_floors(scale):
     assert tab.fixed_point
 
 
-@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(3 * 2**12 + 1, 3), MAX], ids=str)
+@pytest.mark.parametrize(
+    "scale", [BLOCKED_MIN, Fraction(3 * 2**8 + 1, 3), Fraction(1000), Fraction(2**12), MAX], ids=str
+)
 def test_core_tables_without_fixed_point_are_the_same(scale):
     """fixed_point=False (every word from the exact integer bounds): the same thr and rthr."""
     fast, slow = _table(scale, True), _table(scale, False)
@@ -410,7 +475,9 @@ def _word_points(words: list[int], gen, guide_bits: int) -> list[int]:
     return sorted({r for r in [*rs, 0, 1, ONES] if 0 <= r < 2**64})
 
 
-@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5), MAX], ids=str)
+@pytest.mark.parametrize(
+    "scale", [BLOCKED_MIN, Fraction(1000), Fraction(10**5), Fraction(2**19), MAX], ids=str
+)
 def test_the_cores_decision_on_64_bits(scale):
     """The core's decision on R's (or R''s) first 64 bits r (_core.inversion_word, the table
     and its guide) = the model's rule on them: the bits needed (65 when 64 do not decide)
@@ -442,6 +509,8 @@ BITGENS = [np.random.PCG64, np.random.Philox, np.random.SFC64, np.random.MT19937
 
 PARITY = [  # (scale, mu, dtype, n)
     (BLOCKED_MIN, 0, None, 300),
+    (Fraction(3 * 2**8 + 1, 3), 11, object, 300),
+    (Fraction(1000), -(2**50), np.int64, 300),
     (Fraction(3 * 2**12 + 1, 3), -7, np.int64, 300),
     (Fraction(10**4), 10**20, object, 200),
     (Fraction(10**5), 2**40, np.int64, 150),
@@ -499,7 +568,14 @@ def _rho_r(m: Model, u: int, below: bool) -> str:
     return _blocked.near(m.rho_floors[u - 1], below)
 
 
-TAPE_SCALES = [BLOCKED_MIN, Fraction(3 * 2**12 + 1, 3), Fraction(10**5), MAX]
+TAPE_SCALES = [
+    BLOCKED_MIN,
+    Fraction(3 * 2**8 + 1, 3),
+    Fraction(1000),
+    Fraction(3 * 2**12 + 1, 3),
+    Fraction(10**5),
+    MAX,
+]
 
 
 @pytest.mark.parametrize("scale", TAPE_SCALES, ids=str)
@@ -587,7 +663,7 @@ def test_ties_starting_mid_word(scale):
     assert {case for case, *_ in cases} == {"past", "within", "zero"}
 
 
-@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5)], ids=str)
+@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(1000), Fraction(10**5)], ids=str)
 def test_short_last_word(scale):
     """The second sample's R starts k bits into the first word and runs into a finite tape's
     last word of m < k bits: decided inside it (as the model says) or out of bits."""
@@ -597,7 +673,7 @@ def test_short_last_word(scale):
     assert min(outcomes["decided"], outcomes["exhausted"]) >= 3, outcomes
 
 
-@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5), MAX], ids=str)
+@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(1000), Fraction(10**5), MAX], ids=str)
 def test_running_out_in_each_step(scale):
     """A tape ending inside step 1 (within R's first word, at bit 64, past it, R all zero),
     inside the uniform branch's k bits, inside the residual's R' (within, past bit 64, R'
@@ -639,8 +715,14 @@ def _windows(m: Model) -> dict[str, str]:
 
 
 WINDOW_TARGET = 1e-4
-#: (the windows fan out into 2 L tapes at each R deciding the uniform part: L = 128 here)
-ENUM_SCALES = [BLOCKED_MIN, Fraction(3 * 2**12 + 1, 3)]
+#: (the windows fan out into 2 L tapes at each R deciding the uniform part: L = 16 to 128 here)
+ENUM_SCALES = [
+    BLOCKED_MIN,
+    Fraction(3 * 2**8 + 1, 3),
+    Fraction(992) - Fraction(1, 2**40),
+    Fraction(1000),
+    Fraction(2**12),
+]
 ORACLE_WINDOWS = ("theta_1 (|X| = 0)", "residual, block 0", "uniform, block 5")
 
 
@@ -661,8 +743,26 @@ def test_every_prefix_inside_windows(scale):
             assert e.complete and _blocked.window_violations(m, e, head) == [], name
 
 
+#: window -> target at 2**20 (L = 2**14: the residual's 16383 thresholds, its guide capped at
+#: 2**12 entries; 2 L = 32768 tapes at each R deciding the uniform part): about a minute
+TOP_WINDOWS = {"uniform, block 5": 1e-4, "residual, block 0": 1e-4, "theta_1 (|X| = 0)": 1e-2}
+
+
+@pytest.mark.slow
+def test_every_prefix_inside_windows_at_the_top():
+    """The same at the top of the range, 2**20, on three windows (TOP_WINDOWS): the core's
+    every run = the model's prediction, the conditional masses within the model's bounds."""
+    scale = MAX
+    m = model(scale)
+    windows = _windows(m)
+    for name, target in TOP_WINDOWS.items():
+        head = windows[name]
+        e = enumerate_bits(_checked_draw(_core.fill, scale, head), target=target)
+        assert e.complete and _blocked.window_violations(m, e, head) == [], name
+
+
 def test_every_prefix_in_a_window_past_bit_64():
-    """The same at the table's end, 2**12: R's window around theta_K (the last threshold
+    """The same at the table's end, 2**8: R's window around theta_K (the last threshold
     with a word) is longer than 64 bits, so every run goes on past R's 64th bit (in Python,
     about 0.5 ms a run: to 3e-2 of the window)."""
     scale = BLOCKED_MIN
@@ -674,9 +774,9 @@ def test_every_prefix_in_a_window_past_bit_64():
 
 
 def test_window_check_has_power():
-    """The window check rejects samplers a little off, at 2**12: the residual's U reversed (L -
+    """The window check rejects samplers a little off, at 2**8: the residual's U reversed (L -
     1 - U), the uniform part's U off by one at its end (L - 1 read as L - 2), and the masses
-    of the scale 2**12 against the model of 2**12 + 1/3 in the window at theta_2."""
+    of the scale 2**8 against the model of 2**8 + 1/3 in the window at theta_2."""
     scale = BLOCKED_MIN
     m = model(scale)
     big = m.L
@@ -696,19 +796,30 @@ def test_window_check_has_power():
     ]
     head = windows["theta_2 (uniform to residual)"]
     e = enumerate_bits(_checked_draw(_core.fill, scale, head), target=WINDOW_TARGET)
-    other = model(Fraction(3 * 2**12 + 1, 3))
+    other = model(Fraction(3 * 2**8 + 1, 3))
     assert _blocked.window_violations(other, e, head)
 
 
+#: scale -> how much of R's mass may stay unresolved from its first bit: 1e-4 at the bottom of
+#: the range (L = 16: about 15 s a scale), 1e-2 above (L = 16 to 128: 10-40 s)
+FULL_TARGETS = {
+    BLOCKED_MIN: 1e-4,
+    Fraction(3 * 2**8 + 1, 3): 1e-4,
+    Fraction(992) - Fraction(1, 2**40): 1e-2,
+    Fraction(1000): 1e-2,
+    Fraction(2**12): 1e-2,
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("scale", ENUM_SCALES, ids=str)
-def test_every_prefix_to_1e_2(scale):
-    """Every bit tape of R from its first bit, most probable first, until at most 1e-2 is
-    unresolved (the core: over a million runs, about a minute; 1e-4 would take ten times more):
-    dgauss.testing.check against the true pmf and the model's exact bounds for every value
-    up to past the largest seen."""
+@pytest.mark.parametrize("scale, target", FULL_TARGETS.items(), ids=str)
+def test_every_prefix_from_the_first_bit(scale, target):
+    """Every bit tape of R from its first bit, most probable first, until at most ``target``
+    is unresolved (the core: up to a million runs, 3-40 s at 1e-2; ten times the runs for each
+    tenth less): dgauss.testing.check against the true pmf and the model's exact bounds for
+    every value up to past the largest seen."""
     m = model(scale)
-    e = enumerate_sampler("laplace", scale, method="inversion", target=1e-2)
+    e = enumerate_sampler("laplace", scale, method="inversion", target=target)
     assert e.complete
     result = check(e, "laplace", scale)
     assert result.ok, result.report()
@@ -754,12 +865,14 @@ def _fits(x: np.ndarray, m: Model, alpha: float = ALPHA / 2) -> list[tuple]:
     )
 
 
-@pytest.mark.parametrize("scale", [BLOCKED_MIN, Fraction(10**5), MAX], ids=str)
+@pytest.mark.parametrize(
+    "scale", [BLOCKED_MIN, Fraction(1000), Fraction(2**12), Fraction(10**5), MAX], ids=str
+)
 def test_large_sample_from_the_os_fits(scale):
     """rng=None, 10**6 draws: chi-square (each at ALPHA / 2) on (|x| // (t / 8), sign), and on
     the position U inside the block in 16 bins, pooled over the blocks (what the residual
-    branch shapes: its mass is about L / t <= 1/32 of the whole, mostly at small U), against
-    the model."""
+    branch shapes: its mass is about L / t <= 1/32 of the whole from 1024 on, 1/L <= 1/16
+    below, mostly at small U), against the model."""
     x = dgauss.sample_laplace(scale, LARGE_N, method="inversion")
     assert x.dtype == np.int64
     assert _fits(x, model(scale)) == []
@@ -790,7 +903,7 @@ def _blocked_draws(m: Model, gen, n: int, residual_u) -> np.ndarray:
 
 
 def test_large_sample_statistics_have_power():
-    """The statistics reject: the core's draws at 2**12 against the model at 1.02 times the
+    """The statistics reject: the core's draws at 2**8 against the model at 1.02 times the
     scale (magnitude), and 10**6 draws of the scheme with the residual's U reversed (L - 1 -
     U: the position inside the block), while the same scheme unperturbed passes."""
     scale = BLOCKED_MIN
@@ -821,7 +934,9 @@ def expected_bits(m: Model) -> float:
     return step_1 + odd * m.k + even * step_2 + t1
 
 
-@pytest.mark.parametrize("scale", [Fraction(10**4), Fraction(10**6), MAX], ids=str)
+@pytest.mark.parametrize(
+    "scale", [BLOCKED_MIN, Fraction(1000), Fraction(10**4), Fraction(10**6), MAX], ids=str
+)
 def test_bits_per_sample(scale):
     """The core's count of bits read (fill's return, = the oracle's by the same-bits tests),
     200 calls of 1000 samples from PCG64: the mean is the model's exact expectation (z < 6

@@ -1,13 +1,13 @@
-"""The discrete Laplace by inversion (``method="inversion"``) at scales 1/64 <= t < 2**12,
+"""The discrete Laplace by inversion (``method="inversion"``) at scales 1/64 <= t < 2**8,
 against an independent model.
 
 |X| for X ~ Lap_Z(0, t) is the number of thresholds T_x = P[|X| >= x] = 2 p**x / (1 + p),
 p = exp(-1/t), x >= 1, above a lazy uniform R = 0.b1 b2 ..., read until no threshold shares
 R's first j digits; then one sign bit (1: negative) when |X| > 0 (docs/contract.md, item 9).
-Below LAPLACE_BLOCKED_MIN = 2**12 the compiled core keeps every word floor(2**64 T_x), x = 1 ..
-K (K < 182,000), in a table (an ``_InvTable``) with a guide on R's top bits (csrc/dg_inv.h);
+Below LAPLACE_BLOCKED_MIN = 2**8 the compiled core keeps every word floor(2**64 T_x), x = 1 ..
+K (K < 11,400), in a table (an ``_InvTable``) with a guide on R's top bits (csrc/dg_inv.h);
 past bit 64 (a tie with a word, or R's 64 bits all zero) it calls dgauss._inversion.invert
-with LaplaceFloors; the oracle reads one bit at a time with LaplaceFloors.  Scales 2**12 ..
+with LaplaceFloors; the oracle reads one bit at a time with LaplaceFloors.  Scales 2**8 ..
 2**20 are drawn by blocked inversion, other bits, tested in tests/test_laplace_blocked.py;
 here only the overall range 1/64 .. 2**20 (method="auto", the range errors) reaches them.
 
@@ -16,7 +16,7 @@ Everything is compared with ``Model``: T_x enclosed from scratch with MPFR and d
 giving exact floor(2**J T_x), J = 256, the rule of item 9 and rigorous bounds on the pmf.  The
 file covers
 
-1. the words, up to the largest plain scales and the edge at 2**12 (a plain table just below
+1. the words, up to the largest plain scales and the edge at 2**8 (a plain table just below
    it, none at it), the GMP fallback and LaplaceFloors at 64, 128 and 256 bits;
 2. the same bits: core = oracle on seeded generators (values, bits used, generator state);
 3. every fallback forced by tapes (a 64-bit tie, mid-word, R's 64 zeros, R at a word or
@@ -61,7 +61,7 @@ from dgauss.testing import (
 LAP = Kind.DISCRETE_LAPLACE
 MIN, MAX = Fraction(1, 64), Fraction(2**20)
 #: The first scale drawn by blocked inversion (tests/test_laplace_blocked.py).
-BLOCKED_MIN = Fraction(2**12)
+BLOCKED_MIN = Fraction(2**8)
 #: The largest plain scales tested: just below BLOCKED_MIN.
 EDGE = BLOCKED_MIN - Fraction(1, 7)
 EDGE_30 = BLOCKED_MIN - Fraction(1, 2**30)
@@ -180,51 +180,53 @@ def _words(scale, xs) -> list[int]:
 
 
 _SEEDED = np.random.default_rng(20241125)
-RANDOM_SCALES = [  # log-uniform in [1/64, 2**12) (and two among the large tables, [2**10, 2**12))
+RANDOM_SCALES = [  # log-uniform in [1/64, 2**8) (and two among the large tables, [2**7, 2**8))
     min(EDGE_30, max(MIN, Fraction(math.ceil(2 ** (u + v)), int(2**v))))
     for u, v in zip(
-        [*_SEEDED.uniform(-6, 12, 5), *_SEEDED.uniform(10, 12, 2)],
+        [*_SEEDED.uniform(-6, 8, 5), *_SEEDED.uniform(7, 8, 2)],
         _SEEDED.uniform(6, 30, 7),  # denominators 2**6 .. 2**30 (none rounds to below 1/64)
         strict=True,
     )
 ]
-#: Plain scales from the smallest (no word) to the largest (K about 181,700).
+#: Plain scales from the smallest (no word) to the largest (K = 11,350); from 128 on (K over
+#: 5,000) the large tables.
 PLAIN_SCALES = [
     MIN,
     Fraction(1, 4),
     Fraction(1),
     Fraction(7, 3),
     Fraction(90),
-    Fraction(1000),
-    Fraction(12345, 7),
-    Fraction(3000),
-    Fraction(4000),
-    Fraction(4095),
+    Fraction(128),
+    Fraction(12345, 71),
+    Fraction(200),
+    Fraction(250),
+    Fraction(255),
     EDGE,
 ]
 WORD_SCALES = PLAIN_SCALES + RANDOM_SCALES
 
 
 def test_plain_tables_up_to_the_blocked_edge():
-    """Every scale below 2**12, up to the largest just below it, has a plain table: an
+    """Every scale below 2**8, up to the largest just below it, has a plain table: an
     _InvTable of exactly the model's K words, built as fixed_point asks, whose guide has
     2**guide_bits entries; scale 1/64 has no word at all (T_1 ~ 2 exp(-64) < 2**-64).  From
-    2**12 on (blocked inversion) there is no plain table."""
+    2**8 on (blocked inversion, the old edge 2**12 included) there is no plain table."""
     for scale in [*PLAIN_SCALES, EDGE_30, *RANDOM_SCALES]:
         k = model(scale).last()
         for fixed_point in (True, False) if k < 5000 else (True,):
             tab = _table(scale, fixed_point)
             assert tab.count == k and tab.fixed_point == fixed_point, (scale, fixed_point)
             assert tab.thr.size == k + 2 and tab.guide.size == 1 << tab.guide_bits, scale
-    assert model(EDGE_30).last() > 181_000
+    assert model(EDGE_30).last() == 11_357  # about 44.36 t: T_x >= 2**-64
     assert _table(MIN).count == 0 and _table(MIN).thr.tolist() == [2**64 - 1, 0]
     assert all(scale < BLOCKED_MIN for scale in RANDOM_SCALES)
-    for scale in (BLOCKED_MIN, BLOCKED_MIN + Fraction(1, 7), Fraction(10**4), MAX):
+    blocked = [BLOCKED_MIN, BLOCKED_MIN + Fraction(1, 2**30), BLOCKED_MIN + Fraction(1, 7)]
+    for scale in [*blocked, 300, 1000, 2**12 - Fraction(1, 7), 2**12, 10**4, MAX]:
         _assert_no_plain_table(scale)
 
 
 def _assert_no_plain_table(scale) -> None:
-    """From 2**12 on, laplace_table gives blocked inversion's tables, not an _InvTable of
+    """From 2**8 on, laplace_table gives blocked inversion's tables, not an _InvTable of
     every word."""
     scale = Fraction(scale)
     tab = _core.laplace_table(scale.numerator, scale.denominator)
@@ -241,9 +243,9 @@ def _word_points(k: int, gen) -> list[int]:
 def test_core_words_are_the_exact_floors(scale):
     """The words of the core's table = LaplaceFloors(scale, 64).word(x) = the model's floor,
     at x = 1, 2, 3, K, K + 1 (0) and random x; K is the model's: thr[0] = 2**64 - 1,
-    thr[K] > 0, thr[K + 1] = 0, decreasing.  Small tables word for word (and = the table from
-    fixed_point=False); up to 80,000 words every word, and past that every 13th, against the
-    GMP words (themselves checked below)."""
+    thr[K] > 0, thr[K + 1] = 0, decreasing.  Every table word for word (K <= 11,357); small
+    tables = the table from fixed_point=False, large ones (K > 5,000) = the GMP words at every x
+    (the fallback's, checked at points below)."""
     scale = Fraction(scale)
     m = model(scale)
     k = m.last()
@@ -258,14 +260,13 @@ def test_core_words_are_the_exact_floors(scale):
     assert tab.count == k and thr[0] == 2**64 - 1 and thr[-1] == 0 and len(thr) == k + 2
     assert thr[k] != 0 or k == 0
     assert all(a >= b for a, b in zip(thr, thr[1:], strict=False))
+    assert thr[1:-1] == [m.word(x) for x in range(1, k + 1)]
     if k <= 5000:
-        assert thr[1:-1] == [m.word(x) for x in range(1, k + 1)]
         slow = _table(scale, False)
         assert slow.thr.tolist() == thr and slow.guide.tolist() == tab.guide.tolist()
     else:  # against the GMP words
         n, d = scale.numerator, scale.denominator
-        picks = range(1, k + 1) if k <= 80_000 else range(1 + k % 13, k + 1, 13)
-        assert [thr[x] for x in picks] == [_core.laplace_word_exact(n, d, x) for x in picks]
+        assert thr[1:-1] == [_core.laplace_word_exact(n, d, x) for x in range(1, k + 1)]
 
 
 def _exact_points(scale):
@@ -275,7 +276,7 @@ def _exact_points(scale):
 
 
 @pytest.mark.parametrize(
-    "scale", [Fraction(1, 4), Fraction(7, 3), 1000, 3000, 4095, EDGE, *RANDOM_SCALES[:3]], ids=str
+    "scale", [Fraction(1, 4), Fraction(7, 3), 128, 200, 255, EDGE, *RANDOM_SCALES[:3]], ids=str
 )
 def test_gmp_words_are_the_exact_floors(scale):
     """The core's GMP fallback (laplace_word_exact: dg_laplace_word_exact) = laplace_floor =
@@ -295,15 +296,15 @@ def test_gmp_words_are_the_exact_floors(scale):
 # 2. Core and oracle on the same bits
 # --------------------------------------------------------------------------------------------
 
-PARITY = [  # (scale, mu, dtype, n): the oracle takes ~2 ms a sample at the largest scales
+PARITY = [  # (scale, mu, dtype, n): the oracle takes ~0.3 ms a sample at the largest scales
     (MIN, 5, np.int64, 300),
     (Fraction(1, 3), -3, object, 300),
     (Fraction(7, 3), 11, np.int64, 300),
-    (Fraction(12345, 7), -(10**30), object, 150),
-    (Fraction(3000), 2**62, None, 100),
-    (Fraction(4000), -1, np.int64, 60),
-    (Fraction(4095), 10**20, object, 40),
-    (EDGE, 0, None, 40),
+    (Fraction(12345, 71), -(10**30), object, 150),
+    (Fraction(200), 2**62, None, 150),
+    (Fraction(250), -1, np.int64, 100),
+    (Fraction(255), 10**20, object, 100),
+    (EDGE, 0, None, 100),
 ]
 
 
@@ -317,7 +318,7 @@ def test_core_and_oracle_read_the_same_bits(bitgen, scale, mu, dtype, n):
     assert used >= n
 
 
-@pytest.mark.parametrize("scale", [Fraction(7, 3), 4000], ids=str)
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 250], ids=str)
 def test_int64_overflow_is_an_error_after_the_same_bits(scale):
     """mu + X past 2**63 - 1 in an int64 array: OverflowError from core (its C batch loop) and
     oracle, the generator left at the same place by both; dtype=object draws it."""
@@ -333,7 +334,11 @@ def test_int64_overflow_is_an_error_after_the_same_bits(scale):
     assert big.dtype == object and max(big) > 2**63 - 1
 
 
-@pytest.mark.parametrize("scale", [Fraction(7, 3), 1000, EDGE, BLOCKED_MIN, 10**4, MAX], ids=str)
+@pytest.mark.parametrize(
+    "scale",
+    [Fraction(7, 3), 128, EDGE, BLOCKED_MIN, BLOCKED_MIN + Fraction(1, 7), 1000, 10**4, MAX],
+    ids=str,
+)
 def test_auto_is_inversion_for_large_batches(scale):
     """method="auto" draws by inversion inside the range (blocked inversion's scales too) for a
     batch large enough for the table (4 count + 1024 >= table_words), and by rejection for a
@@ -399,7 +404,7 @@ def _tie_points(scale) -> list[int]:
     return sorted(x for x in {1, 2, k // 2, k - 1, k} if x >= 1)
 
 
-TIE_SCALES = [Fraction(1, 4), 1, Fraction(7, 3), 1000, 3000, 4000, 4095, EDGE]
+TIE_SCALES = [Fraction(1, 4), 1, Fraction(7, 3), 128, 200, 250, 255, EDGE]
 
 
 @pytest.mark.parametrize("scale", TIE_SCALES, ids=str)
@@ -430,7 +435,7 @@ def test_a_64_bit_tie_reads_on_past_bit_64(scale, past_64):
     assert sides >= {-1, 0}
 
 
-@pytest.mark.parametrize("scale", [Fraction(7, 3), 1000, 4000, EDGE], ids=str)
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 128, 250, EDGE], ids=str)
 def test_a_tie_starting_mid_word(scale, past_64):
     """An earlier sample read k bits, so R's 64 bits span two tape words: a tie with a word
     (past bit 64, from the second word's middle), R deciding inside the second word, and R's
@@ -458,7 +463,7 @@ def test_a_tie_starting_mid_word(scale, past_64):
     assert case == "zero"
 
 
-@pytest.mark.parametrize("scale", [MIN, 1, Fraction(7, 3), 3000, 4095, EDGE], ids=str)
+@pytest.mark.parametrize("scale", [MIN, 1, Fraction(7, 3), 200, 255, EDGE], ids=str)
 def test_r_zero_for_64_bits_uses_thresholds_past_the_table(scale, past_64):
     """R < 2**-64: below every word; |X| comes from thresholds no word holds (T_x < 2**-64),
     at 128 or 256 bits (invert called with a = 0, j = 64)."""
@@ -487,7 +492,7 @@ def _check_word(scale, r: int, gen, run: bool = True) -> int:
 
 
 @pytest.mark.parametrize(
-    "scale", [Fraction(7, 3), 90, 1000, 3000, 4095, EDGE, RANDOM_SCALES[-1]], ids=str
+    "scale", [Fraction(7, 3), 90, 128, 200, 255, EDGE, RANDOM_SCALES[-1]], ids=str
 )
 def test_random_words_and_guide_edges(scale):
     """The core's decision on R's 64 bits (inversion_word: the guide, then the words it points
@@ -536,7 +541,7 @@ def _sample_bits(m: Model, r_bits: str, sign: str) -> str:
     return r_bits[:j] + (sign if y else "")
 
 
-@pytest.mark.parametrize("scale", [Fraction(7, 3), 1000, 4000, EDGE], ids=str)
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 128, 250, EDGE], ids=str)
 def test_steps_past_bit_64_inside_a_batch(scale, past_64):
     """Eight samples on one tape, into int64 (the C batch loop stops at each undecided draw,
     the sample is finished past bit 64 and the loop goes on with the next) and object arrays:
@@ -563,7 +568,7 @@ def test_steps_past_bit_64_inside_a_batch(scale, past_64):
     assert len(past_64) >= 8 and len(past_64) % 4 == 0  # four per core run
 
 
-@pytest.mark.parametrize("scale", [Fraction(7, 3), 4000], ids=str)
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 250], ids=str)
 def test_short_last_word_goes_bit_by_bit(scale):
     """The second sample's R starts k bits into the first word and runs into a finite tape's
     last word of m < k bits: the bit-by-bit path (dg_*_draw_bitwise).  Every m = 1 .. k - 1,
@@ -575,7 +580,7 @@ def test_short_last_word_goes_bit_by_bit(scale):
     assert min(outcomes["decided"], outcomes["exhausted"]) >= 3, outcomes
 
 
-@pytest.mark.parametrize("scale", [Fraction(7, 3), 4095], ids=str)
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 255], ids=str)
 def test_running_out_raises_exhausted_everywhere(scale):
     """A tape ending before the sample is decided: inside R's 64 bits, inside the step past
     bit 64 (a tie, the zero R), before the sign bit; core and oracle raise Exhausted."""
@@ -652,7 +657,7 @@ def _window_violations(m: Model, e, w: int, k: int) -> list:
     return tapes.window_violations(m.window_masses(w, k), e)
 
 
-WINDOW_SCALES = [1000, 4000, EDGE]
+WINDOW_SCALES = [128, 250, EDGE]
 
 
 @pytest.mark.parametrize("scale", WINDOW_SCALES, ids=str)
@@ -679,10 +684,11 @@ def test_large_tables_prefixes_inside_windows(scale):
 
 
 def test_window_check_has_power():
-    """The window check rejects scale 4000's window masses against scale 4001."""
-    scale = Fraction(4000)
+    """The window check rejects scale 250's window masses around T_60 against scale 251's (its
+    thresholds there about a quarter of a gap higher)."""
+    scale = Fraction(250)
     m = model(scale)
-    w, k = _window(m, 1000, 12)
+    w, k = _window(m, 60, 12)
     e = _window_enumeration(_core.fill, scale, w, k, 1e-4)
     assert _window_violations(model(scale + 1), e, w, k)
 
@@ -731,7 +737,7 @@ def _moment_p(x: np.ndarray, scale: Fraction) -> float:
     return 2 * NormalDist().cdf(-abs(z))
 
 
-@pytest.mark.parametrize("scale", [Fraction(7, 3), 1000, 3000, EDGE], ids=str)
+@pytest.mark.parametrize("scale", [Fraction(7, 3), 128, 200, EDGE], ids=str)
 def test_large_sample_from_the_os_fits(scale):
     """rng=None, 200000 draws: chi-square on (|x| // width, sign) with width ~ scale / 8, and
     the second moment, each at ALPHA / 2."""
@@ -744,12 +750,12 @@ def test_large_sample_from_the_os_fits(scale):
 
 
 def test_large_sample_statistics_have_power():
-    """The same statistics reject scale 1000 against 1030, and samples with the sign ignored."""
-    x = dgauss.sample_laplace(1000, LARGE_N, rng=np.random.PCG64(1), method="inversion")
-    wrong = Fraction(1030)
-    assert chi2_gof(_keys(x, 125), _binned_pmf(wrong, 125))[2] < ALPHA / 2
+    """The same statistics reject scale 200 against 206, and samples with the sign ignored."""
+    x = dgauss.sample_laplace(200, LARGE_N, rng=np.random.PCG64(1), method="inversion")
+    wrong = Fraction(206)
+    assert chi2_gof(_keys(x, 25), _binned_pmf(wrong, 25))[2] < ALPHA / 2
     assert _moment_p(x, wrong) < ALPHA / 2
-    assert chi2_gof(_keys(np.abs(x), 125), _binned_pmf(Fraction(1000), 125))[2] < ALPHA / 2
+    assert chi2_gof(_keys(np.abs(x), 25), _binned_pmf(Fraction(200), 25))[2] < ALPHA / 2
 
 
 def test_min_scale_is_almost_always_zero():
@@ -759,9 +765,9 @@ def test_min_scale_is_almost_always_zero():
 
 
 def test_workers_draw_by_inversion():
-    x = dgauss.sample_laplace(4000, 300_000, method="inversion", workers=3)
-    width = 4000 // 8
-    stat, dof, p = chi2_gof(_keys(x, width), _binned_pmf(Fraction(4000), width))
+    x = dgauss.sample_laplace(250, 300_000, method="inversion", workers=3)
+    width = 250 // 8
+    stat, dof, p = chi2_gof(_keys(x, width), _binned_pmf(Fraction(250), width))
     assert p > ALPHA, f"chi2={stat:.1f} on {dof} dof, p={p:.2e}"
 
 
@@ -806,7 +812,7 @@ def test_decision_tape_goes_to_rejection_or_is_refused(implementation):
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scale", [1, 100, 1000, 4000], ids=str)
+@pytest.mark.parametrize("scale", [1, 100, 200, 250], ids=str)
 def test_bits_per_sample_near_the_entropy(scale):
     """Mean bits read per sample (fill's count, seeded, 200000 samples) is at least H(X) (no
     exact sampler reads fewer on average; 0.05 of slack for chance) and at most H(X) + 3."""

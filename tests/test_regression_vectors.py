@@ -73,6 +73,7 @@ CASES = [
         24,
     ),
     ("laplace 2^20 by inversion", "laplace", str(2**20), {"method": "inversion"}, "MT19937", 25),
+    ("laplace 511/2 by inversion", "laplace", "511/2", {"method": "inversion"}, "PCG64", 28),
     (
         "laplace 10^4+1/3 mu=5 by blocked inversion",
         "laplace",

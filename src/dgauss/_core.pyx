@@ -61,6 +61,10 @@ cdef enum:
     # between are the first few hundred (a C harness: 7.4 against 8.4 ns a sample at scale 10**4,
     # 8.2 against 8.8 at 10**6; docs/performance.md)
     BLOCKED_GUIDE_BITS = 12
+    # the Laplace's residual (L - 1 <= 2**14 - 1 words, a few per cent of the draws): a guide of
+    # at most 2**12 entries, a few words scanned a use; four a word took 0.05-0.07 ms more to
+    # build at scales 10**6 and 2**20 and drew no faster (docs/performance.md)
+    RESIDUAL_GUIDE_BITS = 12
     OS_BUFFER_WORDS = 2048     # 16 KiB: the largest single read from the OS
     OS_FIRST_BLOCK = 4         # the first read is small: scalar calls stay cheap
     CHUNK = 1 << 20            # at most this many samples per GIL-free stretch, and
@@ -749,7 +753,7 @@ cdef _BlockedTable _laplace_blocked_table(object num, object den, bint fixed_poi
                         dtype=np.uint64)
     g.set_stage(thr)
     g.rthr = rthr
-    g.rguide_bits = dg_inv_guide_bits(big_l - 1)
+    g.rguide_bits = min(dg_inv_guide_bits(big_l - 1), RESIDUAL_GUIDE_BITS)
     g.rguide = np.empty(1 << g.rguide_bits, dtype=np.uint32)
     dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(g.rthr), big_l - 1,
                 <unsigned int *>cnp.PyArray_DATA(g.rguide), g.rguide_bits)

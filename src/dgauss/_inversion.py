@@ -360,12 +360,14 @@ def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: 
 
 #: Lap_Z(0, scale) by inversion: with p = exp(-1/scale), Y = |X| has the thresholds
 #: T_x = P[|X| >= x] = 2 p**x / (1 + p), x >= 1, about 45 scale of them at or above 2**-64.
-#: Below LAPLACE_BLOCKED_MIN the core keeps them all as words (at most about 182,000); from
+#: Below LAPLACE_BLOCKED_MIN the core keeps them all as words (at most about 11,400); from
 #: there on it draws by *blocked inversion* (:func:`laplace_blocked_magnitude`), whose tables
-#: hold about 2,900 + scale/32 words (at most about 0.8 MiB).
+#: hold about 89 scale/L + L words (:func:`laplace_blocks`; at most about 0.3 MiB).
 LAPLACE_INVERSION_MIN = Fraction(1, 64)
-LAPLACE_BLOCKED_MIN = Fraction(1 << 12)
+LAPLACE_BLOCKED_MIN = Fraction(1 << 8)
 LAPLACE_INVERSION_MAX = Fraction(1 << 20)
+#: The largest block of the Laplace's blocked inversion (L = 2**k, k <= LAPLACE_BLOCK_MAX_K).
+LAPLACE_BLOCK_MAX_K = 14
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -391,12 +393,20 @@ def laplace_floor(scale: Fraction, x: int, p: int) -> int:
 
 def laplace_blocks(scale: Fraction) -> tuple[int, int] | None:
     """(k, c) of the blocked inversion of Lap_Z(0, scale) (docs/contract.md, item 9), or None
-    below LAPLACE_BLOCKED_MIN: L = 2**k is the largest power of two with 32 L <= scale, and
-    c = L - ceil(L (L - 1) / scale), so that 1 - p**c <= L p**(L - 1) (1 - p)."""
+    below LAPLACE_BLOCKED_MIN: L = 2**k is the largest power of two, at most
+    2**LAPLACE_BLOCK_MAX_K, with 32 L <= scale or L (L - 1) <= scale, and
+    c = L - ceil(L (L - 1) / scale), so that 1 - p**c <= L p**(L - 1) (1 - p).
+
+    The residual step's share of the draws is about (L - c)/L: 1/L where L (L - 1) <= scale
+    (the rule that decides below 1024), about L/scale <= 1/32 where 32 L <= scale (from 1024
+    on, keeping the first step's table near 89 * 32 words)."""
     if scale < LAPLACE_BLOCKED_MIN:
         return None
     n, d = scale.numerator, scale.denominator
     k = (n // (32 * d)).bit_length() - 1
+    while (1 << (k + 1)) * ((1 << (k + 1)) - 1) * d <= n:
+        k += 1
+    k = min(k, LAPLACE_BLOCK_MAX_K)
     big_l = 1 << k
     return k, big_l - -(-big_l * (big_l - 1) * d // n)
 
@@ -525,7 +535,8 @@ def check_method(method) -> str:
 def table_words(gaussian: bool, param: Fraction) -> int:
     """About how many words the core's table for ``param`` has (its build costs 10-30 ns a
     word): 9.4 sigma for the Gaussian; for the Laplace 44.4 scale below LAPLACE_BLOCKED_MIN,
-    and from there the blocked inversion's about 2 (44.4 scale / L) + L words (L about scale/64)."""
+    and from there the blocked inversion's about 2 (44.4 scale / L) + L words
+    (:func:`laplace_blocks`)."""
     whole = param.numerator // param.denominator
     if gaussian:
         return 10 * (math.isqrt(whole) + 1)
