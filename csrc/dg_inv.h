@@ -155,9 +155,9 @@ typedef struct dg_blocked {
 } dg_blocked;
 
 /*
- * The discrete Laplace's words, scale t = n/d in [2**12, 2**20], L = 2**k <= t/32 (k <= 15),
- * c = L - ceil(L (L - 1)/t): theta_{2b+1} = T_{1+Lb}, theta_{2b+2} = T_{1+Lb+c} for every b,
- * and one residual rho_u = F(u)/F(0), u = 1 .. L - 1, F(u) = L (p**u - p**L) - (L - u)(1 - p**c).
+ * The discrete Laplace's words, scale t = n/d in [2**8, 2**20], L = 2**k (k <= 15; the choice
+ * is dgauss._inversion.laplace_blocks'), c = L - ceil(L (L - 1)/t): theta_{2b+1} = T_{1+Lb},
+ * theta_{2b+2} = T_{1+Lb+c} for every b, and one residual rho_u = F(u)/F(0), u = 1 .. L - 1, F(u) = L (p**u - p**L) - (L - u)(1 - p**c).
  * e1 = floor(2**128 p), pl = floor(2**128 p**L): stage words into thr[1 .. K1] (thr[0] =
  * 2**64 - 1, thr[K1 + 1] = 0; `cap` words at most), the residual's into rthr[1 .. L - 1]
  * (rthr[0] = 2**64 - 1, rthr[L] = 0); `pu` is scratch of L + 1 dg_u128.  Returns K1, -1 when
@@ -211,6 +211,14 @@ static inline unsigned dg_inv_list_word(const dg_inv_list *tab, uint64_t r, uint
 }
 
 /*
+ * The usual case of a draw: R's next 64 bits are the rest of cur (1 .. 63 bits) and the top
+ * of the next buffered word, which can be looked at before it is taken (no bit budget).
+ */
+#define DG_INV_PEEKS(rng) \
+    ((rng)->avail > 0 && (rng)->avail < 64 && (rng)->pos < (rng)->len && \
+     (rng)->bit_budget == UINT64_MAX)
+
+/*
  * The draw, for a table type T and its word function WORD (dg_inv_word, dg_inv_list_word):
  *   NAME(rng, tab, &y, &r): Y into y: 0; -1 when the bit source failed; DG_INV_UNDECIDED
  *   with R's first 64 bits in r (consumed), when they do not decide.
@@ -245,9 +253,7 @@ static inline int NAME(dg_rng *rng, const T *tab, uint64_t *y, uint64_t *r)     
     unsigned need, have, more;                                                              \
     if (rng->avail == 0 && dg_rng_next_word(rng) < 0)                                       \
         return -1;                                                                          \
-    if (rng->avail < 64 && rng->pos < rng->len && rng->bit_budget == UINT64_MAX) {          \
-        /* the usual case: R's 64 bits are the rest of cur and the top of the next         \
-         * buffered word, looked at before it is taken */                                   \
+    if (DG_INV_PEEKS(rng)) {                                                                \
         next = rng->buf[rng->pos];                                                          \
         *r = rng->cur | (next >> rng->avail);                                               \
         need = WORD(tab, *r, y);                                                            \
@@ -361,14 +367,12 @@ static inline int dg_blocked_draw(dg_rng *rng, const dg_blocked *lb, uint64_t *y
 
 /*
  * The signed draws of a batch: X = +-Y, the sign the bit after Y's (1: negative) when Y > 0.
- * In the usual case R's 64 bits are looked at across the next buffered word (as in
- * DG_INV_DRAW), and when Y, its sign and, for blocked inversion's uniform part, the k bits of
- * U all lie in those 64 bits, they are read from that word and consumed at once, the same
- * bits in the same order as the steps one by one; otherwise the steps one by one.
+ * In the usual case (DG_INV_PEEKS) R's 64 bits are looked at across the next buffered word,
+ * and when Y, its sign and, for blocked inversion's uniform part, the k bits of U all lie in
+ * those 64 bits, they are read from that word and consumed at once (dg_inv_fused,
+ * dg_blocked_fused), the same bits in the same order as the steps one by one; otherwise the
+ * steps one by one.
  */
-#define DG_INV_PEEKS(rng) \
-    ((rng)->avail > 0 && (rng)->avail < 64 && (rng)->pos < (rng)->len && \
-     (rng)->bit_budget == UINT64_MAX)
 
 /* Consumes n bits, 1 <= n <= 64, where DG_INV_PEEKS holds (a branch, not a select: the
  * branch lets the next draw start before this one's bits are counted). */
@@ -395,84 +399,180 @@ static inline int dg_inv_sign(dg_rng *rng, uint64_t y, int64_t *x)
     return rng->status == DG_OK ? 0 : -1;
 }
 
-static inline int dg_inv_draw_signed(dg_rng *rng, const dg_inv_table *tab, int64_t *x,
-                                     dg_inv_pending *pend)
+/*
+ * The fused steps, from R's next 64 bits r: when Y, its sign bit and, for blocked inversion's
+ * uniform part, the k bits of U all lie in r, *x = +-Y and the number of bits they take
+ * (1 .. 64); else 0 (nothing is consumed: the steps one by one then).
+ */
+static inline unsigned dg_inv_fused(const dg_inv_table *tab, uint64_t r, int64_t *x)
 {
-    uint64_t r, y, nonzero, neg;
-    unsigned need;
-    int c;
-    if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
-        return -1;
-    if (DG_INV_PEEKS(rng)) {
-        r = rng->cur | (rng->buf[rng->pos] >> rng->avail);
-        need = dg_inv_word(tab, r, &y);
-        if (need < 64) {                    /* Y and its sign bit in r */
-            nonzero = y != 0;
-            neg = ((r << need) >> 63) & nonzero;
-            dg_inv_skip(rng, need + (unsigned)nonzero);
-            *x = (int64_t)((y ^ (0 - neg)) + neg);
-            return 0;
-        }
-    }
-    c = dg_inv_draw_one(rng, tab, &y, pend);
-    return c != 0 ? c : dg_inv_sign(rng, y, x);
+    uint64_t y, nonzero, neg;
+    unsigned need = dg_inv_word(tab, r, &y);
+    if (need >= 64)
+        return 0;
+    nonzero = y != 0;
+    neg = ((r << need) >> 63) & nonzero;    /* the sign: the bit after Y's, when Y > 0 */
+    *x = (int64_t)((y ^ (0 - neg)) + neg);
+    return need + (unsigned)nonzero;
 }
 
-static inline int dg_blocked_draw_signed(dg_rng *rng, const dg_blocked *lb, int64_t *x,
-                                         dg_inv_pending *pend)
+static inline unsigned dg_blocked_fused(const dg_blocked *lb, uint64_t r, int64_t *x)
 {
-    uint64_t r, s, t, y, neg;
-    unsigned need, k = lb->k;
-    int c;
-    if (rng->avail == 0 && dg_rng_next_word(rng) < 0)
-        return -1;
-    if (DG_INV_PEEKS(rng)) {
-        r = rng->cur | (rng->buf[rng->pos] >> rng->avail);
-        need = dg_inv_word(&lb->stage, r, &s);
-        if ((s & 1) && (s >> 1) < lb->nb && need + k < 64) {  /* a uniform part: U, sign in r */
-            t = r << need;
-            y = 1 + ((s >> 1) << k) + (t >> (64 - k));     /* s = 2b + 1, 1 <= k < 64 */
-            neg = (t >> (63 - k)) & 1;
-            dg_inv_skip(rng, need + k + 1);
-            *x = (int64_t)((y ^ (0 - neg)) + neg);
-            return 0;
-        }
-    }
-    c = dg_blocked_draw(rng, lb, &y, pend);
-    return c != 0 ? c : dg_inv_sign(rng, y, x);
+    uint64_t s, t, y, neg;
+    unsigned k = lb->k, need = dg_inv_word(&lb->stage, r, &s);
+    if (!((s & 1) && (s >> 1) < lb->nb && need + k < 64))
+        return 0;                           /* s = 2b + 1: the uniform part, 1 <= k < 64 */
+    t = r << need;
+    y = 1 + ((s >> 1) << k) + (t >> (64 - k));
+    neg = (t >> (63 - k)) & 1;
+    *x = (int64_t)((y ^ (0 - neg)) + neg);
+    return need + k + 1;
+}
+
+/* A signed draw: 0, -1 when the bit source failed, or DG_INV_UNDECIDED (*pend). */
+#define DG_INV_DRAW_SIGNED(NAME, T, FUSED, ONE)                                              \
+static inline int NAME(dg_rng *rng, const T *tab, int64_t *x, dg_inv_pending *pend)         \
+{                                                                                           \
+    uint64_t y;                                                                             \
+    unsigned n;                                                                             \
+    int c;                                                                                  \
+    if (rng->avail == 0 && dg_rng_next_word(rng) < 0)                                       \
+        return -1;                                                                          \
+    if (DG_INV_PEEKS(rng)) {                                                                \
+        n = FUSED(tab, rng->cur | (rng->buf[rng->pos] >> rng->avail), x);                   \
+        if (n != 0) {                                                                       \
+            dg_inv_skip(rng, n);                                                            \
+            return 0;                                                                       \
+        }                                                                                   \
+    }                                                                                       \
+    c = ONE(rng, tab, &y, pend);                                                            \
+    return c != 0 ? c : dg_inv_sign(rng, y, x);                                             \
+}
+
+DG_INV_DRAW_SIGNED(dg_inv_draw_signed, dg_inv_table, dg_inv_fused, dg_inv_draw_one)
+DG_INV_DRAW_SIGNED(dg_blocked_draw_signed, dg_blocked, dg_blocked_fused, dg_blocked_draw)
+
+/*
+ * A lane: a buffered source (no bit budget, no error) read through one bit position P into
+ * its buffer instead of cur/avail/pos, so that consuming n bits is P += n, without a branch.
+ * The bits are the same: the next unread bit is bit P % 64 (from the top) of buf[P / 64],
+ * and R's next 64 bits are that word shifted up, joined with the next word's top bits, while
+ * both words are buffered (P < dg_lane_end).  dg_lane_leave puts the position back into
+ * cur/avail/pos (and counts the words started), so the steps one by one go on from there.
+ */
+static inline int dg_lane_ok(const dg_rng *rng)
+{
+    return rng->bit_budget == UINT64_MAX && rng->status == DG_OK;
+}
+
+static inline uint64_t dg_lane_enter(const dg_rng *rng)
+{
+    return (uint64_t)rng->pos * 64 - rng->avail;    /* cur = buf[pos - 1] << (64 - avail) */
+}
+
+static inline uint64_t dg_lane_end(const dg_rng *rng)
+{
+    return rng->len > 0 ? (uint64_t)(rng->len - 1) * 64 : 0;
+}
+
+static inline uint64_t dg_lane_r(const uint64_t *buf, uint64_t at)
+{
+    const uint64_t *w = buf + (at >> 6);
+    unsigned sh = (unsigned)(at & 63);
+    return (w[0] << sh) | ((w[1] >> 1) >> (63 - sh));
+}
+
+static inline void dg_lane_leave(dg_rng *rng, uint64_t at)
+{
+    size_t pos = (size_t)((at + 63) >> 6);          /* the words started */
+    rng->bits_taken += (uint64_t)(pos - rng->pos) * 64;
+    rng->pos = pos;
+    rng->avail = (unsigned)((uint64_t)pos * 64 - at);
+    rng->cur = rng->avail != 0 ? rng->buf[pos - 1] << (64 - rng->avail) : 0;
 }
 
 /*
- * A batch: out[i] = mu + X_i for i = 0 .. n - 1 in order (DRAW: a signed draw above).
- * Returns how many were written; stops early with *rc = -1 when the bit source failed,
+ * A batch: out[i] = mu + X_i for i = 0 .. n - 1 (DRAW: a signed draw above, FUSED its fused
+ * step).  With rng2 == NULL every sample comes from rng, in order.  With a second source
+ * rng2, out[i] comes from rng when i + phase is even and from rng2 when it is odd, each
+ * source's samples in order from its own bits (phase carries a batch on across calls): two
+ * independent streams (dgauss gives each its own OS stream, as it gives each thread one),
+ * whose draws are independent chains of loads and shifts that the CPU overlaps (one thread
+ * draws faster: docs/performance.md).  The usual
+ * sample is the fused step on a lane; the rest (a draw the fused step cannot take, a refill,
+ * an int64 overflow) go one at a time through DRAW.
+ * Returns how many were written; stops early with *rc = -1 when a bit source failed,
  * DG_ERR_OVERFLOW when mu + X leaves int64, or DG_INV_UNDECIDED when a draw's 64 bits do not
  * decide (*pend says where it stopped: the caller finishes that sample, number `returned`,
- * its sign included, then goes on).  `out` aliases nothing else, so the bit buffer's fields
- * can stay in registers across samples.
+ * its sign included, from source *lane (0: rng, 1: rng2), then goes on).  `out` aliases
+ * nothing else, so the lanes' positions stay in registers.
  */
-#define DG_INV_FILL(NAME, T, DRAW)                                                          \
-static inline size_t NAME(dg_rng *rng, const T *tab, int64_t mu, int64_t *__restrict out,  \
-                          size_t n, int *rc, dg_inv_pending *pend)                          \
+#define DG_INV_FILL(NAME, T, DRAW, FUSED)                                                   \
+static inline size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase, const T *tab,         \
+                          int64_t mu, int64_t *__restrict out, size_t n, int *rc,           \
+                          dg_inv_pending *pend, int *lane)                                  \
 {                                                                                           \
-    size_t i;                                                                               \
-    int64_t x;                                                                              \
+    size_t i = 0;                                                                           \
+    uint64_t p0, p1, end0, end1;                                                            \
+    unsigned n0, n1;                                                                        \
+    int64_t x0 = 0, x1 = 0, v0, v1;                                                         \
+    dg_rng *src;                                                                            \
     int c;                                                                                  \
-    for (i = 0; i < n; i++) {                                                               \
-        c = DRAW(rng, tab, &x, pend);                                                       \
+    *rc = 0;                                                                                \
+    *lane = 0;                                                                              \
+    while (i < n) {                                                                         \
+        if (rng2 == NULL && dg_lane_ok(rng)) {                                              \
+            p0 = dg_lane_enter(rng);                                                        \
+            end0 = dg_lane_end(rng);                                                        \
+            while (i < n && p0 < end0) {                                                    \
+                n0 = FUSED(tab, dg_lane_r(rng->buf, p0), &x0);                              \
+                if (n0 == 0 || __builtin_add_overflow(x0, mu, &v0))                         \
+                    break;                                                                  \
+                p0 += n0;                                                                   \
+                out[i++] = v0;                                                              \
+            }                                                                               \
+            dg_lane_leave(rng, p0);                                                         \
+        } else if (rng2 != NULL && ((i + phase) & 1) == 0 && dg_lane_ok(rng)                \
+                   && dg_lane_ok(rng2)) {                                                   \
+            p0 = dg_lane_enter(rng);                                                        \
+            end0 = dg_lane_end(rng);                                                        \
+            p1 = dg_lane_enter(rng2);                                                       \
+            end1 = dg_lane_end(rng2);                                                       \
+            while (i + 2 <= n && p0 < end0 && p1 < end1) {                                  \
+                n0 = FUSED(tab, dg_lane_r(rng->buf, p0), &x0);                              \
+                n1 = FUSED(tab, dg_lane_r(rng2->buf, p1), &x1);                             \
+                if (n0 == 0 || n1 == 0 || __builtin_add_overflow(x0, mu, &v0)               \
+                        || __builtin_add_overflow(x1, mu, &v1))                             \
+                    break;                  /* neither consumed: sample i goes one by one */ \
+                p0 += n0;                                                                   \
+                p1 += n1;                                                                   \
+                out[i] = v0;                                                                \
+                out[i + 1] = v1;                                                            \
+                i += 2;                                                                     \
+            }                                                                               \
+            dg_lane_leave(rng, p0);                                                         \
+            dg_lane_leave(rng2, p1);                                                        \
+        }                                                                                   \
+        if (i == n)                                                                         \
+            break;                                                                          \
+        src = (rng2 != NULL && ((i + phase) & 1)) ? rng2 : rng;                             \
+        c = DRAW(src, tab, &x0, pend);                                                      \
         if (c != 0) {                                                                       \
             *rc = c;                                                                        \
+            *lane = src != rng;                                                             \
             return i;                                                                       \
         }                                                                                   \
-        if (__builtin_add_overflow(x, mu, &out[i])) {                                       \
+        if (__builtin_add_overflow(x0, mu, &out[i])) {                                      \
             *rc = DG_ERR_OVERFLOW;                                                          \
+            *lane = src != rng;                                                             \
             return i;                                                                       \
         }                                                                                   \
+        i++;                                                                                \
     }                                                                                       \
-    *rc = 0;                                                                                \
     return n;                                                                               \
 }
 
-DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw_signed)
-DG_INV_FILL(dg_blocked_fill, dg_blocked, dg_blocked_draw_signed)
+DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw_signed, dg_inv_fused)
+DG_INV_FILL(dg_blocked_fill, dg_blocked, dg_blocked_draw_signed, dg_blocked_fused)
 
 #endif /* DG_INV_H */

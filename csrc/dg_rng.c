@@ -184,8 +184,12 @@ static long scripted_read(void *arg, unsigned char *p, size_t n)
         errno = EINTR;
         return -1;
     }
-    for (i = 0; i < k; i++, s->fake_next++)
-        p[i] = (unsigned char)(splitmix64(s->fake_next / 8) >> (8 * (s->fake_next % 8)));
+    for (i = 0; i < k; i++, s->fake_next++) {
+        uint64_t j = s->fake_next / 8;
+        uint64_t w = (j >= s->first && j - s->first < s->nprefix) ? s->prefix[j - s->first]
+                                                                 : splitmix64(j);
+        p[i] = (unsigned char)(w >> (8 * (s->fake_next % 8)));
+    }
     return (long)k;
 }
 

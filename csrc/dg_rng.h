@@ -79,11 +79,15 @@ typedef long (*dg_read_fn)(void *arg, unsigned char *p, size_t n);
  * fails `fail_count` of them with `fail_errno`; and, when `fake`, reads the bytes of the
  * SplitMix64 words 0, 1, 2, ... in short reads, every third interrupted by EINTR, through
  * the loop dg_fill_os uses (so tests can check that short reads are joined and interrupted
- * reads retried, never taken as data).  ctx is a dg_os_script. */
+ * reads retried, never taken as data).  ctx is a dg_os_script.  fake_next is the next
+ * byte's index (word fake_next / 8); the words from `first` on are prefix[0 .. nprefix)
+ * before SplitMix64's (so a test can place chosen words in a stream). */
 typedef struct dg_os_script {
     dg_os_ctx os;
     int fail_after, fail_count, fail_errno, fake;
     uint64_t fake_next, fake_calls;
+    const uint64_t *prefix;
+    uint64_t first, nprefix;
 } dg_os_script;
 int dg_fill_scripted(void *ctx, uint64_t *words, size_t n);
 

@@ -172,10 +172,11 @@ def test_os_path_reads_the_bits_of_a_tape(sampler, param, n, method):
     So short reads are joined, interrupted reads retried (never taken as data), and the
     buffered OS path (its refills, its inline word crossings in dg_bits, the inversion's look
     at the next buffered word) reads the bits the one-word-at-a-time tape path reads, at a
-    small sigma^2 and where U's low bits span words."""
+    small sigma^2 and where U's low bits span words.  An int64 batch by inversion is drawn
+    from one stream here (lanes=1); tests/test_lanes.py checks the two lanes the OS gets."""
     words = [splitmix64(j) for j in range(60 * n)]
     expected = sampler(param, n, rng=Tape.from_words(words), method=method)
-    got = sampler(param, n, rng=ScriptedOS(fake=True), method=method)
+    got = sampler(param, n, rng=ScriptedOS(fake=True, lanes=1), method=method)
     assert got.tolist() == expected.tolist()
 
 

@@ -103,6 +103,13 @@ cdef struct State:
     dg_inv_table inv
     bint blocked
     dg_blocked lb
+    # an int64 batch by inversion from the OS draws in two lanes (dg_inv.h, DG_INV_FILL):
+    # out[2j] from rng, out[2j + 1] from rng2, a second OS stream of its own
+    # (sample i of the job's batches from lane (i + phase) % 2, phase = the parity of the
+    # samples drawn before: where a stretch or a slice ends changes no sample)
+    bint lanes
+    dg_rng rng2
+    unsigned phase
     void *owner         # the _Job (a borrowed Python object), for the step past R's 64th bit
 
 
@@ -276,9 +283,10 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
     between which the stretch's clock is read; a draw past R's 64th bit, or a value outside
     int64 (mu far from 0), is finished here."""
     cdef Py_ssize_t i = 0, m, got
-    cdef int rc = 0
+    cdef int rc = 0, lane = 0
     cdef uint64_t y
     cdef dg_inv_pending pend
+    cdef dg_rng *rng2
     cdef Value v
     cdef Stretch st
     stretch_start(&st)
@@ -287,27 +295,42 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
         if stretch_over(&st, i):
             return DG_OK
         m = min(n - i, st.next_check - i) if st.next_check > i else 1
+        rng2 = &s.rng2 if s.lanes else NULL
         if s.blocked:
-            got = <Py_ssize_t>dg_blocked_fill(&s.rng, &s.lb, s.mu64, out + i, <size_t>m, &rc,
-                                              &pend)
+            got = <Py_ssize_t>dg_blocked_fill(&s.rng, rng2, s.phase, &s.lb, s.mu64, out + i,
+                                              <size_t>m, &rc, &pend, &lane)
         else:
-            got = <Py_ssize_t>dg_inv_fill(&s.rng, &s.inv, s.mu64, out + i, <size_t>m, &rc, &pend)
+            got = <Py_ssize_t>dg_inv_fill(&s.rng, rng2, s.phase, &s.inv, s.mu64, out + i,
+                                          <size_t>m, &rc, &pend, &lane)
         i += got
         done[0] = i
+        s.phase ^= got & 1
         if rc == 0:
             continue
         if rc == DG_ERR_OVERFLOW:
             return rc
+        if lane:                    # the sample is lane 1's: finish it from rng2's bits
+            swap_lanes(s)
         if rc != DG_INV_UNDECIDED or magnitude_past_64(s, &pend, &y) < 0:
             return s.rng.status
         if signed(s, y, &v) < 0:    # sample i, from R's 65th bit on
             return s.rng.status
+        if lane:
+            swap_lanes(s)
         rc = value_to_i64(s, &v, &out[i])
         if rc != DG_OK:
             return rc
         i += 1
         done[0] = i
+        s.phase ^= 1
     return DG_OK
+
+
+cdef inline void swap_lanes(State *s) noexcept nogil:
+    """Exchanges the two lanes' sources (the steps past bit 64 read s.rng)."""
+    cdef dg_rng t = s.rng
+    s.rng = s.rng2
+    s.rng2 = t
 
 
 cdef int fill_mpz(State *s, mpz_t *out, Py_ssize_t n, Py_ssize_t *done) noexcept nogil:
@@ -919,12 +942,20 @@ def laplace_words(num, den, xs):
     return [int(thr[x]) if x < thr.size else 0 for x in xs]
 
 
+cdef void _prefix(dg_os_script *script, cnp.ndarray words):
+    """A ScriptedOS lane's first fake words (the source keeps the array alive)."""
+    if words.size:
+        script.prefix = <const uint64_t *>cnp.PyArray_DATA(words)
+        script.nprefix = words.size
+
+
 cdef class _Job:
     """Everything one public call needs: parameters, scratch space, one bit stream."""
     cdef State s
     cdef uint64_t *buf
-    cdef dg_os_ctx os_ctx
-    cdef dg_os_script script    # a testing ScriptedOS's state for this call
+    cdef uint64_t *buf2         # the second lane's (State.lanes)
+    cdef dg_os_ctx os_ctx, os_ctx2
+    cdef dg_os_script script, script2   # a testing ScriptedOS's state for this call (each lane)
     cdef mpz_t *vals
     cdef TapeWords tape
     cdef dg_decider decider
@@ -945,6 +976,7 @@ cdef class _Job:
         mpz_init(self.decider.want_a)
         mpz_init(self.decider.want_b)
         self.buf = NULL
+        self.buf2 = NULL
         self.vals = NULL
         self.exp_h = NULL
         self.accept = NULL
@@ -958,6 +990,7 @@ cdef class _Job:
                 mpz_clear(self.vals[i])
             free(self.vals)
         free(self.buf)
+        free(self.buf2)
         free(self.exp_h)
         free(self.accept)
         free(self.geo_thr)
@@ -1090,15 +1123,33 @@ cdef class _Job:
         if self.buf == NULL:
             raise MemoryError()
         cdef dg_rng *rng = &self.s.rng
+        # an int64 batch by inversion from the OS draws in two lanes, each with its own stream
+        # and buffer (the second is filled only when a batch first draws from it)
+        self.s.lanes = os and inversion and (source is None or source.lanes == 2)
+        if self.s.lanes:
+            self.buf2 = <uint64_t *>malloc(cap * sizeof(uint64_t))
+            if self.buf2 == NULL:
+                raise MemoryError()
         if source is None:
             dg_rng_init(rng, dg_fill_os, &self.os_ctx, self.buf, cap, OS_FIRST_BLOCK)
+            if self.s.lanes:
+                dg_rng_init(&self.s.rng2, dg_fill_os, &self.os_ctx2, self.buf2, cap,
+                            OS_FIRST_BLOCK)
         elif isinstance(source, _sources.ScriptedOS):
             memset(&self.script, 0, sizeof(self.script))
             self.script.fail_after = source.fail_after
             self.script.fail_count = source.fail_count
             self.script.fail_errno = source.fail_errno
             self.script.fake = source.fake
+            self.script2 = self.script
+            self.script2.fake_next = 8 * _sources.LANE_2_FAKE_WORD    # a byte index
+            self.script2.first = _sources.LANE_2_FAKE_WORD
+            _prefix(&self.script, source.prefix[0])
+            _prefix(&self.script2, source.prefix[1])
             dg_rng_init(rng, dg_fill_scripted, &self.script, self.buf, cap, OS_FIRST_BLOCK)
+            if self.s.lanes:
+                dg_rng_init(&self.s.rng2, dg_fill_scripted, &self.script2, self.buf2, cap,
+                            OS_FIRST_BLOCK)
         elif isinstance(source, _sources.Tape):
             self.tape.words = <const uint64_t *>cnp.PyArray_DATA(source.words)
             self.tape.count = source.words.size
@@ -1121,7 +1172,8 @@ cdef class _Job:
 
     cdef int raise_status(self, int rc) except -1:
         if rc == DG_ERR_ENTROPY:
-            err = self.os_ctx.err or self.script.os.err or _errno.EIO
+            err = (self.os_ctx.err or self.os_ctx2.err or self.script.os.err
+                   or self.script2.os.err or _errno.EIO)
             raise OSError(err, "dgauss could not read randomness from the operating system: "
                           + _os.strerror(err))
         if rc == DG_ERR_OVERFLOW:
@@ -1244,7 +1296,7 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     finally:
         if isinstance(source, _sources.Tape):
             source.position = job.tape.pos
-    return dg_bits_used(&job.s.rng)
+    return dg_bits_used(&job.s.rng) + (dg_bits_used(&job.s.rng2) if job.s.lanes else 0)
 
 
 def object_chunk(int kind, object num, object den, object mu=0):

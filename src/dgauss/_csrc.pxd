@@ -33,6 +33,9 @@ cdef extern from "dg_rng.h" nogil:
     ctypedef struct dg_os_script:
         dg_os_ctx os
         int fail_after, fail_count, fail_errno, fake
+        uint64_t fake_next, fake_calls
+        const uint64_t *prefix
+        uint64_t first, nprefix
 
     void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
                      uint64_t *buf, size_t cap, size_t first_block)
@@ -146,7 +149,9 @@ cdef extern from "dg_inv.h" nogil:
     int dg_gauss_resid_word_exact(uint64_t n, uint64_t d, uint64_t y0, unsigned k, uint64_t u,
                                   uint64_t *w)
     int dg_blocked_draw(dg_rng *rng, const dg_blocked *lb, uint64_t *y, dg_inv_pending *pend)
-    size_t dg_inv_fill(dg_rng *rng, const dg_inv_table *tab, int64_t mu, int64_t *out, size_t n,
-                       int *rc, dg_inv_pending *pend)
-    size_t dg_blocked_fill(dg_rng *rng, const dg_blocked *lb, int64_t mu, int64_t *out,
-                           size_t n, int *rc, dg_inv_pending *pend)
+    size_t dg_inv_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_inv_table *tab,
+                       int64_t mu, int64_t *out, size_t n, int *rc, dg_inv_pending *pend,
+                       int *lane)
+    size_t dg_blocked_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_blocked *lb,
+                           int64_t mu, int64_t *out, size_t n, int *rc, dg_inv_pending *pend,
+                           int *lane)

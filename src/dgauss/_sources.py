@@ -8,7 +8,7 @@ here changes what a call with ``rng=None`` reads (the operating system).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -140,10 +140,25 @@ class ScriptedOS:
     ``tests/test_randomness.py``) in reads of at most 7 bytes, every third read
     interrupted by EINTR.  Without ``fake`` the bytes are the operating system's.
     Only the call it is passed to is affected (each call starts from the script).
+
+    An int64 batch by inversion reads the OS in two lanes (csrc/dg_inv.h, DG_INV_FILL):
+    sample i from the first stream when i is even, from a second stream of its own when i
+    is odd.  With ``lanes=2`` (as ``rng=None``) each lane's source follows the script, the
+    second's fake words being SplitMix64 words LANE_2_FAKE_WORD, LANE_2_FAKE_WORD + 1, ...;
+    ``lanes=1`` draws such a batch from the first stream alone.  ``prefix`` = (first, second)
+    replaces the first fake words of each lane's stream by the given 64-bit words (so that a
+    test can place a chosen word, say one that ties a threshold, in either lane).
     """
 
     def __init__(
-        self, *, fail_after: int = -1, fail_count: int = 0, fail_errno: int = 5, fake: bool = False
+        self,
+        *,
+        fail_after: int = -1,
+        fail_count: int = 0,
+        fail_errno: int = 5,
+        fake: bool = False,
+        lanes: int = 2,
+        prefix: tuple[Sequence[int], Sequence[int]] = ((), ()),
     ):
         for name, value in (
             ("fail_after", fail_after),
@@ -152,8 +167,25 @@ class ScriptedOS:
         ):
             if not isinstance(value, int) or isinstance(value, bool) or not -1 <= value < 2**31:
                 raise ValueError(f"{name} must be an int in [-1, 2**31), got {value!r}")
+        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes not in (1, 2):
+            raise ValueError(f"lanes must be 1 or 2, got {lanes!r}")
         self.fail_after, self.fail_count, self.fail_errno = fail_after, fail_count, fail_errno
         self.fake = bool(fake)
+        self.lanes = lanes
+        if len(prefix) != 2:
+            raise ValueError("prefix must be two sequences of words, one a lane")
+        self.prefix = tuple(_words(w, "prefix") for w in prefix)
 
+
+def _words(words: Iterable[int], name: str) -> np.ndarray:
+    """The 64-bit words as a uint64 array, or a ValueError naming ``name``."""
+    words = list(words)
+    if not all(isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 2**64 for w in words):
+        raise ValueError(f"{name} must hold ints in [0, 2**64)")
+    return np.array(words, dtype=np.uint64)
+
+
+#: The second lane's first fake word (ScriptedOS).
+LANE_2_FAKE_WORD = 1 << 32
 
 SOURCES = (Tape, DecisionTape, ScriptedOS)
