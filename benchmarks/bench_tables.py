@@ -39,6 +39,8 @@ CASES = [
     ("gaussian", 10**6),
     ("gaussian", 2**24),
     ("laplace", 100),
+    ("laplace", 255),
+    ("laplace", 256),
     ("laplace", 1000),
     ("laplace", 2**12),
     ("laplace", 10**4),

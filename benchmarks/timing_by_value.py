@@ -9,7 +9,7 @@ Run from the repository (``PYTHONPATH=src`` or an installed dgauss)::
 
 For each sigma2 of N_Z(0, sigma2) (``--sigma2``; default 1, 100, 10**4, 10**6, when
 ``--laplace`` is not given) and each scale t of Lap_Z(0, t) (``--laplace``; given without
-values 100, 10**4, 10**6: t >= 2**12 is blocked inversion, docs/contract.md item 9), and
+values 100, 10**4, 10**6: t >= 2**8 is blocked inversion, docs/contract.md item 9), and
 each ``method`` ("inversion", "rejection"), samples are grouped by |x - mu| (mu = 0), by
 exact integer comparison: for the Gaussian in units of sigma (0-1, 1-2, 2-3, 3-4 and 4 or
 more sigma), for the Laplace in units of t (0-1, 1-2, 2-4, 4-8 and 8 or more t); one table
