@@ -26,11 +26,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # NumPy's idle BLAS threads 
 
 import argparse
 import math
-import time
 
 import numpy as np
 
 import dgauss
+from bench_tables import best_of
 from dgauss.testing import ScriptedOS
 
 CASES = [
@@ -57,13 +57,7 @@ def case(kind: str, param: int, n: int, repeats: int) -> dict:
         "one": lambda: sample(param, n, method="inversion", rng=ScriptedOS(lanes=1)),
         "numpy": numpy,
     }
-    best = {name: math.inf for name in calls}
-    for _ in range(repeats):
-        for name, call in calls.items():
-            start = time.perf_counter()
-            call()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return {name: n / seconds / 1e6 for name, seconds in best.items()}
+    return {name: n / seconds / 1e6 for name, seconds in best_of(calls, repeats).items()}
 
 
 def main() -> None:
