@@ -776,7 +776,7 @@ cdef _BlockedTable _laplace_blocked_table(object num, object den, bint fixed_poi
                         dtype=np.uint64)
     g.set_stage(thr)
     g.rthr = rthr
-    g.rguide_bits = min(dg_inv_guide_bits(big_l - 1), RESIDUAL_GUIDE_BITS)
+    g.rguide_bits = min(dg_inv_guide_bits(big_l - 1), <unsigned>RESIDUAL_GUIDE_BITS)
     g.rguide = np.empty(1 << g.rguide_bits, dtype=np.uint32)
     dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(g.rthr), big_l - 1,
                 <unsigned int *>cnp.PyArray_DATA(g.rguide), g.rguide_bits)
@@ -928,7 +928,7 @@ def gauss_resid_word_exact(uint64_t num, uint64_t den, uint64_t y0, unsigned k, 
     starting at y0 = 1 + Lb (L = 2**k), by GMP alone (dg_gauss_resid_word_exact, the fallback
     of the fixed-point words): for tests."""
     cdef uint64_t w = 0
-    if num == 0 or den == 0 or y0 == 0 or not 2 <= k <= 16 or not 1 <= u <= (1 << k) - 2:
+    if num == 0 or den == 0 or y0 == 0 or not 2 <= k <= 16 or not 1 <= u <= (<uint64_t>1 << k) - 2:
         raise ValueError("need num, den, y0 >= 1, 2 <= k <= 16 and 1 <= u <= 2**k - 2")
     if dg_gauss_resid_word_exact(num, den, y0, k, u, &w) < 0:
         raise RuntimeError("the residual word was not decided with 2**16 bits")
