@@ -280,8 +280,9 @@ cdef int fill_native(State *s, char *out, bint is_bool, Py_ssize_t n,
 cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) noexcept nogil:
     """fill_native for int64 by inversion: the same samples, drawn by dg_inv_fill /
     dg_blocked_fill (C loops, about a third faster than a draw per call through `draw`) in pieces
-    between which the stretch's clock is read; a draw past R's 64th bit, or a value outside
-    int64 (mu far from 0), is finished here."""
+    between which the stretch's clock is read, in two lanes when s.lanes; a draw past R's 64th
+    bit (from the lane it belongs to), or a value outside int64 (mu far from 0), is finished
+    here."""
     cdef Py_ssize_t i = 0, m, got
     cdef int rc = 0, lane = 0
     cdef uint64_t y
@@ -950,7 +951,8 @@ cdef void _prefix(dg_os_script *script, cnp.ndarray words):
 
 
 cdef class _Job:
-    """Everything one public call needs: parameters, scratch space, one bit stream."""
+    """Everything one public call needs: parameters, scratch space, its bit stream (two, its
+    lanes, for an int64 batch by inversion from the OS)."""
     cdef State s
     cdef uint64_t *buf
     cdef uint64_t *buf2         # the second lane's (State.lanes)
