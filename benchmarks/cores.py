@@ -37,7 +37,7 @@ def per_thread(sigma2: Fraction, n: int, calls: int = 4):
     through dgauss's own slicing (private API)."""
     runs, lock = [], threading.Lock()  # (thread id, samples, start, end) in the current call
 
-    def fill(kind, num, den, mu, source, out, next_slice=None):
+    def fill(kind, num, den, mu, source, out, next_slice=None, method="auto"):
         start, taken = time.perf_counter(), 0
 
         def counted():
@@ -47,9 +47,10 @@ def per_thread(sigma2: Fraction, n: int, calls: int = 4):
             return piece
 
         if next_slice is None:
-            bits, taken = _core.fill(kind, num, den, mu, source, out), out.shape[0]
+            bits = _core.fill(kind, num, den, mu, source, out, method=method)
+            taken = out.shape[0]
         else:
-            bits = _core.fill(kind, num, den, mu, source, out, counted)
+            bits = _core.fill(kind, num, den, mu, source, out, counted, method=method)
         with lock:
             runs.append((threading.get_ident(), taken, start, time.perf_counter()))
         return bits
