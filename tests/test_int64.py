@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 import dgauss
+from _fake_os import fill_in_slices, splitmix64
 from _parity import assert_same, both
 from dgauss import _core, reference
 from dgauss._kinds import Kind
+from dgauss._sources import ScriptedOS, Tape
 
 INT64_MAX = 2**63 - 1
 
@@ -142,6 +144,18 @@ def test_object_stretches_keep_about_a_mebibyte_of_values(kind, num, den, mu, ch
     """Samples go into an object array in stretches (the GIL held for the Python ints): up to
     4096 of them, fewer when values are large, so that GMP keeps about 1 MiB of them."""
     assert _core.object_chunk(kind, num, den, mu) == chunk
+
+
+@pytest.mark.parametrize("slices", [[(0, 1), (1, 3), (3, 6000)], [(0, 6000)]], ids=str)
+def test_object_slices_growing_give_the_single_streams_samples(slices):
+    """A job fills an object array with as many GMP integers as its first slice needs (one
+    for a scalar, not 4096) and more when a later slice needs them: the samples are still
+    those of one stream (the fake OS source's words read from a tape in one call)."""
+    words = [splitmix64(j) for j in range(400 * 6000)]
+    want = reference.sample_gaussian(10**100, 6000, rng=Tape.from_words(words))
+    out = np.empty(6000, dtype=object)
+    fill_in_slices(Kind.DISCRETE_GAUSSIAN, 10**100, out, slices, ScriptedOS(fake=True))
+    assert out.tolist() == want.tolist()
 
 
 @pytest.mark.parametrize(

@@ -25,18 +25,10 @@ import numpy as np
 import pytest
 
 import dgauss
+from _fake_os import fill_in_slices, splitmix64
 from dgauss import _core, reference
 from dgauss._kinds import Kind
 from dgauss._sources import LANE_2_FAKE_WORD, ScriptedOS, Tape
-
-
-def splitmix64(j: int) -> int:
-    """Word j of the fake OS source (csrc/dg_rng.c): SplitMix64 output j."""
-    m = 2**64 - 1
-    z = (j + 1) * 0x9E3779B97F4A7C15 & m
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & m
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & m
-    return z ^ (z >> 31)
 
 
 def lane_words(lane: int, count: int, prefix=()) -> list[int]:
@@ -127,17 +119,7 @@ def test_where_a_slice_ends_changes_no_sample(slices):
     """A batch filled in slices of odd lengths (as threads take them, next_slice) keeps
     sample i on lane i % 2: the lanes' phase is carried across slices."""
     out = np.empty(4000, dtype=np.int64)
-    it = iter(slices)
-    _core.fill(
-        int(Kind.DISCRETE_GAUSSIAN),
-        10**6,
-        1,
-        0,
-        ScriptedOS(fake=True),
-        out,
-        next_slice=lambda: next(it, None),
-        method="inversion",
-    )
+    fill_in_slices(Kind.DISCRETE_GAUSSIAN, 10**6, out, slices, ScriptedOS(fake=True), method=INV)
     assert out.tolist() == expected("gaussian", Fraction(10**6), 4000).tolist()
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dgauss
+from _fake_os import splitmix64
 from _python import run_python
 from dgauss import reference
 from dgauss.testing import ScriptedOS, Tape
@@ -142,15 +143,6 @@ def test_entropy_failure_mid_batch_returns_nothing():
     assert info.value.errno == errno.EAGAIN
     with pytest.raises(OSError):
         dgauss.sample_gaussian(100, 10**6, rng=script)  # each call starts from the script
-
-
-def splitmix64(j):
-    """Word j of the fake OS source (csrc/dg_rng.c): SplitMix64 output j."""
-    m = 2**64 - 1
-    z = (j + 1) * 0x9E3779B97F4A7C15 & m
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & m
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & m
-    return z ^ (z >> 31)
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from cpython.long cimport PyLong_FromLong
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport uint64_t, int64_t, INT64_MAX, UINT64_MAX
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
@@ -968,7 +968,9 @@ cdef class _Job:
     cdef object table       # the table the inversion reads (kept alive while C points in)
     cdef object continuation    # dgauss._inversion.invert past R's 64th bit
     cdef object error       # the exception of a failed Python step (DG_ERR_CALLBACK)
-    cdef Py_ssize_t obj_chunk   # samples per stretch into an object array (vals has this many)
+    cdef Py_ssize_t obj_chunk   # samples per stretch into an object array, at most
+    cdef Py_ssize_t nvals       # how many GMP integers vals has: obj_chunk, or fewer for a
+                                # smaller array (a scalar inits one, not thousands)
     cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
 
     def __cinit__(self):
@@ -980,6 +982,7 @@ cdef class _Job:
         self.buf = NULL
         self.buf2 = NULL
         self.vals = NULL
+        self.nvals = 0
         self.exp_h = NULL
         self.accept = NULL
         self.geo_thr = NULL
@@ -988,7 +991,7 @@ cdef class _Job:
     def __dealloc__(self):
         cdef Py_ssize_t i
         if self.vals != NULL:
-            for i in range(self.obj_chunk):
+            for i in range(self.nvals):
                 mpz_clear(self.vals[i])
             free(self.vals)
         free(self.buf)
@@ -1206,6 +1209,21 @@ cdef class _Job:
                                               mpz_to_int(self.decider.want_b)))
         return ("bernoulli", Fraction(mpz_to_int(self.decider.want_a), mpz_to_int(self.decider.want_b)))
 
+    cdef int reserve_vals(self, Py_ssize_t count) except -1:
+        """At least `count` initialised GMP integers in vals (kept for the job's next runs)."""
+        cdef Py_ssize_t k
+        cdef mpz_t *grown
+        if count <= self.nvals:
+            return 0
+        grown = <mpz_t *>realloc(self.vals, count * sizeof(mpz_t))
+        if grown == NULL:
+            raise MemoryError()
+        self.vals = grown
+        for k in range(self.nvals, count):
+            mpz_init(self.vals[k])
+        self.nvals = count
+        return 0
+
     cdef int run(self, cnp.ndarray out) except -1:
         cdef Py_ssize_t n = out.shape[0], i = 0, m, k, item, done = 0
         cdef int rc = DG_OK
@@ -1214,14 +1232,9 @@ cdef class _Job:
         cdef object[:] po
         if out.dtype.kind == "O":
             po = out
-            if self.vals == NULL:
-                self.vals = <mpz_t *>malloc(self.obj_chunk * sizeof(mpz_t))
-                if self.vals == NULL:
-                    raise MemoryError()
-                for k in range(self.obj_chunk):
-                    mpz_init(self.vals[k])
+            self.reserve_vals(min(self.obj_chunk, n))
             while i < n and rc == DG_OK:
-                m = min(self.obj_chunk, n - i)
+                m = min(self.nvals, n - i)
                 self.reserve()
                 with nogil:
                     rc = fill_mpz(&self.s, self.vals, m, &done)
