@@ -157,7 +157,8 @@ typedef struct dg_blocked {
 /*
  * The discrete Laplace's words, scale t = n/d in [2**8, 2**20], L = 2**k (k <= 15; the choice
  * is dgauss._inversion.laplace_blocks'), c = L - ceil(L (L - 1)/t): theta_{2b+1} = T_{1+Lb},
- * theta_{2b+2} = T_{1+Lb+c} for every b, and one residual rho_u = F(u)/F(0), u = 1 .. L - 1, F(u) = L (p**u - p**L) - (L - u)(1 - p**c).
+ * theta_{2b+2} = T_{1+Lb+c} for every b, and one residual rho_u = F(u)/F(0), u = 1 .. L - 1,
+ * F(u) = L (p**u - p**L) - (L - u)(1 - p**c).
  * e1 = floor(2**128 p), pl = floor(2**128 p**L): stage words into thr[1 .. K1] (thr[0] =
  * 2**64 - 1, thr[K1 + 1] = 0; `cap` words at most), the residual's into rthr[1 .. L - 1]
  * (rthr[0] = 2**64 - 1, rthr[L] = 0); `pu` is scratch of L + 1 dg_u128.  Returns K1, -1 when
@@ -365,15 +366,6 @@ static inline int dg_blocked_draw(dg_rng *rng, const dg_blocked *lb, uint64_t *y
     return 0;
 }
 
-/*
- * The signed draws of a batch: X = +-Y, the sign the bit after Y's (1: negative) when Y > 0.
- * In the usual case (DG_INV_PEEKS) R's 64 bits are looked at across the next buffered word,
- * and when Y, its sign and, for blocked inversion's uniform part, the k bits of U all lie in
- * those 64 bits, they are read from that word and consumed at once (dg_inv_fused,
- * dg_blocked_fused), the same bits in the same order as the steps one by one; otherwise the
- * steps one by one.
- */
-
 /* Consumes n bits, 1 <= n <= 64, where DG_INV_PEEKS holds (a branch, not a select: the
  * branch lets the next draw start before this one's bits are counted). */
 static inline void dg_inv_skip(dg_rng *rng, unsigned n)
@@ -400,9 +392,13 @@ static inline int dg_inv_sign(dg_rng *rng, uint64_t y, int64_t *x)
 }
 
 /*
- * The fused steps, from R's next 64 bits r: when Y, its sign bit and, for blocked inversion's
+ * The signed draws of a batch: X = +-Y, the sign the bit after Y's (1: negative) when Y > 0.
+ * The fused steps take R's next 64 bits r: when Y, its sign bit and, for blocked inversion's
  * uniform part, the k bits of U all lie in r, *x = +-Y and the number of bits they take
- * (1 .. 64); else 0 (nothing is consumed: the steps one by one then).
+ * (1 .. 64), to be consumed at once, the same bits in the same order as the steps one by one;
+ * else 0 (nothing is consumed: the steps one by one then).  DG_INV_DRAW_SIGNED looks at r
+ * across the next buffered word in the usual case (DG_INV_PEEKS); a lane (below) by its bit
+ * position.
  */
 static inline unsigned dg_inv_fused(const dg_inv_table *tab, uint64_t r, int64_t *x)
 {
@@ -498,9 +494,9 @@ static inline void dg_lane_leave(dg_rng *rng, uint64_t at)
  * source's samples in order from its own bits (phase carries a batch on across calls): two
  * independent streams (dgauss gives each its own OS stream, as it gives each thread one),
  * whose draws are independent chains of loads and shifts that the CPU overlaps (one thread
- * draws faster: docs/performance.md).  The usual
- * sample is the fused step on a lane; the rest (a draw the fused step cannot take, a refill,
- * an int64 overflow) go one at a time through DRAW.
+ * draws faster: docs/performance.md).  The usual sample is the fused step on a lane; the rest
+ * (a draw the fused step cannot take, a refill, an int64 overflow) go one at a time through
+ * DRAW.
  * Returns how many were written; stops early with *rc = -1 when a bit source failed,
  * DG_ERR_OVERFLOW when mu + X leaves int64, or DG_INV_UNDECIDED when a draw's 64 bits do not
  * decide (*pend says where it stopped: the caller finishes that sample, number `returned`,
