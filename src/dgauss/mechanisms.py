@@ -48,6 +48,7 @@ from dgauss import accounting as _acc
 from dgauss._kinds import Kind
 from dgauss._rounding import _delta_text, _rounded_up
 from dgauss.accounting import _closed_forms as _cf
+from dgauss.accounting._neighbours import norm2 as _norm2
 
 __all__ = [
     "GaussianMechanism",
@@ -507,10 +508,13 @@ class GaussianMechanism:
         An (ε, δ)-DP target for all ``k`` releases: σ² from
         :func:`dgauss.accounting.calibrate_gaussian` (``accounting`` picks the exact
         Theorem 7/15 route or the zCDP route); never less noise than needed.
-    sensitivity : int or sequence of int
-        The ℓ2 bound Δ of one person's effect on the whole array, a positive int, or the
-        difference vector μ of Theorem 15 (ints, not all zero).  Default 1: each person
-        changes one count by at most 1.
+    sensitivity : int, L2Ball or sequence of int
+        The ℓ2 bound Δ of one person's effect on the whole array, a positive int: every
+        integer vector of norm at most Δ, over any number of coordinates, and the accounting
+        takes the worst (:class:`dgauss.accounting.L2Ball`; ``L2Ball(Δ, coordinates=1)`` when
+        one count moves by at most Δ, ``coordinates=n`` for at most n counts, e.g. the length
+        of the array).  Or exactly the difference vector μ of Theorem 15 (ints, not all zero).
+        Default 1: each person changes one count by at most 1.
     k : int
         How many releases the guarantee covers (composition); the object refuses a
         (k+1)-th release with :class:`PrivacyBudgetError`.
@@ -541,9 +545,9 @@ class GaussianMechanism:
         accounting: str = "exact",
         granularity=None,
     ):
-        self._sensitivity = _cf._sensitivity(sensitivity)
-        self.sensitivity: int | tuple[int, ...] = (
-            self._sensitivity[0]
+        self._sensitivity = _cf._gaussian_sensitivity(sensitivity)
+        self.sensitivity: int | tuple[int, ...] | _acc.L2Ball = (
+            _params.integer(sensitivity, "sensitivity")
             if isinstance(sensitivity, (int, np.integer)) and not isinstance(sensitivity, bool)
             else self._sensitivity
         )
@@ -555,7 +559,7 @@ class GaussianMechanism:
         if delta is not None and epsilon is None:
             raise ValueError("delta= goes with epsilon= (an (ε, δ) target)")
         way = _one_way({"sigma2": sigma2, "rho": rho, "epsilon": epsilon}, "noise")
-        norm2 = sum(x * x for x in self._sensitivity)
+        norm2 = _norm2(self._sensitivity)
         if way == "sigma2":
             self.sigma2 = _params.positive(sigma2, "sigma2")
         elif way == "rho":
@@ -1061,12 +1065,11 @@ class Accountant:
         """The smallest σ² (4 significant digits, rounded up) with which ``k`` more discrete
         Gaussian releases of this ``sensitivity`` still fit the budget, composed exactly with
         what was released.  Raises :class:`PrivacyBudgetError` if none fits (a pure budget)."""
-        sens = _cf._sensitivity(sensitivity)
+        sens = _cf._gaussian_sensitivity(sensitivity)
         kk = _cf._count(k, "k")
         if self._budget[0] == "pure":
             raise PrivacyBudgetError("a pure-DP budget admits only discrete Laplace releases")
-        norm2 = sum(x * x for x in sens)
-        start = Fraction(kk * norm2) / (2 * self._budget_rho())  # a starting point only
+        start = kk * _norm2(sens) / (2 * self._budget_rho())  # a starting point only
         return self._least(lambda s: _acc.Gaussian(s, sens, kk), start)
 
     def calibrate_laplace(self, sensitivity: int = 1, k: int = 1) -> Fraction:

@@ -63,6 +63,7 @@ from dgauss.accounting._gaussian_sums import (
     variance,
 )
 from dgauss.accounting._interval import Arith, Interval, log_add
+from dgauss.accounting._neighbours import L2Ball, norm2
 
 __all__ = [
     "cdp_delta",
@@ -87,7 +88,7 @@ __all__ = [
 ]
 
 Number: TypeAlias = int | float | str | Fraction | gmpy2.mpz | gmpy2.mpq
-Sensitivity: TypeAlias = int | Sequence[int]
+Sensitivity: TypeAlias = int | Sequence[int] | L2Ball
 
 #: Significant decimal digits of a calibrated σ² or scale (rounded up).
 GRID_DIGITS = 4
@@ -169,6 +170,20 @@ def _sensitivity(value, vector_ok: bool = True) -> tuple[int, ...]:
     if not any(entries):
         raise ValueError("sensitivity must have a nonzero entry (all zero means no privacy loss)")
     return tuple(entries)
+
+
+def _gaussian_sensitivity(value) -> tuple[int, ...] | L2Ball:
+    """A Gaussian sensitivity: an int Δ is the ℓ2 ball L2Ball(Δ) (Δ = 1 is exactly the unit
+    vectors, kept as (1,)); a sequence is exactly that difference vector."""
+    if isinstance(value, L2Ball):
+        ball = value
+    else:
+        mu = _sensitivity(value)
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            ball = L2Ball(mu[0])  # a scalar
+        else:
+            return mu
+    return (1,) if ball.radius == 1 else ball
 
 
 # ==========================================================================
@@ -531,15 +546,17 @@ def _near_log_ratio(u: mpfr) -> mpfr:
 def gaussian_rho(sigma2: Number, sensitivity: Sensitivity = 1) -> Fraction:
     """ρ = ‖Δ‖²/(2σ²), exactly: N_Z(0, σ²) noise per coordinate gives ρ-zCDP (Theorems 4, 14).
 
-    ``sensitivity`` is a positive int, or the difference vector μ of Theorem 15
-    (a non-empty sequence of ints, not all zero).  Returned as an exact Fraction.
+    ``sensitivity`` is a positive int Δ (an ℓ2 bound: ρ = Δ²/(2σ²) holds for every vector of
+    the ball), an :class:`L2Ball`, or the difference vector μ of Theorem 15 (a non-empty
+    sequence of ints, not all zero).  Returned as an exact Fraction.
     """
     s = _positive(sigma2, "sigma2")
-    mu = _sensitivity(sensitivity)
-    return Fraction(sum(x * x for x in mu)) / (2 * s)
+    return norm2(_gaussian_sensitivity(sensitivity)) / (2 * s)
 
 
-def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int) -> mpfr:
+def _gaussian_log_delta(
+    s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int, memo: dict | None = None
+) -> mpfr:
     """An upper bound on ln δ for k queries with vector μ.
 
     Three routes, each rigorous; the smallest upper bound wins:
@@ -550,6 +567,9 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int)
     * convolution: when E is not negligible (small σ², several coordinates) and the
       pmfs are short enough, W's distribution exactly, by fixed-point convolution;
     * zCDP: Theorem 14 + Corollary 13.
+
+    ``memo`` (optional) keeps Theorem 7's enclosures by (g, S) across the vectors of one ball,
+    which share them (at one s and ε).
     """
     rho = Fraction(k * sum(x * x for x in mu)) / (2 * s)
     upper = _cdp_log_delta(rho, eps)
@@ -561,7 +581,13 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int)
     S = sum(b * b * n for b, n in counts.items())
     error = lattice_error_bound_vector(counts, s)
     if error is not None:
-        found = _enclose(lambda ar, slow: theorem7_log_delta(s * S, eps, g * S, ar, slow))
+        key = (g, S)
+        if memo is not None and key in memo:
+            found = memo[key]
+        else:
+            found = _enclose(lambda ar, slow: theorem7_log_delta(s * S, eps, g * S, ar, slow))
+            if memo is not None:
+                memo[key] = found
         if found is not None:
             e = _AR.point(error)
             correction = ((1 + e) / (1 - e)).log().hi
@@ -577,6 +603,38 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int)
             if low > 0 and _AR.up.sub(_AR.up.log(high), _AR.dn.log(low)) <= _LOG_WIDTH:
                 break  # tight: no need for more bits
     return upper
+
+
+def _worst_log_delta(
+    s: Fraction, eps: Fraction, sensitivity: tuple[int, ...] | L2Ball, k: int
+) -> mpfr:
+    """An upper bound on ln δ over every neighbour ``sensitivity`` admits (k queries).
+
+    A vector is one neighbour pair; an ℓ2 ball is the largest of its maximal vectors
+    (:mod:`._neighbours`), or the zCDP route at ρ = k·Δ²/(2σ²), which bounds every vector of
+    the ball, when there are too many to list.
+    """
+    if isinstance(sensitivity, tuple):
+        return _gaussian_log_delta(s, eps, sensitivity, k)
+    worst = sensitivity.neighbours(k)
+    if worst is None:
+        return _cdp_log_delta(Fraction(k * sensitivity.norm2) / (2 * s), eps)
+    memo: dict = {}
+    return max(_gaussian_log_delta(s, eps, mu, kk, memo) for mu, kk in worst)
+
+
+def _worst_within(
+    s: Fraction, eps: Fraction, sensitivity: tuple[int, ...] | L2Ball, k: int, target: mpfr
+) -> bool:
+    """Whether :func:`_worst_log_delta` ≤ ``target``, stopping at the first neighbour that
+    fails (calibration's question: half its points fail, usually on the first vector)."""
+    if isinstance(sensitivity, tuple):
+        return _gaussian_log_delta(s, eps, sensitivity, k) <= target
+    worst = sensitivity.neighbours(k)
+    if worst is None:
+        return _cdp_log_delta(Fraction(k * sensitivity.norm2) / (2 * s), eps) <= target
+    memo: dict = {}
+    return all(_gaussian_log_delta(s, eps, mu, kk, memo) <= target for mu, kk in worst)
 
 
 def gaussian_delta(
@@ -610,9 +668,9 @@ def gaussian_delta(
     """
     s = _positive(sigma2, "sigma2")
     e = _nonnegative(eps, "eps")
-    mu = _sensitivity(sensitivity)
+    sens = _gaussian_sensitivity(sensitivity)
     kk = _count(k, "k")
-    return _delta_out(_gaussian_log_delta(s, e, mu, kk), log)
+    return _delta_out(_worst_log_delta(s, e, sens, kk), log)
 
 
 def _smallest_eps(
@@ -680,13 +738,13 @@ def gaussian_epsilon(
     """
     s = _positive(sigma2, "sigma2")
     d = _probability(delta, "delta")
-    mu = _sensitivity(sensitivity)
+    sens = _gaussian_sensitivity(sensitivity)
     kk = _count(k, "k")
     target = _AR.q(d).log().lo
-    rho = Fraction(kk * sum(x * x for x in mu)) / (2 * s)
+    rho = kk * norm2(sens) / (2 * s)
     start = _exact(mpfr(_cdp_eps_interval(rho, d).hi, 64)) + Fraction(1, 2**40)
     found = _smallest_eps(
-        lambda e: _gaussian_log_delta(s, e, mu, kk), target, max(start, Fraction(0))
+        lambda e: _worst_log_delta(s, e, sens, kk), target, max(start, Fraction(0))
     )
     return _float_up(found)
 
@@ -1019,17 +1077,16 @@ def calibrate_gaussian(
     """
     e = _positive(eps, "eps")
     d = _probability(delta, "delta")
-    mu = _sensitivity(sensitivity)
+    sens = _gaussian_sensitivity(sensitivity)
     kk = _count(k, "k")
     if method not in ("exact", "zcdp"):
         raise ValueError(f"method must be 'exact' or 'zcdp', got {method!r}")
-    norm2 = kk * sum(x * x for x in mu)
     rho = _exact(_cdp_rho_bound(e, d))
-    zcdp = _grid_up(Fraction(norm2) / (2 * rho))
+    zcdp = _grid_up(kk * norm2(sens) / (2 * rho))
     if method == "zcdp":
         return zcdp
     target = _AR.q(d).log().lo
-    return _smallest_grid(lambda s: _gaussian_log_delta(s, e, mu, kk) <= target, zcdp)
+    return _smallest_grid(lambda s: _worst_within(s, e, sens, kk, target), zcdp)
 
 
 def calibrate_laplace(eps: Number, delta: Number = 0, sensitivity: int = 1, k: int = 1) -> Fraction:

@@ -42,6 +42,7 @@ computations), looser but still an upper bound where it does not.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections.abc import Sequence
@@ -54,6 +55,7 @@ from gmpy2 import mpfr
 from dgauss.accounting import _closed_forms as cf
 from dgauss.accounting._gaussian_sums import log_normaliser
 from dgauss.accounting._interval import Arith
+from dgauss.accounting._neighbours import MAX_NEIGHBOURS, L2Ball, norm2
 
 __all__ = ["Gaussian", "Laplace", "Composition", "compose"]
 
@@ -105,23 +107,25 @@ def _vector(sensitivity) -> tuple[int, ...]:
 class Gaussian:
     """A release with N_Z(0, σ²) noise on each coordinate, answered ``k`` times.
 
-    ``sigma2`` > 0 exact (int, Fraction, ``"71.41"``, …); ``sensitivity`` a positive int or
-    the difference vector μ of Theorem 15; ``k`` from 1 to 10^7.
+    ``sigma2`` > 0 exact (int, Fraction, ``"71.41"``, …); ``sensitivity`` a positive int Δ,
+    an ℓ2 bound accounted at the worst integer vector of the ball (as
+    :class:`~dgauss.accounting.L2Ball` (Δ); each of the k queries may move a different vector),
+    an ``L2Ball``, or exactly the difference vector μ of Theorem 15; ``k`` from 1 to 10^7.
     """
 
     sigma2: Fraction
-    sensitivity: tuple[int, ...]
+    sensitivity: tuple[int, ...] | L2Ball
     k: int
 
     def __init__(self, sigma2, sensitivity=1, k: int = 1) -> None:
         object.__setattr__(self, "sigma2", cf._positive(sigma2, "sigma2"))
-        object.__setattr__(self, "sensitivity", _vector(sensitivity))
+        object.__setattr__(self, "sensitivity", cf._gaussian_sensitivity(sensitivity))
         object.__setattr__(self, "k", cf._count(k, "k"))
 
     @property
     def rho(self) -> Fraction:
-        """ρ = k‖μ‖²/(2σ²), exactly (Theorems 4, 14)."""
-        return Fraction(self.k * sum(x * x for x in self.sensitivity)) / (2 * self.sigma2)
+        """ρ = k‖μ‖²/(2σ²), exactly (Theorems 4, 14; the largest ‖μ‖ of a ball)."""
+        return self.k * norm2(self.sensitivity) / (2 * self.sigma2)
 
     def __repr__(self) -> str:
         return f"Gaussian(sigma2={_show(self.sigma2)}{_sens_k(self)})"
@@ -172,8 +176,31 @@ def _show(q: Fraction) -> str:
 
 
 def _sens_k(r) -> str:
-    sens = r.sensitivity[0] if len(r.sensitivity) == 1 else list(r.sensitivity)
+    sens: object
+    if isinstance(r.sensitivity, L2Ball):
+        sens = r.sensitivity.radius if r.sensitivity.coordinates is None else r.sensitivity
+    elif len(r.sensitivity) == 1 and isinstance(r, Laplace):
+        sens = r.sensitivity[0]
+    else:  # a Gaussian vector, even of one entry: [2] is not the ball 2
+        sens = r.sensitivity[0] if r.sensitivity == (1,) else list(r.sensitivity)
     return (f", sensitivity={sens}" if sens != 1 else "") + (f", k={r.k}" if r.k != 1 else "")
+
+
+def _worst_programs(releases: Sequence[Release]) -> list[tuple[Release, ...]] | None:
+    """Every ℓ2-ball release replaced by each of its worst-case vectors (:mod:`._neighbours`):
+    the programs whose largest δ is the program's; None past MAX_NEIGHBOURS programs."""
+    options: list[list[Release]] = []
+    for r in releases:
+        if isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball):
+            worst = r.sensitivity.neighbours(r.k)
+            if worst is None:
+                return None
+            options.append([Gaussian(r.sigma2, list(mu), kk) for mu, kk in worst])
+        else:
+            options.append([r])
+    if math.prod(len(o) for o in options) > MAX_NEIGHBOURS:
+        return None
+    return list(itertools.product(*options))
 
 
 # ==========================================================================
@@ -586,7 +613,17 @@ class Composition:
 
     def __init__(self, releases: Sequence[Release]) -> None:
         self.releases: tuple[Release, ...] = tuple(releases)
-        self._coords = _coordinates(self.releases)
+        #: with an ℓ2-ball release: the programs of its worst-case vectors (δ is their largest),
+        #: or None when there are too many to list and the zCDP route answers alone
+        self._cases: list[Composition] | None = None
+        self._zcdp_only = False
+        if any(isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball) for r in releases):
+            programs = _worst_programs(self.releases)
+            self._zcdp_only = programs is None
+            self._cases = None if programs is None else [Composition(p) for p in programs]
+            self._coords: list[_Coordinate] = []
+        else:
+            self._coords = _coordinates(self.releases)
         self._cache: dict[tuple, _PLD | None] = {}
         self._lock = threading.Lock()
         # the PLD route enumerates atoms in floats: only for parameters well inside their range
@@ -684,6 +721,10 @@ class Composition:
         return routes
 
     def _best(self, e: Fraction) -> tuple[mpfr, str]:
+        if self._cases is not None:  # the worst of the ball's vectors
+            return max((case._best(e) for case in self._cases), key=lambda found: found[0])
+        if self._zcdp_only:
+            return cf._cdp_log_delta(self.rho, e), "zCDP"
         routes = self._routes_log_delta(e)
         name = min(routes, key=lambda k: routes[k])
         return routes[name], name
@@ -727,7 +768,12 @@ class Composition:
         return cf._float_up(self._epsilon_fraction(d))
 
     def _epsilon_fraction(self, d: Fraction) -> Fraction:
+        if self._cases is not None:
+            return self._cases_epsilon(d, self._cases)
         rho = self.rho
+        if self._zcdp_only:
+            zc = cf._exact(mpfr(cf._cdp_eps_interval(rho, d).hi, 64)) + Fraction(1, 2**40)
+            return max(zc, Fraction(0))
         target = cf._AR.q(d).log().lo
         candidates: list[Fraction] = []
         zc = cf._exact(mpfr(cf._cdp_eps_interval(rho, d).hi, 64)) + Fraction(1, 2**40)
@@ -756,6 +802,18 @@ class Composition:
             if found is not None:
                 candidates.append(found)
         return min(candidates)
+
+    def _cases_epsilon(self, d: Fraction, cases: list[Composition]) -> Fraction:
+        """The smallest ε certified for every worst case: the largest of their ε's, checked
+        (and raised until certified) on each case's own δ bound."""
+        target = cf._AR.q(d).log().lo
+        eps = max(case._epsilon_fraction(d) for case in cases)
+        for _ in range(64):
+            if all(case._best(eps)[0] <= target for case in cases):
+                return eps
+            eps += eps * Fraction(1, 2**20) + Fraction(1, 2**40)
+        zc = cf._exact(mpfr(cf._cdp_eps_interval(self.rho, d).hi, 64)) + Fraction(1, 2**40)
+        return max(eps, zc)  # zCDP at the ball's ρ bounds every case
 
     def _pld_epsilon(self, d: Fraction, start: Fraction) -> Fraction | None:
         """The smallest ε certified by the PLD route, searching one tilt and refining it once."""
