@@ -23,6 +23,7 @@ in both directions.  Everything here is computed independently of the proof and 
 
 import itertools
 import math
+import random
 from fractions import Fraction
 from functools import cache
 
@@ -594,3 +595,32 @@ def test_calibration_and_epsilon_meet_the_target_for_every_vector(eps, target, d
             assert _mp_delta([(v, t, k)], Fraction(eps)) <= bound, (t, v)
             assert _mp_delta([(v, t, k)], eps_closed) <= bound, (t, v)
             assert _mp_delta([(v, t, k)], eps_composed) <= bound, (t, v)
+
+
+def test_larger_balls_at_random():
+    """Random vectors with 11 ≤ ‖v‖₁ = Δ ≤ 24 (and one entry short of Δ), exact at random
+    rational q: beyond the exhaustive range the proof is the guarantee, and this probes it."""
+    rng = random.Random(20261126)
+    for _ in range(12):
+        delta = rng.randint(11, 24)
+        q = Fraction(rng.randint(1, 999), 1000)
+        parts, left = [], delta - rng.choice((0, 1))
+        while left:
+            part = rng.randint(1, min(left, 6))
+            parts.append(part * rng.choice((1, -1)))
+            left -= part
+        assert _dominated_exact(tuple(parts), delta, q) == [], (delta, parts, q)
+
+
+def test_the_docs_example():
+    """docs/accounting.md: t = 1, Δ = 4, δ(0) and δ(2) of each partition of 4, and Eq. 49."""
+    t = Fraction(1)
+    vectors = [(4,), (3, 1), (2, 2), (2, 1, 1), (1, 1, 1, 1)]
+    shown = {
+        0: ["0.8647", "0.8021", "0.7396", "0.7107", "0.6438"],
+        2: ["0.6321", "0.4621", "0.4621", "0.3378", "0.2470"],
+    }
+    for eps, values in shown.items():
+        assert [f"{float(_mp_delta([(v, t, 1)], Fraction(eps))):.4f}" for v in vectors] == values
+    assert f"{A.laplace_delta(1, 0, 4):.4f}" == "0.9640"
+    assert f"{compose(Laplace(1, 4)).delta(0):.4f}" == "0.8647"
