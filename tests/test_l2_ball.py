@@ -272,3 +272,14 @@ def test_l2ball_is_a_value():
 def test_l2ball_refuses_bad_input(radius, coordinates, match):
     with pytest.raises(ValueError, match=match):
         L2Ball(radius, coordinates)
+
+
+# ---- the command line -----------------------------------------------------------------------
+def test_cli_accounts_the_ball(capsys):
+    from dgauss import cli
+
+    assert cli.main(["account", "--sigma2", "10", "--sensitivity", "2"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  4 "))
+    assert float(row.split()[1]) >= 7.818e-11  # (1, 1, 1, 1), not (2,)'s 6.018e-11
+    assert cli.main(["account", "--gaussian", "10:2", "--laplace", "4"]) == 0
+    assert "sensitivity 2 (l2: the ball's worst vector)" in capsys.readouterr().out

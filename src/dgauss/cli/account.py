@@ -257,7 +257,10 @@ def _exact_text(q: Fraction) -> str:
 
 def _describe(release) -> str:
     sens = release.sensitivity
-    text = str(sens[0]) if len(sens) == 1 else ",".join(map(str, sens))
+    if isinstance(sens, accounting.L2Ball):
+        text = f"{sens.radius} (l2: the ball's worst vector)"
+    else:
+        text = str(sens[0]) if len(sens) == 1 else ",".join(map(str, sens))
     times = f", k = {release.k}" if release.k != 1 else ""
     if isinstance(release, accounting.Gaussian):
         return (
