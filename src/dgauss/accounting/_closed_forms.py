@@ -51,6 +51,7 @@ from fractions import Fraction
 from typing import TypeAlias
 
 import gmpy2
+import numpy as np
 from gmpy2 import mpfr
 
 from dgauss import _params
@@ -139,14 +140,33 @@ def _probability(value, name: str, allow_zero: bool = False) -> Fraction:
 
 
 def _count(value, name: str) -> int:
-    k = _params.integer(value, name)
+    """An integer from 1 to MAX_K; every refusal says so (not what a general rational is)."""
+    try:
+        k = _params.integer(value, name)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an integer from 1 to {MAX_K}, not {type(value).__name__}"
+        ) from None
+    except ValueError:
+        k = 0
     if not 1 <= k <= MAX_K:
         raise ValueError(f"{name} must be an integer from 1 to {MAX_K}, got {_params.show(value)}")
     return k
 
 
+def _scalar(value):
+    """A 0-d NumPy array as the scalar it holds (a scalar sensitivity, not a sequence)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
 def _sensitivity(value, vector_ok: bool = True) -> tuple[int, ...]:
-    """A positive int, or (vector_ok) a non-empty sequence of ints not all zero."""
+    """A positive int, or (vector_ok) a non-empty sequence of ints not all zero.
+
+    NumPy integers and 0-d arrays are scalars here (``np.array(2)`` is 2, not a sequence).
+    """
+    value = _scalar(value)
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         q = _rational(value, "sensitivity")
         if q.denominator != 1 or q < 1:
@@ -1200,7 +1220,7 @@ def calibrate_gaussian(
 
     The exact δ is **not monotone in σ²** at large ε: Theorem 7's δ is a sawtooth that
     rises within each step of ⌊εσ²/Δ − Δ/2⌋ (for one query, once ε ≳ 2).  For example
-    at ε = 8, σ² = 1.313 gives δ = 9.6e−21 but σ² = 1.407 gives δ = 1.13e−20, so a
+    at ε = 8, σ² = 1.313 gives δ = 1.80e−21 but σ² = 1.407 gives δ = 1.13e−20, so a
     σ² that certifies δ = 1e−20 may stop certifying it when rounded up.  Hence:
 
     * ``round_up_safe=False`` (default): the **smallest** grid σ² that certifies the

@@ -266,10 +266,18 @@ def _utility(value: float | None) -> str:
     return f"{value:#.{UTILITY_DIGITS}g}".replace(".e", "e").rstrip(".")
 
 
-def _relative(value: float, reference: float) -> str:
-    """'13.1% less' or '69.0% more': ``value`` against ``reference``."""
+def _relative(value: float, reference: float, name: str) -> str:
+    """``value`` against ``reference`` (both > 0), to follow "needs": '13.1% less variance than
+    NAME' or '69.0% more …'; as a ratio ('1.2e-42 times the variance of NAME') where the
+    percentage would read 100.0% less or over 999%, and 'the same variance as NAME (to 0.05%)'
+    where it would read 0.0%."""
     change = 100 * (value - reference) / reference
-    return f"{abs(change):.1f}% {'more' if change > 0 else 'less'}"
+    shown = f"{abs(change):.1f}"
+    if shown == "0.0":
+        return f"the same variance as {name} (to within 0.05%)"
+    if shown == "100.0" and change < 0 or change > 999:
+        return f"{value / reference:.2g} times the variance of {name}"
+    return f"{shown}% {'more' if change > 0 else 'less'} variance than {name}"
 
 
 def _grid_text(value: Fraction) -> str:
