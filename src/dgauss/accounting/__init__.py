@@ -21,6 +21,7 @@ directed rounding).  How every bound is derived: ``docs/accounting.md``.
 
 from dgauss.accounting._closed_forms import (
     GRID_DIGITS,
+    MAX_BITS,
     MAX_K,
     Number,
     Sensitivity,
@@ -68,6 +69,7 @@ __all__ = [
     "gaussian_interval",
     "laplace_interval",
     "GRID_DIGITS",
+    "MAX_BITS",
     "MAX_K",
     "Number",
     "Sensitivity",

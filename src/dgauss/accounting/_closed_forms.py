@@ -26,8 +26,10 @@ returned as that float (5e−324, still an upper bound), and every δ has a
 ``log=True`` twin returning an upper bound on ln δ.  Parameters are exact
 rationals, as for the samplers: int, ``Fraction``, gmpy2 ``mpz``/``mpq``,
 ``Decimal``, ``str`` (``"1e-6"``, ``"1/3"``) or a finite float taken at its
-exact binary value.  Bad values raise ``ValueError`` (``TypeError`` for a
-wrong type) naming the parameter and its allowed range.
+exact binary value, with a numerator and a denominator of at most
+:data:`MAX_BITS` = 16,384 bits each (so a δ down to 10^−4932).  Bad values raise
+``ValueError`` (``TypeError`` for a wrong type) naming the parameter and its
+allowed range.
 
 How the exact δ is computed (details in ``docs/accounting.md``): Theorem 7's
 sum Σ_{y≥m} p(y)(1 − e^{ε − Δ(2y+Δ)/(2σ²)}) is enclosed by direct summation
@@ -85,6 +87,7 @@ __all__ = [
     "gaussian_interval",
     "laplace_interval",
     "GRID_DIGITS",
+    "MAX_BITS",
 ]
 
 Number: TypeAlias = int | float | str | Fraction | gmpy2.mpz | gmpy2.mpq
@@ -96,7 +99,8 @@ GRID_DIGITS = 4
 #: Most composed queries accepted (beyond, the sums over compositions take seconds and more).
 MAX_K = 10**7
 
-#: Largest numerator/denominator accepted for an accounting parameter, in bits.
+#: Largest numerator/denominator accepted for an accounting parameter, in bits (16,384: a δ
+#: down to 10^−4932, a σ² up to about 10^4932); beyond, a ValueError names this limit.
 MAX_BITS = 1 << 14
 
 #: Precisions tried, in bits, until an enclosure is tight enough.
@@ -114,7 +118,10 @@ _NEAR = gmpy2.context(precision=64)
 # ==========================================================================
 def _bounded(q: Fraction, name: str) -> Fraction:
     if max(q.numerator.bit_length(), q.denominator.bit_length()) > MAX_BITS:
-        raise ValueError(f"{name} has a numerator or denominator over {MAX_BITS} bits")
+        raise ValueError(
+            f"{name} has a numerator or denominator over {MAX_BITS} bits, the accounting's "
+            "limit (dgauss.accounting.MAX_BITS: e.g. a delta of at least 1e-4932)"
+        )
     return q
 
 
@@ -463,7 +470,8 @@ def cdp_eps(rho: Number, delta: Number) -> float:
     ε = inf_{α>1} αρ + (log(1/δ) + (α−1)log(1 − 1/α) − log α)/(α − 1) (Eq. 13),
     evaluated with directed rounding at the minimising α: never below Corollary
     13's ε, within 1e−12 of it relatively.  ``rho`` > 0; 0 < ``delta`` < 1 (give
-    ``delta`` as a string or Fraction, e.g. ``"1e-500"``, below the float range).
+    ``delta`` as a string or Fraction, e.g. ``"1e-500"``, below the float range; down to
+    ``"1e-4932"``: every parameter has at most :data:`MAX_BITS` = 16,384 bits).
     """
     r = _positive(rho, "rho")
     d = _probability(delta, "delta")
@@ -696,7 +704,7 @@ def gaussian_epsilon(
     Same mechanism and accuracy as :func:`gaussian_delta`; found by safeguarded
     regula falsi, and only an ε whose δ upper bound is certified ≤ ``delta`` is
     returned (to a relative 1.5e−11 of the smallest).  ``sigma2`` > 0,
-    0 < ``delta`` < 1, ``k`` >= 1.
+    0 < ``delta`` < 1 (down to ``"1e-4932"``: :data:`MAX_BITS`), ``k`` >= 1.
     """
     s = _positive(sigma2, "sigma2")
     d = _probability(delta, "delta")
