@@ -36,6 +36,7 @@ from __future__ import annotations
 import decimal
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -506,8 +507,12 @@ class GaussianMechanism:
         A zCDP target ρ > 0 for all ``k`` releases: σ² = k‖Δ‖²/(2ρ), exactly.
     epsilon, delta : rational, optional
         An (ε, δ)-DP target for all ``k`` releases: σ² from
-        :func:`dgauss.accounting.calibrate_gaussian` (``accounting`` picks the exact
-        Theorem 7/15 route or the zCDP route); never less noise than needed.
+        :func:`dgauss.accounting.calibrate_gaussian` with ``round_up_safe=True``
+        (``accounting`` picks the exact Theorem 7/15 route or the zCDP route): the
+        smallest σ² with 4 significant digits such that it **and every larger one** give
+        the target, so σ² may be rounded up.  (The exact δ is not monotone in σ² at large ε:
+        at ε = 8 the smallest σ² certifying δ = 1e−20 is 1.313, but 1.407 gives
+        δ = 1.13e−20, so this mechanism takes σ² = 1.42.)
     sensitivity : int, L2Ball or sequence of int
         The ℓ2 bound Δ of one person's effect on the whole array, a positive int: every
         integer vector of norm at most Δ, over any number of coordinates, and the accounting
@@ -546,9 +551,11 @@ class GaussianMechanism:
         granularity=None,
     ):
         self._sensitivity = _cf._gaussian_sensitivity(sensitivity)
+        scalar = _cf._scalar(sensitivity)  # a 0-d array is a scalar
         self.sensitivity: int | tuple[int, ...] | _acc.L2Ball = (
-            _params.integer(sensitivity, "sensitivity")
-            if isinstance(sensitivity, (int, np.integer)) and not isinstance(sensitivity, bool)
+            _cf._sensitivity(scalar)[0]
+            if isinstance(scalar, (str, bytes))
+            or not isinstance(scalar, (Iterable, _acc.L2Ball))
             else self._sensitivity
         )
         self.k = _cf._count(k, "k")
@@ -572,7 +579,7 @@ class GaussianMechanism:
                     "for pure ε-DP use LaplaceMechanism"
                 )
             self.sigma2 = _acc.calibrate_gaussian(
-                epsilon, delta, self._sensitivity, self.k, method=accounting
+                epsilon, delta, self._sensitivity, self.k, method=accounting, round_up_safe=True
             )
         self.rho = Fraction(self.k * norm2) / (2 * self.sigma2)
         self._releases = _Releases(self.k)
@@ -1062,9 +1069,15 @@ class Accountant:
         raise PrivacyBudgetError(f"no release fits in what is left of the budget ({self!r})")
 
     def calibrate_gaussian(self, sensitivity=1, k: int = 1) -> Fraction:
-        """The smallest σ² (4 significant digits, rounded up) with which ``k`` more discrete
-        Gaussian releases of this ``sensitivity`` still fit the budget, composed exactly with
-        what was released.  Raises :class:`PrivacyBudgetError` if none fits (a pure budget)."""
+        """A σ² (4 significant digits, rounded up) with which ``k`` more discrete Gaussian
+        releases of this ``sensitivity`` still fit the budget, composed exactly with what was
+        released: the smallest that fits found by bisection on the grid.  Raises
+        :class:`PrivacyBudgetError` if none fits (a pure budget).
+
+        Only the returned value is certified to fit: δ is not monotone in σ² at large ε
+        (see :func:`dgauss.accounting.calibrate_gaussian`), so a larger σ² may not fit, and
+        a smaller one may.  Nothing is at risk either way: a release with any σ² is admitted
+        only if it fits."""
         sens = _cf._gaussian_sensitivity(sensitivity)
         kk = _cf._count(k, "k")
         if self._budget[0] == "pure":
@@ -1073,8 +1086,11 @@ class Accountant:
         return self._least(lambda s: _acc.Gaussian(s, sens, kk), start)
 
     def calibrate_laplace(self, sensitivity: int = 1, k: int = 1) -> Fraction:
-        """The smallest scale (4 significant digits, rounded up) with which ``k`` more discrete
-        Laplace releases of this ℓ1 ``sensitivity`` still fit the budget."""
+        """A scale (4 significant digits, rounded up) with which ``k`` more discrete Laplace
+        releases of this ℓ1 ``sensitivity`` still fit the budget: the smallest that fits found
+        by bisection on the grid.  As for :meth:`calibrate_gaussian`, only the returned value
+        is certified to fit (the composed δ of a mixed program need not be monotone in one
+        scale); a release with any scale is admitted only if it fits."""
         (sens,) = _cf._sensitivity(sensitivity, vector_ok=False)
         kk = _cf._count(k, "k")
         b = self._budget

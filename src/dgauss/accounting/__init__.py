@@ -24,6 +24,7 @@ programs).  How every bound is derived: ``docs/accounting.md``.
 
 from dgauss.accounting._closed_forms import (
     GRID_DIGITS,
+    MAX_BITS,
     MAX_K,
     Number,
     Sensitivity,
@@ -71,6 +72,7 @@ __all__ = [
     "gaussian_interval",
     "laplace_interval",
     "GRID_DIGITS",
+    "MAX_BITS",
     "MAX_K",
     "Number",
     "Sensitivity",
