@@ -64,10 +64,19 @@ def _atoms_near(rel, eps):
     return best
 
 
+def _gridded(monkeypatch):
+    """Make the PLD route use its grid even where the composed atoms are few enough to be
+    enumerated exactly (small programs), so that the grid is tested too."""
+    monkeypatch.setattr(C, "ENUM_MAX_ATOMS", 0)
+
+
 @pytest.mark.parametrize("name", PROGRAMS)
 @pytest.mark.parametrize("eps", [0.25, 1, 2.5])
 @pytest.mark.parametrize("on_atom", [False, True])
-def test_delta_is_an_upper_bound_within_a_thousandth(name, eps, on_atom):
+@pytest.mark.parametrize("exact", [True, False], ids=["atoms", "grid"])
+def test_delta_is_an_upper_bound_within_a_thousandth(monkeypatch, name, eps, on_atom, exact):
+    if not exact:
+        _gridded(monkeypatch)
     rel = PROGRAMS[name]
     e = _atoms_near(rel, eps) if on_atom else Fraction(eps)
     if e < 0:
@@ -167,7 +176,8 @@ def test_a_release_must_be_gaussian_or_laplace():
 
 
 @pytest.mark.parametrize("eps", [10, 18, 26])
-def test_connect_the_dots_stays_above_the_truth_down_to_tiny_deltas(eps):
+@pytest.mark.parametrize("exact", [True, False], ids=["atoms", "grid"])
+def test_connect_the_dots_stays_above_the_truth_down_to_tiny_deltas(monkeypatch, eps, exact):
     """Incommensurate σ² and scale (their losses share no usable lattice, so the grid connects
     the dots) at ε where δ is 1e-28, 1e-92 and 1e-196: against the exact convolution with
     atoms and composed masses kept to 10^-260, never below and within 0.1%."""
@@ -176,6 +186,8 @@ def test_connect_the_dots_stays_above_the_truth_down_to_tiny_deltas(eps):
         ("gaussian", "3.7000003", [1], 1),
         ("laplace", "2.9000007", [2], 1),
     ]
+    if not exact:
+        _gridded(monkeypatch)
     program = _program(rel)
     assert C._choose(program._coords, float(eps), None)[2] is None  # not on a lattice
     lo, hi = composed_delta(rel, eps, keep_digits=260, cut_digits=260)

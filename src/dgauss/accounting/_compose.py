@@ -493,7 +493,97 @@ def _moments(c: _Coordinate, alpha: float) -> tuple[float, float]:
     return c.count * mean, c.count * float((w * (loss - mean) ** 2).sum())
 
 
-class _PLD:
+class _Readout:
+    """δ(ε) read from a composed loss distribution held as points (grid points or exact
+    atoms) with outward-rounded positions and tilted masses.
+
+    Subclasses set ``alpha``, ``grid_up``/``grid_dn`` (each point's loss rounded up/down),
+    ``kappa`` and ``kappa_slack`` (the common ln-scale, rounded up, and how far below it the
+    truth may lie), ``log_dropped`` (ln of the tilted mass left out, charged by Chernoff's
+    bound) and call :meth:`_prepare` with each point's ε-free term ln(mass) − αg, rounded up
+    and down."""
+
+    alpha: float
+    grid_up: np.ndarray
+    grid_dn: np.ndarray
+    kappa: float
+    kappa_slack: float
+    log_dropped: float
+
+    def _prepare(self, log_up: np.ndarray, log_lo: np.ndarray, peak: int, big: float) -> None:
+        # C: the largest term from the tilted peak on (the readouts are at ε near it; to its
+        # left an error floor, untilted by e^{−αg}, could dwarf them)
+        self.log_up = log_up
+        self.scale = float(log_up[peak:].max())
+        if not np.isfinite(self.scale):
+            raise ArithmeticError("the composed distribution is not finite")
+        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+            # one scale for every ε, so that a readout is the same float sum at every ε
+            # (δ then falls with ε, float for float); an underflow is charged below
+            self.up_scaled = np.exp(log_up - self.scale)
+            self.lo_scaled = np.exp(log_lo - self.scale)  # an underflow only lowers it
+        # the absolute rounding of every exponent (αg, the subtraction of C, κ), and 1e−9
+        self.slop = 1e-9 + 16 * _U * (big + abs(self.scale) + abs(self.kappa))
+
+    def _main(self, eps: float, upper: bool) -> float:
+        """ln of Σ_{g>ε} (mass)·e^{κ−αg}(1 − e^{ε−g}) over the points kept, rounded up
+        (masses + error) or down (masses − error, κ less its slack)."""
+        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+            if upper:  # (1 − e^{ε−g}) at g rounded up
+                w = np.where(self.grid_up > eps, -np.expm1(eps - self.grid_up), 0.0)
+                total = float((self.up_scaled * w).sum())
+                # pairwise summation is within a relative log2(n)·u; each underflowed
+                # scaled term was below 1e-300
+                total = total * (1 + 64 * _U * math.log2(len(w) + 1)) + len(w) * 1e-300
+            else:
+                w = np.where(self.grid_dn > eps, -np.expm1(eps - self.grid_dn), 0.0)
+                total = float((self.lo_scaled * w).sum())
+                total = total * (1 - 64 * _U * math.log2(len(w) + 1))
+        if not total > 0:
+            return _NEG_INF
+        if upper:
+            return self.scale + self.kappa + math.log(total)
+        return self.scale + self.kappa - self.kappa_slack + math.log(total)
+
+    def _main_rescaled(self, eps: float) -> float:
+        """The upper main sum, scaled by its own largest term (for an ε far from this
+        grid's bucket, where the common scale underflows)."""
+        sel = self.grid_up > eps
+        if not sel.any():
+            return _NEG_INF
+        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+            logs = self.log_up[sel] + np.log(-np.expm1(eps - self.grid_up[sel])) + self.kappa
+            top = float(logs.max())
+            if not np.isfinite(top):
+                return _NEG_INF
+            total = float(np.exp(logs - top).sum()) * (1 + 1e-12)
+        return top + math.log(total)
+
+    def log_delta(self, eps: float) -> float:
+        """An upper bound on ln δ(ε) of the composition held (so of the true one).
+
+        Non-increasing in ε, float for float: the same sum of terms that each fall with ε."""
+        a = self.alpha
+        main = self._main(eps, True)
+        if main < self.scale + self.kappa - 650:  # far outside this grid's ε: sum afresh
+            main = self._main_rescaled(eps)
+        if self.log_dropped > _NEG_INF:
+            log_c = (
+                a * math.log(a) - (1 + a) * math.log1p(a) if a > 0 else 0.0
+            )  # c_α = α^α/(1+α)^{1+α}
+            tail = log_c - a * eps + self.log_dropped
+            main = float(np.logaddexp(main, tail))
+        return main + self.slop + abs(main) * 16 * _U if main > _NEG_INF else main
+
+    def log_delta_low(self, eps: float) -> float:
+        """A lower bound on ln δ̃(ε) of the composition held (δ̃ ≥ the true δ for a grid,
+        = for exact atoms): the kept masses less their error bounds, rounded downward.
+        Used only to show that a bound need not be carried (Composition._pld_log_delta)."""
+        main = self._main(eps, False)
+        return main - self.slop - abs(main) * 16 * _U if main > _NEG_INF else main
+
+
+class _PLD(_Readout):
     """The composed, gridded, tilted privacy-loss distribution at one (α, h)."""
 
     def __init__(
@@ -516,95 +606,139 @@ class _PLD:
             nodes = [_merge(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)] + (
                 [nodes[-1]] if len(nodes) % 2 else []
             )
-        self.root = nodes[0]
-        self.log_mgf = self.root.log_mgf  # Σ over the coordinates of ln M̄_j
-        root = self.root
+        self.root = root = nodes[0]
+        self.log_mgf = root.log_mgf  # Σ over the coordinates of ln M̄_j
         if not (np.isfinite(root.kappa) and np.isfinite(root.err) and root.v.size):
             raise ArithmeticError("the PLD route's composed vector is not finite")
+        self.kappa, self.kappa_slack = root.kappa, root.kappa_slack
+        self.log_dropped = root.dropped + root.log_mgf if root.dropped > _NEG_INF else _NEG_INF
         grid = (root.lo + np.arange(len(root.v), dtype=np.float64)) * h
         # the grid points as floats, rounded outward (h = float(a) may be inexact)
         self.grid_up = _float_up_array(grid)
         self.grid_dn = grid - np.abs(grid) * (4 * _U) - 1e-300
-        upper = root.v + root.err
-        lower = np.maximum(root.v - root.err, 0.0)
         with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
-            # the ε-free part of every term, ln(mass) − αg, scaled by one constant C so that
-            # a readout is the same float sum at every ε (δ then falls with ε, float for float)
-            log_up = np.log(upper) - alpha * self.grid_dn
-            log_lo = np.log(lower) - alpha * self.grid_up
-            # C: the largest term from the tilted peak on (the readouts are at ε near it;
-            # to its left the error floor, untilted by e^{−αg}, would dwarf them)
-            self.scale = float(log_up[int(np.argmax(root.v)) :].max())
-            if not np.isfinite(self.scale):
-                raise ArithmeticError("the PLD route's composed vector is not finite")
-            self.up_scaled = np.exp(log_up - self.scale)  # an underflow is charged below
-            self.lo_scaled = np.exp(log_lo - self.scale)  # an underflow only lowers it
-        # the absolute rounding of every exponent above (αg, the subtraction of C, κ)
-        big = float(np.abs(alpha * grid).max()) + abs(self.scale) + abs(root.kappa)
-        self.slop = 1e-9 + 16 * _U * big
+            log_up = np.log(root.v + root.err) - alpha * self.grid_dn
+            log_lo = np.log(np.maximum(root.v - root.err, 0.0)) - alpha * self.grid_up
+        self._prepare(log_up, log_lo, int(np.argmax(root.v)), float(np.abs(alpha * grid).max()))
 
-    def _main(self, eps: float, upper: bool) -> float:
-        """ln of Σ_{g>ε} (mass)·e^{κ−αg}(1 − e^{ε−g}) over the kept grid points, rounded up
-        (masses + error) or down (masses − error, κ less its slack)."""
-        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
-            if upper:  # (1 − e^{ε−g}) at g rounded up
-                w = np.where(self.grid_up > eps, -np.expm1(eps - self.grid_up), 0.0)
-                total = float((self.up_scaled * w).sum())
-                # pairwise summation is within a relative log2(n)·u; each underflowed
-                # scaled term was below 1e-300
-                total = total * (1 + 64 * _U * math.log2(len(w) + 1)) + len(w) * 1e-300
+
+#: The exact route (every atom of the composed loss, no grid) is used when the composed atoms
+#: number at most this many, and each kind of coordinate's k-fold sum at most ENUM_MAX_TYPE.
+ENUM_MAX_ATOMS = 1 << 18
+ENUM_MAX_TYPE = 4096
+
+
+def _enum_sizes(coords: list[_Coordinate]) -> list[int] | None:
+    """The number of atoms of each kind of coordinate's count-fold sum (the Gaussian's
+    window does not depend on the tilt), or None if the exact route does not apply."""
+    sizes = []
+    for c in coords:
+        if c.gaussian:
+            sf = cf._approx(c.param)
+            if not (2.0**-30 < sf < 2.0**60):
+                return None
+            one = 2 * math.floor(_WINDOW * math.sqrt(sf) + 1.0) + 2
+        else:
+            one = c.m + 1
+        if c.count * (one - 1) + 1 > ENUM_MAX_TYPE:
+            return None
+        sizes.append(c.count * (one - 1) + 1)
+    return sizes if math.prod(sizes) <= ENUM_MAX_ATOMS else None
+
+
+class _Enumerated(_Readout):
+    """The composed privacy-loss distribution atom by atom, at a tilt α (exact: no grid).
+
+    Each kind of coordinate (σ² or t, and |shift| m, ``count`` times) has its loss on a
+    lattice: the count-fold sum is convolved directly (sums of positive terms, each entry
+    within a relative count·err + 8·L·u·(1 + log₂ count) of the truth, L its length), and
+    the kinds' sums are combined by outer sums: every composed atom at its own position
+    (rounded outward).  The Gaussian's mass outside its window is charged by Chernoff's
+    bound: the tilted mass of "some coordinate of kind c outside" is at most
+    count_c·out_c·M_c^{count_c−1}·Π_{d≠c} M_d^{count_d} (M the tilted mass of one coordinate).
+    """
+
+    def __init__(self, coords: list[_Coordinate], alpha: float) -> None:
+        self.alpha = alpha
+        kinds = []
+        for c in coords:
+            one = _Coordinate(c.gaussian, c.param, c.m, 1)
+            found = _atoms(one, alpha)
+            if found is None:
+                raise ArithmeticError("a coordinate is out of the exact route's range")
+            _, w, out, kappa, size, first, slack = found
+            err = 64 * _U * (8 + size)
+            top = float(w.max())
+            w = w / top
+            log_top = math.log(top)
+            slack += 16 * _U * (abs(kappa) + abs(log_top))
+            kappa = _float_up(kappa + log_top)
+            out = out / top
+            # ln M ≥ ln of one coordinate's tilted mass: window (rounded up) + outside
+            log_m = _float_up(math.log(float(w.sum()) * (1 + err + 2 * len(w) * _U) + out))
+            v = np.ones(1)
+            base = w
+            count = c.count
+            length_err = 0.0
+            while count:  # repeated squaring, by direct (positive) convolution
+                if count & 1:
+                    v = np.convolve(v, base)
+                    length_err += len(v)
+                count >>= 1
+                if count:
+                    base = np.convolve(base, base)
+                    length_err += len(base)
+            v_top = float(v.max())
+            v = v / v_top
+            k_total = _float_up(c.count * kappa + math.log(v_top))
+            s_total = c.count * slack + 16 * _U * (abs(k_total) + c.count * abs(kappa))
+            rel = c.count * err * 1.01 + 8 * _U * length_err + 8 * _U
+            # the kind's losses: the sum S of its count shifts-draws, exactly on a lattice
+            idx = np.arange(len(v), dtype=np.float64)
+            if c.gaussian:
+                sf = cf._approx(c.param)
+                ys = c.count * first + idx  # Σ y over the count coordinates
+                loss = (c.count * c.m * c.m - 2 * c.m * ys) / (2 * sf)
             else:
-                w = np.where(self.grid_dn > eps, -np.expm1(eps - self.grid_dn), 0.0)
-                total = float((self.lo_scaled * w).sum())
-                total = total * (1 - 64 * _U * math.log2(len(w) + 1))
-        if not total > 0:
-            return _NEG_INF
-        if upper:
-            return self.scale + self.root.kappa + math.log(total)
-        return self.scale + self.root.kappa - self.root.kappa_slack + math.log(total)
-
-    def log_delta(self, eps: float) -> float:
-        """An upper bound on ln δ(ε) of the gridded composition (so of the true one).
-
-        Non-increasing in ε, float for float: the same sum of terms that each fall with ε."""
-        a, node = self.alpha, self.root
-        main = self._main(eps, True)
-        if main < self.scale + node.kappa - 650:  # far outside this grid's ε: sum it afresh
-            main = self._main_rescaled(eps)
-        if node.dropped > _NEG_INF:
-            log_c = (
-                a * math.log(a) - (1 + a) * math.log1p(a) if a > 0 else 0.0
-            )  # c_α = α^α/(1+α)^{1+α}
-            tail = log_c - a * eps + self.log_mgf + node.dropped
-            main = float(np.logaddexp(main, tail))
-        # inflate by the exponents' rounding (and 1e−9)
-        return main + self.slop + abs(main) * 16 * _U if main > _NEG_INF else main
-
-    def _main_rescaled(self, eps: float) -> float:
-        """The upper main sum, scaled by its own largest term (for an ε far above this grid's
-        bucket, where the common scale underflows)."""
-        sel = self.grid_up > eps
-        if not sel.any():
-            return _NEG_INF
-        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
-            logs = (
-                np.log(self.root.v[sel] + self.root.err)
-                - self.alpha * self.grid_dn[sel]
-                + np.log(-np.expm1(eps - self.grid_up[sel]))
-                + self.root.kappa
+                t = cf._approx(c.param)
+                loss = (c.count * c.m - 2 * idx) / t
+            pad = np.abs(loss) * (16 * _U) + 1e-300  # σ², t rounded to float, and the ops
+            log_out = (
+                math.log(c.count * out) + (c.count - 1) * log_m + c.count * kappa
+                if out > 0
+                else _NEG_INF
             )
-            top = float(logs.max())
-            if not np.isfinite(top):
-                return _NEG_INF
-            total = float(np.exp(logs - top).sum()) * (1 + 1e-12)
-        return top + math.log(total)
-
-    def log_delta_low(self, eps: float) -> float:
-        """A lower bound on ln δ̃(ε) of the gridded composition (not of the true δ, which
-        lies below δ̃): the kept masses less their error bounds, every rounding downward.
-        Used only to show that a bound need not be carried (:meth:`Composition._pld_log_delta`)."""
-        main = self._main(eps, False)
-        return main - self.slop - abs(main) * 16 * _U if main > _NEG_INF else main
+            log_mass = c.count * log_m + c.count * kappa
+            kinds.append((loss + pad, loss - pad, v, rel, k_total, s_total, log_out, log_mass))
+        # combine the kinds by outer sums
+        g_up, g_dn = np.zeros(1), np.zeros(1)
+        mass = np.ones(1)
+        rel_all, kappa, kappa_slack = 0.0, 0.0, 0.0
+        for up, dn, v, rel, k, sk, _, _ in kinds:
+            g_up = np.add.outer(g_up, up).ravel()
+            g_dn = np.add.outer(g_dn, dn).ravel()
+            mass = np.multiply.outer(mass, v).ravel()
+            rel_all += rel + 4 * _U
+            kappa += k
+            kappa_slack += sk
+        n_kinds = len(kinds)
+        self.kappa = _float_up(kappa + abs(kappa) * 4 * n_kinds * _U)
+        self.kappa_slack = kappa_slack + 8 * n_kinds * _U * sum(abs(x[4]) for x in kinds)
+        # outward again for the float additions of the kinds' positions
+        g_up = g_up + np.abs(g_up) * (4 * n_kinds * _U)
+        g_dn = g_dn - np.abs(g_dn) * (4 * n_kinds * _U)
+        self.grid_up, self.grid_dn = g_up, g_dn
+        # the mass left out: some kind with a coordinate outside its window
+        total_m = sum(x[7] for x in kinds)
+        pieces = [x[6] - x[7] + total_m for x in kinds if x[6] > _NEG_INF]
+        self.log_dropped = (
+            _float_up(float(np.logaddexp.reduce(pieces)) + 1e-12) if pieces else _NEG_INF
+        )
+        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+            log_up = np.log(mass * (1 + rel_all) + 1e-300) - alpha * g_dn
+            log_lo = np.log(mass * max(0.0, 1 - rel_all)) - alpha * g_up
+        big = float(np.abs(alpha * g_up).max())
+        self._prepare(log_up, log_lo, int(np.argmax(mass)), big)
 
 
 def _choose(coords: list[_Coordinate], eps: float, log_inv_delta: float | None):
@@ -762,6 +896,7 @@ class _Ladder:
         fine = n * normal**2 * lam * (lam + 1) / 4 > PLD_FINE_ABOVE
         budget = np.where(fine, PLD_MAX_POINTS_FINE, PLD_MAX_POINTS)
         self.h = np.minimum.accumulate(coarsened(budget))
+        self.exact = _enum_sizes(coords) is not None
         self.a = _lattice(coords)
         af = float(self.a)
         on = (af > 0) & (width / max(af, 1e-300) <= budget / 2) & (af >= self.h / 4)
@@ -775,6 +910,8 @@ class _Ladder:
         return float(self.edges[j - 1])
 
     def grid(self, j: int) -> tuple[float, float, Fraction | None]:
+        if self.exact:  # every atom: h = 0
+            return float(self.alpha[j]), 0.0, None
         if self.on_lattice[j]:
             return float(self.alpha[j]), float(self.a), self.a
         return float(self.alpha[j]), float(self.h[j]), None
@@ -789,7 +926,7 @@ class Composition:
     def __init__(self, releases: Sequence[Release]) -> None:
         self.releases: tuple[Release, ...] = tuple(releases)
         self._coords = _coordinates(self.releases)
-        self._cache: dict[tuple, _PLD | None] = {}
+        self._cache: dict[tuple, _Readout | None] = {}
         self._lock = threading.Lock()
         self._ladder_found: _Ladder | None = None
         # the PLD route enumerates atoms in floats: only for parameters well inside their range
@@ -840,16 +977,19 @@ class Composition:
             return None
         return scale, abs(sens[0]), sum(r.k for r in self.releases)
 
-    def _pld(self, alpha: float, h: float, a: Fraction | None) -> _PLD | None:
-        """The grid at (α, h, a), or None where the route cannot build it; cached (a grid
-        is a function of its key, so the cache changes no answer)."""
+    def _pld(self, alpha: float, h: float, a: Fraction | None) -> _Readout | None:
+        """The grid at (α, h, a) (h = 0: the exact atoms at α), or None where the route
+        cannot build it; cached (a grid is a function of its key: the cache changes no
+        answer)."""
         key = (alpha, h, a)
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
         try:
             with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
-                found: _PLD | None = _PLD(self._coords, alpha, h, a)
+                found: _Readout | None = (
+                    _Enumerated(self._coords, alpha) if h == 0 else _PLD(self._coords, alpha, h, a)
+                )
         except (ArithmeticError, MemoryError, ValueError, OverflowError):
             found = None
         with self._lock:
