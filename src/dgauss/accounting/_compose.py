@@ -334,14 +334,17 @@ def _leaf(c: _Coordinate, alpha: float, h: float, a: Fraction | None) -> _Node |
         u = np.clip(u, 0.0, h)
     den = -math.expm1(-h)
     lo_w = w * (-np.expm1(u - h)) * np.exp(-(1 + alpha) * u) / den
-    hi_w = w * (-np.expm1(-u)) * np.exp(alpha * (h - u)) / den
+    # (an atom on a grid point has u = 0: nothing moves up, whatever e^{α(h−u)})
+    hi_w = np.where(u > 0, w * (-np.expm1(-u)) * np.exp(alpha * (h - u)) / den, 0.0)
     ji = j.astype(np.int64)
     base = int(ji.min())
     size = int(ji.max()) - base + 2
+    if not np.any((ji == ji.max()) & (u > 0)):
+        size -= 1  # no atom moves up past the last grid point (on a lattice): its mass is 0
     if size > PLD_MAX_POINTS:
         return None
     v = np.bincount(ji - base, weights=lo_w, minlength=size).astype(np.float64)
-    v += np.bincount(ji - base + 1, weights=hi_w, minlength=size)
+    v += np.bincount(ji - base + 1, weights=hi_w, minlength=size)[:size]
     top = float(v.max())
     v = v / top
     slack += 16 * _U * (abs(kappa) + abs(math.log(top)))
@@ -1015,7 +1018,8 @@ class Composition:
         With bucket j's grid g_j (:class:`_Ladder`) and b_j its readout, the route answers
         F(ε) = min(b_j(ε), T_j), where T_j = min_{i<j} b_i(e_{i+1}) carries every earlier
         bucket's bound at its right end e_{i+1} (valid at ε ≥ e_{i+1}, as δ falls with ε).
-        Within a bucket F falls with ε, and at an edge the set only grows: F never rises.
+        Within a bucket F falls with ε, and at an edge the set only grows: F never rises
+        (empty buckets, whose edges coincide, answer no ε and are skipped).
         T_j need not be computed when b_j(ε) is below a lower bound L_j(e_j) on the gridded
         δ̃_j(e_j): each b_i(e_{i+1}) ≥ δ̃_i(e_{i+1}) ≥ δ̃_j(e_{i+1}) ≥ δ̃_j(e_j) (an earlier grid
         is coarser, or the same lattice: its pair dominates), so T_j ≥ L_j(e_j).  Likewise
@@ -1028,7 +1032,13 @@ class Composition:
         if j == 0 or (grid is not None and value <= grid.log_delta_low(ladder.left(j))):
             return value if value < math.inf else None
         carried = math.inf
-        for i in range(j - 1, max(-1, j - 1 - _CARRY_MAX), -1):
+        asked = 0
+        for i in range(j - 1, -1, -1):
+            if i > 0 and ladder.edges[i - 1] == ladder.edges[i]:
+                continue  # an empty bucket answers no ε: nothing to carry from it
+            if asked == _CARRY_MAX:
+                break
+            asked += 1
             earlier = self._pld(*ladder.grid(i))
             if earlier is None:
                 continue
