@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import gmpy2
 import numpy as np
 from gmpy2 import mpfr
 
@@ -627,7 +628,7 @@ class _PLD(_Readout):
 
 #: The exact route (every atom of the composed loss, no grid) is used when the composed atoms
 #: number at most this many, and each kind of coordinate's k-fold sum at most ENUM_MAX_TYPE.
-ENUM_MAX_ATOMS = 1 << 18
+ENUM_MAX_ATOMS = 1 << 16
 ENUM_MAX_TYPE = 4096
 
 
@@ -920,6 +921,23 @@ class _Ladder:
         return float(self.alpha[j]), float(self.h[j]), None
 
 
+def _continuous_log_delta(rho: Fraction, eps: Fraction) -> float:
+    """ln δ(ε) of the continuous Gaussian mechanism at ρ (Balle–Wang), to about 30 digits:
+    an estimate only (choosing whether to compute a bound), never a bound itself."""
+    ctx = gmpy2.context(precision=160)
+    mu = ctx.sqrt(ctx.mul(2, mpfr(rho, 160)))
+    e = mpfr(eps, 160)
+    a = ctx.sub(ctx.div(mu, 2), ctx.div(e, mu))
+    b = ctx.sub(ctx.minus(ctx.div(mu, 2)), ctx.div(e, mu))
+    root2 = ctx.sqrt(mpfr(2, 160))
+    first = ctx.erfc(ctx.div(ctx.minus(a), root2))
+    second = ctx.mul(ctx.exp(e), ctx.erfc(ctx.div(ctx.minus(b), root2)))
+    value = ctx.sub(first, second)
+    if value <= 0:  # lost to cancellation: the first term alone overestimates it
+        value = first
+    return float(ctx.log(ctx.div(value, 2)))
+
+
 # ==========================================================================
 # The composition
 # ==========================================================================
@@ -1061,12 +1079,16 @@ class Composition:
                 groups[(r.sigma2, r.sensitivity)] = groups.get((r.sigma2, r.sensitivity), 0) + r.k
         return pure, [(s, mu, k) for (s, mu), k in sorted(groups.items(), key=str)]
 
-    def _basic_log_delta(self, e: Fraction) -> mpfr | None:
+    def _basic_log_delta(self, e: Fraction, unless_above: mpfr | None = None) -> mpfr | None:
         """Basic composition of each release's own guarantee: every Laplace release at its
         pure ε (δ = 0), the Gaussian releases at ε_G = ε − Σ pure ε, as the smaller of
         (a) each (σ², μ) group's exact δ (Theorem 15) at a share w_g·ε_G, w_g ∝ √ρ_g (fixed
         by the program), added up, when there are at most _BASIC_EXACT_MAX groups, and
-        (b) Corollary 13 at the Gaussians' ρ.  None when ε_G < 0.  Non-increasing in ε."""
+        (b) Corollary 13 at the Gaussians' ρ.  None when ε_G < 0.  Non-increasing in ε.
+
+        (a) costs a closed form per group: with ``unless_above`` (the other routes' best),
+        it is skipped where the continuous Gaussian's δ of one group (σ² ≥ 1, close to the
+        discrete one) is already 4 times above it: the sum cannot win there."""
         pure, groups = self._basic_parts()
         if not groups or e < pure:
             return None
@@ -1075,6 +1097,18 @@ class Composition:
             (Fraction(k * sum(x * x for x in mu)) / (2 * s) for s, mu, k in groups), Fraction(0)
         )
         best = cf._cdp_log_delta(rho_g, e_g)
+        if (
+            unless_above is not None
+            and len(groups) <= _BASIC_EXACT_MAX
+            and all(s >= 1 for s, _, _ in groups)
+        ):
+            shares = self._basic_weights(groups) if len(groups) > 1 else [Fraction(1)]
+            guess = max(
+                _continuous_log_delta(Fraction(k * sum(x * x for x in mu)) / (2 * s), e_g * w)
+                for (s, mu, k), w in zip(groups, shares, strict=True)
+            )
+            if guess - math.log(4) > unless_above:
+                return best
         if len(groups) == 1:
             s, mu, k = groups[0]
             return min(best, cf._gaussian_log_delta(s, e_g, mu, k))
@@ -1104,6 +1138,13 @@ class Composition:
         return [r / total for r in roots]
 
     def _routes_log_delta(self, e: Fraction) -> dict[str, mpfr]:
+        routes = self._other_routes(e)
+        basic = self._basic_log_delta(e, min(routes.values()))
+        if basic is not None:
+            routes["basic composition"] = basic
+        return routes
+
+    def _other_routes(self, e: Fraction) -> dict[str, mpfr]:
         routes: dict[str, mpfr] = {}
         rho = self.rho
         routes["zCDP"] = cf._cdp_log_delta(rho, e) if rho > 0 else mpfr(0)
@@ -1111,9 +1152,6 @@ class Composition:
         if pure is not None and e >= pure:
             routes["pure DP"] = mpfr("-inf")
             return routes
-        basic = self._basic_log_delta(e)
-        if basic is not None:
-            routes["basic composition"] = basic
         one = self._one_sigma2()
         if one is not None:
             s, mu, k = one
