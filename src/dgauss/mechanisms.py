@@ -33,7 +33,9 @@ The rules every entry point follows:
 
 from __future__ import annotations
 
+import copy
 import decimal
+import json
 import math
 import threading
 from dataclasses import dataclass
@@ -478,10 +480,20 @@ def _one_way(named: dict[str, Any], what: str) -> str:
 
 
 class _Releases:
-    """Counts the releases a mechanism's guarantee covers (k of them)."""
+    """Counts the releases a mechanism's guarantee covers (k of them).
+
+    A copy or a pickle carries the count (k and how many were made), with a lock of its own.
+    """
 
     def __init__(self, k: int):
         self.k, self.used, self._lock = k, 0, threading.Lock()
+
+    def __getstate__(self) -> dict:
+        with self._lock:
+            return {"k": self.k, "used": self.used}
+
+    def __setstate__(self, state: dict) -> None:
+        self.k, self.used, self._lock = state["k"], state["used"], threading.Lock()
 
     def take(self) -> None:
         with self._lock:
@@ -491,6 +503,15 @@ class _Releases:
                     "create it with a larger k, or use dgauss.Accountant"
                 )
             self.used += 1
+
+
+def _copy_mechanism(mech):
+    """``copy.copy`` of a mechanism: its settings (immutable) shared, its release count its
+    own (a copy's releases are not counted against the original, nor the reverse)."""
+    new = object.__new__(type(mech))
+    new.__dict__.update(mech.__dict__)
+    new._releases = copy.copy(mech._releases)
+    return new
 
 
 class GaussianMechanism:
@@ -513,7 +534,8 @@ class GaussianMechanism:
         changes one count by at most 1.
     k : int
         How many releases the guarantee covers (composition); the object refuses a
-        (k+1)-th release with :class:`PrivacyBudgetError`.
+        (k+1)-th release with :class:`PrivacyBudgetError`.  A copy (``copy``, ``pickle``)
+        counts its releases on its own, from the count at the time it was made.
     accounting : "exact" or "zcdp"
         How (ε, δ) is turned into σ² (only with ``epsilon``/``delta``).
     granularity : rational, optional
@@ -572,6 +594,8 @@ class GaussianMechanism:
             )
         self.rho = Fraction(self.k * norm2) / (2 * self.sigma2)
         self._releases = _Releases(self.k)
+
+    __copy__ = _copy_mechanism
 
     @property
     def _param(self) -> Fraction:
@@ -661,6 +685,8 @@ class LaplaceMechanism:
             )
         self.rho = self.k * (Fraction(self.sensitivity) / self.scale) ** 2 / 2
         self._releases = _Releases(self.k)
+
+    __copy__ = _copy_mechanism
 
     @property
     def _param(self) -> Fraction:
@@ -875,6 +901,102 @@ class Remaining:
     delta: float | None = None
 
 
+#: The JSON ledger of an Accountant (:meth:`Accountant.to_json`): its name and version.
+LEDGER_FORMAT = "dgauss Accountant ledger"
+LEDGER_VERSION = 1
+
+
+def _ledger_entry(release) -> dict:
+    """One release as a ledger entry (exact rationals as strings)."""
+    sens = release.sensitivity
+    sens = list(sens) if isinstance(sens, tuple) else sens
+    if isinstance(release, _acc.Gaussian):
+        return {
+            "kind": "gaussian",
+            "sigma2": str(release.sigma2),
+            "sensitivity": sens,
+            "k": release.k,
+        }
+    return {"kind": "laplace", "scale": str(release.scale), "sensitivity": sens, "k": release.k}
+
+
+def _no_duplicate_keys(pairs: list) -> dict:
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"the ledger repeats the field(s) {', '.join(map(repr, twice))}")
+    return dict(pairs)
+
+
+def _ledger_fields(data, where: str, required: set, optional: frozenset = frozenset()) -> dict:
+    """``data`` as a JSON object with exactly the ``required`` (and any ``optional``) keys."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a JSON object, got {type(data).__name__}")
+    missing = sorted(required - data.keys())
+    unknown = sorted(data.keys() - required - optional)
+    if missing:
+        raise ValueError(f"{where} lacks the field(s) {', '.join(map(repr, missing))}")
+    if unknown:
+        raise ValueError(f"{where} has unknown field(s) {', '.join(map(repr, unknown))}")
+    return data
+
+
+def _ledger_exact(value, where: str) -> Fraction:
+    """An exact rational from a ledger: a string such as "357/10" (or a JSON integer)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(
+            f'{where} must be an exact rational written as a string such as "357/10" '
+            f"(never a float), got {value!r}"
+        )
+    try:
+        return _params.to_fraction(value, where)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _ledger_budget(data) -> dict:
+    if not isinstance(data, dict):
+        raise ValueError(f"the ledger's budget must be a JSON object, got {type(data).__name__}")
+    shapes = ({"rho"}, {"epsilon"}, {"epsilon", "delta"})
+    if set(data) not in shapes:
+        raise ValueError(
+            'the ledger\'s budget must hold "rho", "epsilon", or "epsilon" and '
+            f'"delta"; got the field(s) {", ".join(map(repr, sorted(data)))}'
+        )
+    budget = {key: _ledger_exact(value, f"budget.{key}") for key, value in data.items()}
+    try:
+        Accountant(**budget)  # checks the ranges, naming the parameter
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the ledger's budget: {exc}") from None
+    return budget
+
+
+def _ledger_release(entry, where: str):
+    """One ledger entry as an accounting release, checked as its constructor checks it."""
+    if not isinstance(entry, dict) or entry.get("kind") not in ("gaussian", "laplace"):
+        got = entry.get("kind") if isinstance(entry, dict) else type(entry).__name__
+        raise ValueError(
+            f'{where} must be an object with "kind" "gaussian" or "laplace", got {got!r}'
+        )
+    param = "sigma2" if entry["kind"] == "gaussian" else "scale"
+    _ledger_fields(entry, where, {"kind", param, "sensitivity", "k"})
+    _ledger_exact(entry[param], f"{where}: {param}")  # a string or an int, not a float
+    sens = entry["sensitivity"]
+    parts = sens if isinstance(sens, list) else [sens]
+    if not parts or any(type(x) is not int for x in parts):
+        raise ValueError(
+            f"{where}: sensitivity must be a positive integer or a list of integers, got {sens!r}"
+        )
+    k = entry["k"]
+    if type(k) is not int:
+        raise ValueError(f"{where}: k must be an integer, got {k!r}")
+    make = _acc.Gaussian if param == "sigma2" else _acc.Laplace
+    try:
+        return make(entry[param], tuple(sens) if isinstance(sens, list) else sens, k)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
 class Accountant:
     """One privacy budget spent over several releases, composed exactly.
 
@@ -892,6 +1014,10 @@ class Accountant:
     ``calibrate_gaussian()`` / ``calibrate_laplace()`` / ``split(k)`` the least noise the next
     release(s) may use; ``report()`` one sentence stating the certified guarantee.
     Thread-safe: the check and the spend are one step.
+
+    Saving: :meth:`to_json` / :meth:`from_json` write and read a ledger of the budget and the
+    releases; ``pickle``, ``copy.copy`` and ``copy.deepcopy`` give an accountant in the same
+    state that spends on its own (neither's releases count against the other's budget).
     """
 
     def __init__(self, *, rho=None, epsilon=None, delta=None):
@@ -913,9 +1039,118 @@ class Accountant:
                 "set the budget in exactly one way: rho=, epsilon= with delta=, or "
                 "epsilon= alone (pure DP)" + ("; delta= alone is not a budget" if delta else "")
             )
-        self._releases: list = []
-        self._spent = PrivacyLoss((), self._budget)
+        self._load(self._budget, ())
+
+    def _load(self, budget: tuple, releases) -> None:
+        """Set the whole state: the budget and the releases made (admitted already)."""
+        self._budget = budget
+        self._releases: list = list(releases)
+        self._spent = PrivacyLoss(self._releases, budget)
         self._lock = threading.Lock()
+
+    # ---- copying and saving ----------------------------------------------------------
+
+    def _state(self) -> tuple[tuple, tuple]:
+        """(budget, releases), read in one step."""
+        with self._lock:
+            return self._budget, tuple(self._releases)
+
+    def __getstate__(self) -> dict:
+        budget, releases = self._state()
+        return {"version": LEDGER_VERSION, "budget": budget, "releases": releases}
+
+    def __setstate__(self, state: dict) -> None:
+        if state.get("version") != LEDGER_VERSION:
+            raise ValueError(
+                f"cannot restore an Accountant pickled with state version "
+                f"{state.get('version')!r}; this dgauss reads version {LEDGER_VERSION}"
+            )
+        self._load(state["budget"], state["releases"])
+
+    def __copy__(self) -> Accountant:
+        """An independent accountant: the same budget and releases, spent on separately."""
+        new = object.__new__(type(self))
+        new._load(*self._state())
+        return new
+
+    def __deepcopy__(self, memo: dict) -> Accountant:
+        return self.__copy__()  # the releases are immutable: nothing else to copy
+
+    def to_json(self) -> str:
+        """The ledger as JSON text: the budget and every release made, in order, each
+        parameter an exact rational as a string (``"357/10"``, never a float), with a format
+        version.  :meth:`from_json` reads it back.
+
+        >>> import dgauss
+        >>> acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+        >>> _ = acc.add_gaussian_noise([3], sigma2="35.7")
+        >>> print(acc.to_json())
+        {
+         "format": "dgauss Accountant ledger",
+         "version": 1,
+         "budget": {"epsilon": "1", "delta": "1/1000000"},
+         "releases": [
+          {"kind": "gaussian", "sigma2": "357/10", "sensitivity": [1], "k": 1}
+         ]
+        }
+        """
+        budget, releases = self._state()
+        if budget[0] == "rho":
+            head = {"rho": str(budget[1])}
+        elif budget[0] == "pure":
+            head = {"epsilon": str(budget[1])}
+        else:
+            head = {"epsilon": str(budget[1]), "delta": str(budget[2])}
+        lines = [
+            "{",
+            f' "format": {json.dumps(LEDGER_FORMAT)},',
+            f' "version": {LEDGER_VERSION},',
+            f' "budget": {json.dumps(head, ensure_ascii=False)},',
+            ' "releases": [',
+        ]
+        lines += [
+            "  " + json.dumps(_ledger_entry(r)) + ("," if i + 1 < len(releases) else "")
+            for i, r in enumerate(releases)
+        ]
+        return "\n".join([*lines, " ]", "}"])
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Accountant:
+        """The accountant a :meth:`to_json` ledger describes: its budget, and its releases
+        as made (so it admits and refuses what the one that wrote it would).
+
+        Raises ``ValueError`` naming what is wrong: not JSON, not a ledger, an unknown
+        version, a missing, unknown or malformed field (a float where an exact rational is
+        needed, a σ² ≤ 0, ...), or releases that do not fit the ledger's own budget.
+        """
+        try:
+            data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the ledger is not valid JSON: {exc}") from None
+        except TypeError as exc:
+            raise TypeError(f"from_json reads a str or bytes ledger ({exc})") from None
+        fields = _ledger_fields(data, "the ledger", {"format", "version", "budget", "releases"})
+        if fields["format"] != LEDGER_FORMAT:
+            raise ValueError(
+                f"the ledger's format must be {LEDGER_FORMAT!r}, got {fields['format']!r}"
+            )
+        version = fields["version"]
+        if type(version) is not int or version != LEDGER_VERSION:
+            raise ValueError(
+                f"unknown ledger version {version!r}; this dgauss reads version {LEDGER_VERSION}"
+            )
+        acc = cls(**_ledger_budget(fields["budget"]))
+        entries = fields["releases"]
+        if not isinstance(entries, list):
+            raise ValueError(f"the ledger's releases must be a list, got {type(entries).__name__}")
+        releases = [_ledger_release(entry, f"release {i}") for i, entry in enumerate(entries)]
+        if releases and not acc._fits(releases)[0]:
+            raise ValueError(
+                f"the ledger's {len(releases)} releases do not fit its own budget "
+                f"({acc._budget_text()}): it was altered, or not written by to_json"
+            )
+        acc._load(acc._budget, releases)
+        return acc
 
     # ---- the check -------------------------------------------------------------------
 

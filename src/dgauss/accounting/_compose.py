@@ -610,6 +610,27 @@ class Composition:
     def __repr__(self) -> str:
         return "compose(" + ", ".join(map(repr, self.releases)) + ")"
 
+    # ---- copying and pickling ---------------------------------------------------------
+    # The releases are immutable; the lock and the cache of composed grids are not state:
+    # a copy gets a lock of its own and its own dict of the grids computed so far (each grid
+    # is read-only once built, so the two may share them); a pickle leaves the grids out
+    # (they can weigh megabytes, and are recomputed on demand).
+    def __getstate__(self) -> dict:
+        return {"releases": self.releases}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["releases"])  # type: ignore[misc]
+
+    def __copy__(self) -> Composition:
+        new = type(self).__new__(type(self))
+        new.__setstate__(self.__getstate__())
+        with self._lock:
+            new._cache = dict(self._cache)
+        return new
+
+    def __deepcopy__(self, memo: dict) -> Composition:
+        return self.__copy__()  # nothing mutable is shared, as for a shallow copy
+
     # ---- routes ----------------------------------------------------------------------
     def _one_sigma2(self) -> tuple[Fraction, tuple[int, ...], int] | None:
         if not all(isinstance(r, Gaussian) for r in self.releases):
