@@ -34,6 +34,7 @@ The rules every entry point follows:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import decimal
 import json
 import math
@@ -844,16 +845,30 @@ class PrivacyLoss:
     side, and never read above the budget the accountant enforced.
     """
 
-    def __init__(self, releases, budget: tuple | None = None, composition=None) -> None:
+    def __init__(
+        self,
+        releases,
+        budget: tuple | None = None,
+        composition=None,
+        *,
+        rho: Fraction | None = None,
+        ceiling: tuple | None = None,
+    ) -> None:
         self.releases: tuple = tuple(releases)
         self._budget = budget  # ("rho", ρ) | ("pure", ε) | ("approx", ε, δ)
-        self._composition = composition
+        self._composition = composition  # of these releases (grouped or not)
         if self._composition is None and self.releases:
             self._composition = _acc.compose(*self.releases)
+        self._rho = rho
+        # (ε, δ, ln δ): a larger program that contains these releases was certified to have
+        # this δ at this ε, which bounds theirs too (the accountant admitted them by it)
+        self._ceiling = ceiling
 
     @property
     def rho(self) -> Fraction:
         """The exact zCDP total ρ (a pure ε-DP Laplace release counts as ε²/2)."""
+        if self._rho is not None:
+            return self._rho
         return sum((r.rho for r in self.releases), Fraction(0))
 
     def delta(self, epsilon, log: bool = False) -> float:
@@ -862,7 +877,10 @@ class PrivacyLoss:
         if self._composition is None:
             _cf._nonnegative(epsilon, "epsilon")
             return -math.inf if log else 0.0
-        return self._composition.delta(epsilon, log=log)
+        found = self._composition.delta(epsilon, log=log)
+        if self._ceiling is not None and _cf._nonnegative(epsilon, "epsilon") == self._ceiling[0]:
+            found = min(found, self._ceiling[2] if log else self._ceiling[1])
+        return found
 
     def epsilon(self, delta) -> float:
         """The smallest certified ε at ``delta`` of everything released (rounded up);
@@ -901,6 +919,9 @@ class Remaining:
     delta: float | None = None
 
 
+#: Most compositions an Accountant spends looking ahead after one admission.
+_LOOK_AHEAD_STEPS = 4
+
 #: The JSON ledger of an Accountant (:meth:`Accountant.to_json`): its name and version.
 LEDGER_FORMAT = "dgauss Accountant ledger"
 LEDGER_VERSION = 1
@@ -928,12 +949,12 @@ def _no_duplicate_keys(pairs: list) -> dict:
     return dict(pairs)
 
 
-def _ledger_fields(data, where: str, required: set, optional: frozenset = frozenset()) -> dict:
+def _ledger_fields(data, where: str, required: set, optional: set | None = None) -> dict:
     """``data`` as a JSON object with exactly the ``required`` (and any ``optional``) keys."""
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be a JSON object, got {type(data).__name__}")
     missing = sorted(required - data.keys())
-    unknown = sorted(data.keys() - required - optional)
+    unknown = sorted(data.keys() - required - (optional or set()))
     if missing:
         raise ValueError(f"{where} lacks the field(s) {', '.join(map(repr, missing))}")
     if unknown:
@@ -997,6 +1018,81 @@ def _ledger_release(entry, where: str):
         raise ValueError(f"{where}: {exc}") from None
 
 
+def _unit(release):
+    """``release`` answered once (its kind: the noise, parameter and sensitivity)."""
+    return release if release.k == 1 else dataclasses.replace(release, k=1)
+
+
+class _Program:
+    """A program of releases grouped by kind: identical releases (the same noise, exact
+    parameter and sensitivity) are one k-fold release; with the running exact totals."""
+
+    __slots__ = ("counts", "rho", "pure", "gaussians")
+
+    def __init__(self) -> None:
+        self.counts: dict = {}  # each kind (a release with k = 1) -> how many times
+        self.rho = Fraction(0)  # Σ ρ
+        self.pure = Fraction(0)  # Σ ε of the Laplace releases
+        self.gaussians = 0  # how many Gaussian releases (times k)
+
+    def add(self, unit, count: int = 1) -> None:
+        """Add ``count`` releases of the kind ``unit`` (or one release ``unit`` with any k)."""
+        if unit.k != 1:
+            unit, count = _unit(unit), unit.k * count
+        self.counts[unit] = self.counts.get(unit, 0) + count
+        self.rho += unit.rho * count
+        if isinstance(unit, _acc.Laplace):
+            self.pure += unit.epsilon * count
+        else:
+            self.gaussians += count
+
+    def plus(self, release=None) -> _Program:
+        """A copy, with ``release`` added."""
+        new = _Program()
+        new.counts = dict(self.counts)
+        new.rho, new.pure, new.gaussians = self.rho, self.pure, self.gaussians
+        if release is not None:
+            new.add(release)
+        return new
+
+    def within(self, other: _Program) -> bool:
+        """Whether every release of this program is one of ``other``'s."""
+        return all(other.counts.get(unit, 0) >= n for unit, n in self.counts.items())
+
+    def within_at(self, other: _Program, unit) -> bool:
+        """``within(other)``, knowing it held before releases of ``unit`` were added."""
+        return other.counts.get(unit, 0) >= self.counts.get(unit, 0)
+
+    def releases(self) -> list:
+        """The grouped program: one k-fold release per kind (k at most accounting's MAX_K)."""
+        found = []
+        for unit, count in self.counts.items():
+            while count:
+                k = min(count, _acc.MAX_K)
+                found.append(unit if k == 1 else dataclasses.replace(unit, k=k))
+                count -= k
+        return found
+
+    def composition(self):
+        return _acc.compose(*self.releases())
+
+    def __getstate__(self) -> tuple:
+        return self.counts, self.rho, self.pure, self.gaussians
+
+    def __setstate__(self, state: tuple) -> None:
+        self.counts, self.rho, self.pure, self.gaussians = state
+
+
+@dataclass(frozen=True)
+class _Certificate:
+    """A program certified to fit an (ε, δ) budget, with its δ at ε (float, rounded up) and
+    an upper bound on ln δ: every program inside it fits, its δ at most these."""
+
+    program: _Program
+    delta: float
+    log_delta: float
+
+
 class Accountant:
     """One privacy budget spent over several releases, composed exactly.
 
@@ -1041,23 +1137,40 @@ class Accountant:
             )
         self._load(self._budget, ())
 
-    def _load(self, budget: tuple, releases) -> None:
-        """Set the whole state: the budget and the releases made (admitted already)."""
+    def _load(self, budget: tuple, releases, certificate: _Certificate | None = None) -> None:
+        """Set the whole state: the budget, the releases made (admitted already) and a
+        certified larger program (or None); everything else is derived from them."""
         self._budget = budget
-        self._releases: list = list(releases)
-        self._spent = PrivacyLoss(self._releases, budget)
+        self._releases: list = []
+        self._program = _Program()
+        for r in releases:
+            self._releases.append(r)
+            self._program.add(r)
+        self._certificate = certificate
+        # facts about the budget, true whatever was released (so copies may share them):
+        # the zCDP route certifies every ρ <= _zcdp_fits, and fails from _zcdp_fails on
+        self._zcdp_fits: Fraction | None = None
+        self._zcdp_fails: Fraction | None = None
+        self._refused: set = set()  # releases refused since the last admission
+        self._too_far: _Program | None = None  # the last program the look-ahead saw fail
+        self._spent: PrivacyLoss | None = None  # built when read
         self._lock = threading.Lock()
 
     # ---- copying and saving ----------------------------------------------------------
 
-    def _state(self) -> tuple[tuple, tuple]:
-        """(budget, releases), read in one step."""
+    def _state(self) -> tuple[tuple, tuple, _Certificate | None]:
+        """(budget, releases, certificate), read in one step."""
         with self._lock:
-            return self._budget, tuple(self._releases)
+            return self._budget, tuple(self._releases), self._certificate
 
     def __getstate__(self) -> dict:
-        budget, releases = self._state()
-        return {"version": LEDGER_VERSION, "budget": budget, "releases": releases}
+        budget, releases, certificate = self._state()
+        return {
+            "version": LEDGER_VERSION,
+            "budget": budget,
+            "releases": releases,
+            "certificate": certificate,
+        }
 
     def __setstate__(self, state: dict) -> None:
         if state.get("version") != LEDGER_VERSION:
@@ -1065,7 +1178,7 @@ class Accountant:
                 f"cannot restore an Accountant pickled with state version "
                 f"{state.get('version')!r}; this dgauss reads version {LEDGER_VERSION}"
             )
-        self._load(state["budget"], state["releases"])
+        self._load(state["budget"], state["releases"], state.get("certificate"))
 
     def __copy__(self) -> Accountant:
         """An independent accountant: the same budget and releases, spent on separately."""
@@ -1079,7 +1192,10 @@ class Accountant:
     def to_json(self) -> str:
         """The ledger as JSON text: the budget and every release made, in order, each
         parameter an exact rational as a string (``"357/10"``, never a float), with a format
-        version.  :meth:`from_json` reads it back.
+        version.  :meth:`from_json` reads it back.  An (ε, δ) ledger may also hold
+        ``"certified"``: a larger program (its releases grouped, ``k`` each) that the
+        accountant certified to fit the budget and that contains every release made; it
+        admits later releases inside it at once, and :meth:`from_json` checks it again.
 
         >>> import dgauss
         >>> acc = dgauss.Accountant(epsilon=1, delta="1e-6")
@@ -1094,7 +1210,7 @@ class Accountant:
          ]
         }
         """
-        budget, releases = self._state()
+        budget, releases, certificate = self._state()
         if budget[0] == "rho":
             head = {"rho": str(budget[1])}
         elif budget[0] == "pure":
@@ -1111,6 +1227,14 @@ class Accountant:
         lines += [
             "  " + json.dumps(_ledger_entry(r)) + ("," if i + 1 < len(releases) else "")
             for i, r in enumerate(releases)
+        ]
+        if certificate is None:
+            return "\n".join([*lines, " ]", "}"])
+        lines += [" ],", ' "certified": [']
+        entries = certificate.program.releases()
+        lines += [
+            "  " + json.dumps(_ledger_entry(r)) + ("," if i + 1 < len(entries) else "")
+            for i, r in enumerate(entries)
         ]
         return "\n".join([*lines, " ]", "}"])
 
@@ -1129,7 +1253,9 @@ class Accountant:
             raise ValueError(f"the ledger is not valid JSON: {exc}") from None
         except TypeError as exc:
             raise TypeError(f"from_json reads a str or bytes ledger ({exc})") from None
-        fields = _ledger_fields(data, "the ledger", {"format", "version", "budget", "releases"})
+        fields = _ledger_fields(
+            data, "the ledger", {"format", "version", "budget", "releases"}, {"certified"}
+        )
         if fields["format"] != LEDGER_FORMAT:
             raise ValueError(
                 f"the ledger's format must be {LEDGER_FORMAT!r}, got {fields['format']!r}"
@@ -1144,41 +1270,188 @@ class Accountant:
         if not isinstance(entries, list):
             raise ValueError(f"the ledger's releases must be a list, got {type(entries).__name__}")
         releases = [_ledger_release(entry, f"release {i}") for i, entry in enumerate(entries)]
-        if releases and not acc._fits(releases)[0]:
+        acc._load(acc._budget, releases)
+        if "certified" in fields:
+            acc._certificate = acc._checked_certificate(fields["certified"])
+        if releases and not acc._decide(acc._program):
             raise ValueError(
                 f"the ledger's {len(releases)} releases do not fit its own budget "
                 f"({acc._budget_text()}): it was altered, or not written by to_json"
             )
-        acc._load(acc._budget, releases)
         return acc
+
+    def _checked_certificate(self, entries) -> _Certificate | None:
+        """A ledger's "certified" program, if it holds the releases and fits (else None: it
+        is then not used, and the releases are checked on their own)."""
+        if self._budget[0] != "approx":
+            raise ValueError('only an (epsilon, delta) ledger has a "certified" program')
+        if not isinstance(entries, list):
+            raise ValueError(f"the ledger's certified must be a list, got {type(entries).__name__}")
+        program = _Program()
+        for i, entry in enumerate(entries):
+            program.add(_ledger_release(entry, f"certified {i}"))
+        if not self._program.within(program):
+            raise ValueError(
+                "the ledger's certified program does not contain its releases: it was altered"
+            )
+        return self._certify(program)
 
     # ---- the check -------------------------------------------------------------------
 
-    def _fits(self, releases: list) -> tuple[bool, Any]:
-        """(fits, composition) for the program ``releases``."""
-        kind = self._budget[0]
-        if kind == "rho":
-            return sum((r.rho for r in releases), Fraction(0)) <= self._budget[1], None
-        if kind == "pure":
-            if not all(isinstance(r, _acc.Laplace) for r in releases):
-                return False, None
-            return sum((r.epsilon for r in releases), Fraction(0)) <= self._budget[1], None
-        composition = _acc.compose(*releases)
+    # ---- the check -------------------------------------------------------------------
+    # A release is admitted when the program of everything released plus it fits: a
+    # certified upper bound on its δ at ε (or its exact ρ, or its pure ε) is within the
+    # budget.  The cheapest bound that answers is used, each one valid on its own:
+    #
+    # * a ρ or pure budget: the running exact totals (O(1));
+    # * an (ε, δ) budget: pure DP while every release is Laplace; the zCDP route at the
+    #   exact total ρ (monotone in ρ, so one check answers every smaller ρ); a *certified*
+    #   larger program that contains this one (post-processing: dropping releases from a
+    #   product mechanism never raises its δ); the releases refused since the last admission;
+    #   else the composition of the grouped program (accounting.compose, which composes
+    #   identical releases as one k-fold release and so gives what composing every release
+    #   gives).  After such a composition admits, the accountant guesses how much more the
+    #   budget holds (from ln δ, which scales about as 1/ρ) and certifies a program with
+    #   every repeated kind grown by that share: the releases inside it are then admitted
+    #   at once.
+
+    def _admits(self, release) -> bool:
+        """Whether everything released plus ``release`` fits (the lock held)."""
+        b, program = self._budget, self._program
+        if b[0] == "rho":
+            return program.rho + release.rho <= b[1]
+        laplace = isinstance(release, _acc.Laplace)
+        if laplace and program.gaussians == 0 and program.pure + release.epsilon <= b[1]:
+            return True  # pure DP: δ = 0 at ε (and the whole of a pure budget)
+        if b[0] == "pure":
+            return False
+        if self._zcdp_certifies(program.rho + release.rho):
+            return True
+        certificate, unit = self._certificate, _unit(release)
+        if certificate is not None:  # it contains what was released: is this one inside too?
+            inside = certificate.program.counts.get(unit, 0)
+            if program.counts.get(unit, 0) + release.k <= inside:
+                return True
+        if release in self._refused:
+            return False
+        fits = self._composes(program.plus(release), look_ahead=True)
+        if not fits:
+            self._refused.add(release)
+        return fits
+
+    def _decide(self, program: _Program) -> bool:
+        """Whether ``program`` (a whole program: what was released and what would be) fits."""
+        b = self._budget
+        if b[0] == "rho":
+            return program.rho <= b[1]
+        if program.gaussians == 0 and program.pure <= b[1]:
+            return True
+        if b[0] == "pure":
+            return False
+        if self._zcdp_certifies(program.rho):
+            return True
+        certificate = self._certificate
+        if certificate is not None and program.within(certificate.program):
+            return True
+        return self._composes(program)
+
+    def _log_budget(self) -> Any:
+        """ln δ of an (ε, δ) budget, rounded down (an MPFR number)."""
+        return _cf._AR.q(self._budget[2]).log().lo
+
+    def _log_fits(self, log_hi) -> bool:
+        """Whether a δ whose ln is at most ``log_hi`` fits, read as a composition's
+        ``delta()`` reads it (so a route decides here as it does in ``spent``)."""
+        delta = self._budget[2]
+        if delta >= _TINY_DELTA:
+            return _cf._delta_out(log_hi, False) <= delta
+        return _cf._delta_out(log_hi, True) <= self._log_budget()
+
+    def _zcdp_certifies(self, rho: Fraction) -> bool:
+        """Whether the zCDP route (Corollary 13 at the exact total ρ) certifies the budget."""
+        fits_up_to, fails_from = self._zcdp_fits, self._zcdp_fails
+        if fits_up_to is not None and rho <= fits_up_to:
+            return True
+        if fails_from is not None and rho >= fails_from:
+            return False
+        fits = self._log_fits(_cf._cdp_log_delta(rho, self._budget[1]))
+        if fits:
+            self._zcdp_fits = rho if fits_up_to is None else max(rho, fits_up_to)
+        else:
+            self._zcdp_fails = rho if fails_from is None else min(rho, fails_from)
+        return fits
+
+    def _composition_fits(self, composition) -> tuple[bool, float]:
+        """(fits, ln of its δ at ε as a float) for a composition, by its own ``delta()``."""
         eps, delta = self._budget[1], self._budget[2]
         try:
             if delta >= _TINY_DELTA:  # as spent.delta(eps) will read it
-                return composition.delta(eps) <= delta, composition
+                found = composition.delta(eps)
+                return found <= delta, math.log(found) if found > 0 else -math.inf
             # below the float range: ln δ's upper bound against ln(budget)'s lower bound
-            log_budget = _cf._AR.q(delta).log().lo
-            return composition.delta(eps, log=True) <= log_budget, composition
+            log_found = composition.delta(eps, log=True)
+            return log_found <= self._log_budget(), log_found
         except (ValueError, ArithmeticError):  # beyond what the routes compute: refuse
-            return False, None
+            return False, 0.0
+
+    def _composes(self, program: _Program, look_ahead: bool = False) -> bool:
+        """Whether the composition of ``program`` fits; with ``look_ahead``, when it does,
+        certify a larger program for the admissions to come."""
+        fits, log_delta = self._composition_fits(program.composition())
+        if fits and look_ahead:
+            self._look_ahead(program, log_delta)
+        return fits
+
+    def _look_ahead(self, program: _Program, log_delta: float) -> None:
+        """Certify the largest program, within a few compositions, that grows every kind
+        released at least twice by one share s of its count (rounded up), starting from a
+        guess of what the budget has left (ln δ scales about as 1/ρ) and halving or doubling
+        s as the compositions say; keep it as the certificate."""
+        log_budget = float(self._log_budget())
+        if not (log_delta < log_budget < 0):
+            return
+        repeated = {unit: n for unit, n in program.counts.items() if n >= 2}
+        if not repeated:
+            return
+
+        def grown(share: float) -> _Program:
+            bigger = program.plus()
+            for unit, n in repeated.items():
+                bigger.add(unit, math.ceil(share * n))
+            return bigger
+
+        smallest = 1 / max(repeated.values())  # one more release of each repeated kind
+        too_far = self._too_far
+        if too_far is not None and too_far.within(grown(smallest)):
+            return  # a program inside even the smallest step failed: it would fail again
+        low, high = 0.0, math.inf  # shares known to fit / to fail
+        share = min(1.0, max(log_delta / log_budget - 1, smallest))
+        for _ in range(_LOOK_AHEAD_STEPS):
+            candidate = grown(share)
+            certificate = self._certify(candidate)
+            if certificate is not None:
+                self._certificate, low = certificate, share
+            else:
+                high, self._too_far = share, candidate
+            if low >= 1.0:
+                break
+            share = min(2 * low, 1.0) if high == math.inf else (low + high) / 2
+            if grown(share).counts == grown(low).counts or (
+                high < math.inf and grown(share).counts == grown(high).counts
+            ):
+                break
+
+    def _certify(self, program: _Program) -> _Certificate | None:
+        """``program`` with its δ at the budget's ε, if its composition fits (else None)."""
+        composition = program.composition()
+        if not self._composition_fits(composition)[0]:
+            return None
+        eps = self._budget[1]
+        return _Certificate(program, composition.delta(eps), composition.delta(eps, log=True))
 
     def _spend(self, release) -> None:
         with self._lock:
-            program = [*self._releases, release]
-            fits, composition = self._fits(program)
-            if not fits:
+            if not self._admits(release):
                 why = (
                     "a pure-DP budget admits only discrete Laplace releases; "
                     if self._budget[0] == "pure" and isinstance(release, _acc.Gaussian)
@@ -1186,26 +1459,51 @@ class Accountant:
                 )
                 raise PrivacyBudgetError(
                     f"this release ({release!r}) does not fit in what is left of the budget "
-                    f"({self!r}); {why}nothing was drawn and the budget is unchanged"
+                    f"({self._brief()}); {why}nothing was drawn and the budget is unchanged"
                 )
             self._releases.append(release)
-            self._spent = PrivacyLoss(program, self._budget, composition)
+            self._program.add(_unit(release), release.k)
+            certificate = self._certificate
+            if certificate is not None and not self._program.within_at(
+                certificate.program, _unit(release)
+            ):
+                self._certificate = None  # left behind: the releases are no longer inside it
+            self._refused.clear()
+            self._spent = None
+
+    def _brief(self) -> str:
+        n = len(self._releases)
+        return f"Accountant({self._budget_text()}; {n} release{'s' if n != 1 else ''} made)"
 
     # ---- what is used and left -------------------------------------------------------
 
     @property
     def spent(self) -> PrivacyLoss:
-        """The composition of the releases made (:class:`PrivacyLoss`)."""
-        return self._spent
+        """The composition of the releases made (:class:`PrivacyLoss`), built when first
+        read after a release (the grouped program; its δ is composed when asked)."""
+        with self._lock:
+            if self._spent is None:
+                program, certificate = self._program, self._certificate
+                ceiling = None
+                if certificate is not None:  # the releases are inside it: its δ bounds theirs
+                    ceiling = (self._budget[1], certificate.delta, certificate.log_delta)
+                self._spent = PrivacyLoss(
+                    self._releases,
+                    self._budget,
+                    program.composition() if self._releases else None,
+                    rho=program.rho,
+                    ceiling=ceiling,
+                )
+            return self._spent
 
     @property
     def remaining(self) -> Remaining:
         """What is left, in the budget's own terms (:class:`Remaining`)."""
-        spent, b = self._spent, self._budget
+        spent, b = self.spent, self._budget
         if b[0] == "rho":
             return Remaining(rho=max(b[1] - spent.rho, Fraction(0)))
         if b[0] == "pure":
-            used = sum((r.epsilon for r in spent.releases), Fraction(0))
+            used = self._program.pure
             return Remaining(epsilon=_cf._float_down(max(b[1] - used, Fraction(0))))
         if not spent.releases:
             return Remaining(epsilon=_cf._float_down(b[1]), delta=_cf._float_down(b[2]))
@@ -1230,12 +1528,11 @@ class Accountant:
         if n:
             b = self._budget
             if b[0] == "approx":
-                spent = _delta_text(self._spent.delta, b[1])
+                spent = _delta_text(self.spent.delta, b[1])
                 text += f", spent delta={spent} at epsilon={_decimal(b[1])}"
             elif b[0] == "pure":
-                used = sum((r.epsilon for r in self._releases), Fraction(0))
-                text += f", spent epsilon={_decimal(used)}"
-            text += f", rho={_decimal(self._spent.rho)}"
+                text += f", spent epsilon={_decimal(self._program.pure)}"
+            text += f", rho={_decimal(self._program.rho)}"
         return text + ")"
 
     def report(self) -> str:
@@ -1255,7 +1552,7 @@ class Accountant:
             what = f"The {len(releases)} releases (" + " and ".join(parts) + ")"
         else:
             what = "No release has been made; the empty program"
-        b, spent = self._budget, self._spent
+        b, spent = self._budget, self.spent
         verb = "satisfies" if len(releases) == 1 else "satisfy"
         if b[0] == "approx" and releases:
             route = spent.route(b[1])
@@ -1265,7 +1562,7 @@ class Accountant:
                 f"{route}; Canonne, Kamath & Steinke 2020)"
             )
         elif b[0] == "pure" and releases:
-            used = sum((r.epsilon for r in releases), Fraction(0))
+            used = self._program.pure
             guarantee = f"{verb} ε-differential privacy with ε = {_rounded_up(used)}"
         elif releases:
             guarantee = (
@@ -1280,17 +1577,17 @@ class Accountant:
     def _least(self, make, start: Fraction) -> Fraction:
         """The smallest parameter (σ² or scale, 4 significant digits) whose release fits."""
         with self._lock:
-            releases = list(self._releases)
+            program = self._program.plus()
 
         def works(x: Fraction) -> bool:
-            return self._fits([*releases, make(x)])[0]
+            return self._decide(program.plus(make(x)))
 
         good = _cf._grid_up(start)
         for _ in range(400):
             if works(good):
                 return _cf._smallest_grid(works, good)
             good = _cf._grid_up(good * 4)
-        raise PrivacyBudgetError(f"no release fits in what is left of the budget ({self!r})")
+        raise PrivacyBudgetError(f"no release fits in what is left of the budget ({self._brief()})")
 
     def calibrate_gaussian(self, sensitivity=1, k: int = 1) -> Fraction:
         """The smallest σ² (4 significant digits, rounded up) with which ``k`` more discrete
