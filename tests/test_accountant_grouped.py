@@ -8,6 +8,7 @@ compare its δ at ε with the budget -- computed here from scratch with ``compos
 from __future__ import annotations
 
 import json
+import math
 import pickle
 from fractions import Fraction
 
@@ -131,6 +132,7 @@ def test_a_long_run_of_repeated_kinds_past_the_zcdp_route():
     rho_total = sum((r.rho for r in made), Fraction(0))
     assert rho_total > Fraction(accounting.cdp_rho(1, "1e-6"))  # past what zCDP admits
     assert compose(*made).delta(1) <= 1e-6
+    assert acc._base is not None  # a composition was kept to merge the next releases into
     for kind in kinds:  # full: nothing more of any kind
         assert not offer(acc, kind)
 
@@ -291,3 +293,43 @@ def test_a_certificate_admits_exactly_what_is_inside_it():
     assert not offer(acc, Gaussian(50))  # one past it: the plain rule (refused)
     assert acc._certificate is not None
     assert not offer(acc, Laplace(1))  # another kind: the plain rule
+
+
+@pytest.mark.parametrize(
+    "base, more, eps",
+    [
+        ([Gaussian(3), Laplace(2)], [Gaussian(5), Gaussian(3)], "1"),
+        ([Gaussian("2.5", [1, 2])], [Laplace(3, 2), Gaussian("2.5", [1, 2])], "2"),
+        ([Laplace(2), Laplace(5)], [Gaussian(7), Laplace(2), Laplace(9)], "1/2"),
+        ([Gaussian(4)], [Laplace("1.5")], "4"),
+    ],
+)
+def test_a_composition_extended_release_by_release_stays_above_the_truth(base, more, eps):
+    """The incremental hook: the PLD of a small program, extended by more releases one at a
+    time on its own tilt and grid, bounds the true δ of the larger program (exact convolution
+    at 80 digits, tests/_compose_reference.py) and is within a few % of a fresh composition."""
+    from _compose_reference import composed_delta
+    from dgauss.accounting import _compose
+
+    e = Fraction(eps)
+    program = list(base)
+    pld = compose(*program)._shared_grid_pld(e)
+    assert pld is not None
+    for release in more:
+        pld = pld.extended(_compose._coordinates([release]))
+        assert pld is not None
+        program.append(release)
+        reference = [
+            (
+                "gaussian" if isinstance(r, Gaussian) else "laplace",
+                r.sigma2 if isinstance(r, Gaussian) else r.scale,
+                r.sensitivity,
+                r.k,
+            )
+            for r in program
+        ]
+        low, high = composed_delta(reference, e)
+        bound = math.exp(pld.log_delta_at(e))
+        assert bound >= low and high - low < 1e-9 * high  # above the truth, well enclosed
+        fresh = compose(*program).delta(e)
+        assert bound <= fresh * 1.05 + 1e-300

@@ -51,6 +51,7 @@ from dgauss import accounting as _acc
 from dgauss._kinds import Kind
 from dgauss._rounding import _delta_text, _rounded_up
 from dgauss.accounting import _closed_forms as _cf
+from dgauss.accounting import _compose
 
 __all__ = [
     "GaussianMechanism",
@@ -1153,6 +1154,11 @@ class Accountant:
         self._zcdp_fails: Fraction | None = None
         self._refused: set = set()  # releases refused since the last admission
         self._too_far: _Program | None = None  # the last program the look-ahead saw fail
+        # the PLD of a program inside the releases made, (program, PLD), to merge more into;
+        # and the (program, PLD) that admitted a release by merging (its δ bounds spent's
+        # while the program is what was released)
+        self._base: tuple | None = None
+        self._proof: tuple | None = None
         self._spent: PrivacyLoss | None = None  # built when read
         self._lock = threading.Lock()
 
@@ -1334,10 +1340,29 @@ class Accountant:
                 return True
         if release in self._refused:
             return False
-        fits = self._composes(program.plus(release), look_ahead=True)
+        candidate = program.plus(release)
+        step = self._extended(candidate)
+        if step is not None and self._log_fits(gmpy2.mpfr(step.log_delta_at(b[1]))):
+            self._base = self._proof = (candidate, step)
+            return True
+        fits = self._composes(candidate, look_ahead=True)
         if not fits:
             self._refused.add(release)
         return fits
+
+    def _extended(self, candidate: _Program) -> Any:
+        """The PLD of ``candidate``, merged into the one kept of a program inside it (on that
+        one's tilt and grid: :meth:`_compose._PLD.extended`); None without one."""
+        if self._base is None:
+            return None
+        done, pld = self._base
+        if not done.within(candidate):
+            return None
+        more = _Program()
+        for unit, n in candidate.counts.items():
+            if n > done.counts.get(unit, 0):
+                more.add(unit, n - done.counts.get(unit, 0))
+        return pld.extended(_compose._coordinates(more.releases()))
 
     def _decide(self, program: _Program) -> bool:
         """Whether ``program`` (a whole program: what was released and what would be) fits."""
@@ -1396,9 +1421,13 @@ class Accountant:
 
     def _composes(self, program: _Program, look_ahead: bool = False) -> bool:
         """Whether the composition of ``program`` fits; with ``look_ahead``, when it does,
-        certify a larger program for the admissions to come."""
-        fits, log_delta = self._composition_fits(program.composition())
+        keep its PLD to merge the next releases into, and certify a larger program for the
+        admissions to come."""
+        composition = program.composition()
+        fits, log_delta = self._composition_fits(composition)
         if fits and look_ahead:
+            pld = composition._shared_grid_pld(self._budget[1])
+            self._base = None if pld is None else (program, pld)
             self._look_ahead(program, log_delta)
         return fits
 
@@ -1487,6 +1516,15 @@ class Accountant:
                 ceiling = None
                 if certificate is not None:  # the releases are inside it: its δ bounds theirs
                     ceiling = (self._budget[1], certificate.delta, certificate.log_delta)
+                proof = self._proof
+                if proof is not None and proof[0].counts == program.counts:
+                    # the PLD that admitted the last release is of exactly these releases
+                    eps = self._budget[1]
+                    log_hi = gmpy2.mpfr(proof[1].log_delta_at(eps))
+                    found = (_cf._delta_out(log_hi, False), _cf._delta_out(log_hi, True))
+                    if ceiling is not None:
+                        found = (min(found[0], ceiling[1]), min(found[1], ceiling[2]))
+                    ceiling = (eps, *found)
                 self._spent = PrivacyLoss(
                     self._releases,
                     self._budget,

@@ -500,13 +500,62 @@ class _PLD:
             nodes = [_merge(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)] + (
                 [nodes[-1]] if len(nodes) % 2 else []
             )
-        self.root = nodes[0]
+        self._finish(nodes[0])
+
+    def _finish(self, root: _Node) -> None:
+        """Read out the composed root (self.alpha and self.h set)."""
+        self.root = root
         self.log_mgf = self.root.log_mgf  # Σ over the coordinates of ln M̄_j
-        grid = (self.root.lo + np.arange(len(self.root.v), dtype=np.float64)) * h
+        grid = (self.root.lo + np.arange(len(self.root.v), dtype=np.float64)) * self.h
         # the grid points as floats, rounded outward (h = float(a) may be inexact)
         self.grid_up = _float_up_array(grid)
         self.grid_dn = grid - np.abs(grid) * (4 * _U) - 1e-300
         self.upper = self.root.v + self.root.err
+
+    # ---- extending a composition (the Accountant's incremental hook) ------------------
+    # A composed root at tilt α on the grid h, merged with more coordinates' leaves at the
+    # same α and h, is what composing them all at (α, h) gives (merging is associative, and
+    # every bound above holds for any α ≥ 0 and any h): an upper bound on the δ of the larger
+    # program, as valid as a fresh one, if less tight once α and h are far from what
+    # _choose would pick for it.  Only grids of spacing h (a power of two) are extended: an
+    # exact lattice a belongs to the coordinates it was computed for.
+
+    @classmethod
+    def on_shared_grid(cls, coords: list[_Coordinate], eps: float) -> _PLD | None:
+        """The composition of ``coords`` at _choose's tilt for ``eps``, on a grid of spacing a
+        power of two (so that any coordinates can be merged in later); None if out of range."""
+        alpha, h, a = _choose(coords, eps, None)
+        if a is not None:
+            h = 2.0 ** math.floor(math.log2(h))
+        try:
+            return cls(coords, alpha, h, None)
+        except (ArithmeticError, MemoryError, ValueError, OverflowError):
+            return None
+
+    def extended(self, more: list[_Coordinate]) -> _PLD | None:
+        """This composition (on a power-of-two grid) with the coordinates ``more`` merged in,
+        at the same tilt and grid; None if one is out of range."""
+        if self.h != 2.0 ** math.floor(math.log2(self.h)):
+            return None
+        try:
+            root = self.root
+            for c in more:
+                leaf = _leaf(c, self.alpha, self.h, None)
+                if leaf is None:
+                    return None
+                root = _merge(root, _power(leaf, c.count))
+        except (ArithmeticError, MemoryError, ValueError, OverflowError):
+            return None
+        found = _PLD.__new__(_PLD)
+        found.alpha, found.h = self.alpha, self.h
+        found._finish(root)
+        return found
+
+    def log_delta_at(self, e: Fraction) -> float:
+        """An upper bound on ln δ(e), e exact (read at a float ε rounded down), at most 0."""
+        ef = float(e) if e < _PLD_MAX_EPS else _PLD_MAX_EPS
+        e_lo = ef if Fraction(ef) <= e else math.nextafter(ef, -math.inf)
+        return min(self.log_delta(e_lo), 0.0)
 
     def log_delta(self, eps: float) -> float:
         """An upper bound on ln δ(ε) of the gridded composition (so of the true one)."""
@@ -630,6 +679,18 @@ class Composition:
 
     def __deepcopy__(self, memo: dict) -> Composition:
         return self.__copy__()  # nothing mutable is shared, as for a shallow copy
+
+    def _shared_grid_pld(self, epsilon: Fraction) -> _PLD | None:
+        """A PLD of this program that more releases can be merged into (:meth:`_PLD.extended`):
+        one already computed on a power-of-two grid, else a new one; None out of range."""
+        if not self._in_range:
+            return None
+        with self._lock:
+            for (_, h, a), pld in self._cache.items():
+                if pld is not None and a is None and h == 2.0 ** math.floor(math.log2(h)):
+                    return pld
+        ef = float(epsilon) if epsilon < _PLD_MAX_EPS else _PLD_MAX_EPS
+        return _PLD.on_shared_grid(self._coords, ef)
 
     # ---- routes ----------------------------------------------------------------------
     def _one_sigma2(self) -> tuple[Fraction, tuple[int, ...], int] | None:
