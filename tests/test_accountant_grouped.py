@@ -333,3 +333,28 @@ def test_a_composition_extended_release_by_release_stays_above_the_truth(base, m
         assert bound >= low and high - low < 1e-9 * high  # above the truth, well enclosed
         fresh = compose(*program).delta(e)
         assert bound <= fresh * 1.05 + 1e-300
+
+
+def primes(count: int, start: int) -> list[int]:
+    found: list[int] = []
+    n = start
+    while len(found) < count:
+        if all(n % p for p in range(2, int(n**0.5) + 1)):
+            found.append(n)
+        n += 1
+    return found
+
+
+def test_many_distinct_parameters_compose_and_are_admitted():
+    """150 Gaussians with distinct prime σ²: the common lattice of their losses, 1/(2Πσ²),
+    is below the float range (float(a) = 0 raised ZeroDivisionError in compose, which the
+    accountant took as a refusal).  Now the PLD route answers, below the zCDP bound, and an
+    accountant admits them all, as the plain rule does."""
+    releases = [Gaussian(p) for p in primes(150, 20_000)]
+    program = compose(*releases)
+    rho = program.rho
+    assert program.route(1) == "PLD"
+    assert 0 < program.delta(1) <= accounting.cdp_delta(rho, 1)
+    acc = dgauss.Accountant(epsilon=1, delta=Fraction(program.delta(1)) * 2)
+    assert all(offer(acc, r) for r in releases)  # (the plain rule admits each prefix too)
+    assert acc.spent.delta(1) <= program.delta(1)

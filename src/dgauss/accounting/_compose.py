@@ -481,8 +481,14 @@ class _PLD:
     """The composed, gridded, tilted privacy-loss distribution at one (α, h)."""
 
     def __init__(
-        self, coords: list[_Coordinate], alpha: float, h: float, a: Fraction | None
+        self,
+        coords: list[_Coordinate],
+        alpha: float,
+        h: float,
+        a: Fraction | None,
+        start: _Node | None = None,
     ) -> None:
+        # start: a composed root at (α, h) to merge the coordinates into (see extended())
         self.alpha, self.h = alpha, h
         leaves = []
         for c in coords:
@@ -492,21 +498,19 @@ class _PLD:
             leaves.append(leaf)
         # the composed vector, cut by Hoeffding, spans at most 2t: refuse before the work
         width2 = sum(c.count * leaf.width2 for c, leaf in zip(coords, leaves, strict=True))
+        width2 += start.width2 if start is not None else 0.0
         if 2 * math.sqrt(width2 * _LOG_INV_DROP / 2) > PLD_MAX_LENGTH / 2:
             raise ArithmeticError("the composed vector would exceed the PLD route's budget")
         nodes = [_power(leaf, c.count) for c, leaf in zip(coords, leaves, strict=True)]
+        nodes += [start] if start is not None else []
         while len(nodes) > 1:  # balanced merging keeps the vectors short
             nodes.sort(key=lambda node: len(node.v))
             nodes = [_merge(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)] + (
                 [nodes[-1]] if len(nodes) % 2 else []
             )
-        self._finish(nodes[0])
-
-    def _finish(self, root: _Node) -> None:
-        """Read out the composed root (self.alpha and self.h set)."""
-        self.root = root
+        self.root = nodes[0]
         self.log_mgf = self.root.log_mgf  # Σ over the coordinates of ln M̄_j
-        grid = (self.root.lo + np.arange(len(self.root.v), dtype=np.float64)) * self.h
+        grid = (self.root.lo + np.arange(len(self.root.v), dtype=np.float64)) * h
         # the grid points as floats, rounded outward (h = float(a) may be inexact)
         self.grid_up = _float_up_array(grid)
         self.grid_dn = grid - np.abs(grid) * (4 * _U) - 1e-300
@@ -517,8 +521,9 @@ class _PLD:
     # same α and h, is what composing them all at (α, h) gives (merging is associative, and
     # every bound above holds for any α ≥ 0 and any h): an upper bound on the δ of the larger
     # program, as valid as a fresh one, if less tight once α and h are far from what
-    # _choose would pick for it.  Only grids of spacing h (a power of two) are extended: an
-    # exact lattice a belongs to the coordinates it was computed for.
+    # _choose would pick for it.  Only grids whose spacing h is a power of two are extended
+    # (their points index·h are exact floats, so leaves connected onto h share them; an exact
+    # lattice a that is not a power of two belongs to the coordinates it was computed for).
 
     @classmethod
     def on_shared_grid(cls, coords: list[_Coordinate], eps: float) -> _PLD | None:
@@ -535,21 +540,12 @@ class _PLD:
     def extended(self, more: list[_Coordinate]) -> _PLD | None:
         """This composition (on a power-of-two grid) with the coordinates ``more`` merged in,
         at the same tilt and grid; None if one is out of range."""
-        if self.h != 2.0 ** math.floor(math.log2(self.h)):
+        if not _power_of_two(self.h):
             return None
         try:
-            root = self.root
-            for c in more:
-                leaf = _leaf(c, self.alpha, self.h, None)
-                if leaf is None:
-                    return None
-                root = _merge(root, _power(leaf, c.count))
+            return _PLD(more, self.alpha, self.h, None, start=self.root)
         except (ArithmeticError, MemoryError, ValueError, OverflowError):
             return None
-        found = _PLD.__new__(_PLD)
-        found.alpha, found.h = self.alpha, self.h
-        found._finish(root)
-        return found
 
     def log_delta_at(self, e: Fraction) -> float:
         """An upper bound on ln δ(e), e exact (read at a float ε rounded down), at most 0."""
@@ -581,6 +577,10 @@ class _PLD:
             main = float(np.logaddexp(main, tail))
         # every float step above is within a relative 1e−12; inflate by 1e−9
         return main + 1e-9 + abs(main) * 16 * _U if main > _NEG_INF else main
+
+
+def _power_of_two(h: float) -> bool:
+    return h > 0 and h == 2.0 ** math.floor(math.log2(h))
 
 
 def _choose(coords: list[_Coordinate], eps: float, log_inv_delta: float | None):
@@ -622,7 +622,8 @@ def _choose(coords: list[_Coordinate], eps: float, log_inv_delta: float | None):
         budget = PLD_MAX_POINTS_FINE
     h = coarsened(budget)
     a = _lattice(coords)
-    if a > 0 and width / float(a) <= budget / 2 and a >= h / 4:
+    # (float(a) is 0 when a's denominator is past the float range: many distinct parameters)
+    if a > 0 and float(a) > 0 and width / float(a) <= budget / 2 and a >= h / 4:
         return alpha, float(a), a
     return alpha, h, None
 
@@ -686,8 +687,8 @@ class Composition:
         if not self._in_range:
             return None
         with self._lock:
-            for (_, h, a), pld in self._cache.items():
-                if pld is not None and a is None and h == 2.0 ** math.floor(math.log2(h)):
+            for pld in getattr(self, "_cache", {}).values():
+                if isinstance(pld, _PLD) and _power_of_two(pld.h):
                     return pld
         ef = float(epsilon) if epsilon < _PLD_MAX_EPS else _PLD_MAX_EPS
         return _PLD.on_shared_grid(self._coords, ef)
