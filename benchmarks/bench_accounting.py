@@ -5,6 +5,7 @@ Run from an installed dgauss (peers: ``pip install '.[bench]'``)::
     python benchmarks/bench_accounting.py             # a few minutes
     python benchmarks/bench_accounting.py --repeat 3  # quicker, noisier
     python benchmarks/bench_accounting.py --only composition  # that section alone
+    python benchmarks/bench_accounting.py --only accountant   # admissions, one run (~15 min)
 
 It prints markdown tables and writes ``benchmarks/results/bench_accounting.md``
 (``bench_accounting_<section>.md`` with ``--only``).
@@ -27,7 +28,10 @@ that differences show:
 and the composition of a program of heterogeneous releases (Gaussians of several sigma2
 and Laplaces of several scales: 3, 10 and 100 of them), ``compose(...).delta(1)`` and
 ``.epsilon(1e-6)`` vs dp_accounting's PLDs composed release by release, beside the true
-delta and eps (tests/_compose_reference.py's exact computation) where it is computable.
+delta and eps (tests/_compose_reference.py's exact computation) where it is computable;
+and an Accountant admitting release by release (10 to 10^4 releases of 10 kinds, 10^3
+all-distinct; (eps, delta), rho and pure budgets), the time of each offer, beside
+dp_accounting's PLD composed offer by offer on the same sequence.
 
 A delta below the float range is shown from ``log=True`` (e.g. 7.393e-549), the
 timed call being the plain one.  Every call is first tried once in a child
@@ -653,6 +657,278 @@ def composition_markdown(delta_rows: list[CompositionRow], eps_rows: list[Compos
     return "\n".join([*lines, "", COMPOSITION_NOTES])
 
 
+# ---- an accountant admitting release by release --------------------------------------
+
+#: The (eps, delta) budget of the accountant runs.
+ACCOUNTANT_EPS = "1"
+ACCOUNTANT_DELTA = "1e-6"
+
+#: Releases in a run (10 kinds round robin), and the all-distinct run's.
+ACCOUNTANT_SIZES = (10, 100, 1000, 10_000)
+ACCOUNTANT_DISTINCT = 1000
+
+#: The kinds' total rho at n releases, as a multiple of the largest rho the zCDP route
+#: admits at (eps, delta): beyond 1 the last releases need a composition, and the budget
+#: fills at about n (the run offers 10% more, so that it ends with refusals).
+ACCOUNTANT_FILL = Fraction(115, 100)
+
+#: Seconds one side of one run may take.
+ACCOUNTANT_LIMIT = 1200.0
+
+
+def accountant_kinds(n: int, distinct: int, laplace_only: bool = False) -> list[tuple[str, str]]:
+    """``distinct`` kinds (every fifth a Laplace, or all Laplace) whose rho, repeated round
+    robin to n releases, add up to ACCOUNTANT_FILL times the zCDP route's largest rho; their
+    parameters spread over a factor of 2, written to two decimals."""
+    per = Fraction(accounting.cdp_rho(ACCOUNTANT_EPS, ACCOUNTANT_DELTA)) * ACCOUNTANT_FILL / n
+    kinds = []
+    for i in range(distinct):
+        rho = per * (Fraction(2, 3) + Fraction(2 * i, 3 * distinct))  # mean 1
+        if laplace_only or i % 5 == 4:  # rho = (1/t)^2/2
+            kinds.append(("laplace", f"{1 / math.sqrt(2 * float(rho)):.2f}"))
+        else:  # rho = 1/(2 sigma2)
+            kinds.append(("gaussian", f"{1 / (2 * float(rho)):.2f}"))
+    return kinds
+
+
+@dataclass(frozen=True)
+class AccountantRun:
+    name: str
+    budget: str  # "approx", "rho" or "pure"
+    sequence: tuple[tuple[str, str], ...]  # the offers, in order
+
+
+def accountant_runs() -> list[AccountantRun]:
+    runs = []
+    for budget in ("approx", "rho", "pure"):
+        for n in ACCOUNTANT_SIZES:
+            kinds = accountant_kinds(n, 10, laplace_only=budget == "pure")
+            offers = n + n // 10 + 10
+            label = "10 Laplace kinds" if budget == "pure" else "10 kinds"
+            runs.append(
+                AccountantRun(
+                    f"{n} releases, {label}",
+                    budget,
+                    tuple(kinds[i % 10] for i in range(offers)),
+                )
+            )
+        if budget == "approx":
+            n = ACCOUNTANT_DISTINCT
+            kinds = accountant_kinds(n, n)
+            offers = kinds + kinds[: n // 10 + 10]  # then offered again: refused
+            runs.append(AccountantRun(f"{n} releases, all distinct", budget, tuple(offers)))
+    return runs
+
+
+def accountant_budget(run: AccountantRun) -> dict:
+    """The run's budget: (eps, delta); or the rho, or the pure eps, of its first n offers."""
+    if run.budget == "approx":
+        return {"epsilon": ACCOUNTANT_EPS, "delta": ACCOUNTANT_DELTA}
+    n = round((len(run.sequence) - 10) / 1.1)
+    releases = [
+        accounting.Gaussian(x) if kind == "gaussian" else accounting.Laplace(x)
+        for kind, x in run.sequence[:n]
+    ]
+    if run.budget == "rho":
+        return {"rho": sum((r.rho for r in releases), Fraction(0))}
+    return {"epsilon": sum((r.epsilon for r in releases), Fraction(0))}  # type: ignore[union-attr]
+
+
+def summary(times: list[float], admitted: int, final: str, extra: dict | None = None) -> dict:
+    ordered = sorted(times)
+    return {
+        "offers": len(times),
+        "admitted": admitted,
+        "total": sum(times),
+        "mean": sum(times) / len(times),
+        "median": ordered[len(ordered) // 2],
+        "p99": ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)],
+        "max": ordered[-1],
+        "final": final,
+        **(extra or {}),
+    }
+
+
+def dgauss_accountant(run: AccountantRun) -> dict:
+    """Offer the run's releases to a dgauss Accountant through its public methods (each
+    call also draws one noise value): the time of each offer, admitted or refused."""
+    acc = dgauss.Accountant(**accountant_budget(run))
+    one = np.zeros(1, dtype=np.int64)
+    times, admitted = [], 0
+    for kind, x in run.sequence:
+        start = time.perf_counter()
+        try:
+            if kind == "gaussian":
+                acc.add_gaussian_noise(one, sigma2=x)
+            else:
+                acc.add_laplace_noise(one, scale=x)
+            admitted += 1
+        except dgauss.PrivacyBudgetError:
+            pass
+        times.append(time.perf_counter() - start)
+    if run.budget == "approx":
+        eps = ACCOUNTANT_EPS
+        final = our_delta(lambda: acc.spent.delta(eps, log=True))(acc.spent.delta(eps))
+    elif run.budget == "rho":
+        final = f"rho {float(acc.spent.rho):.6g}"
+    else:
+        final = f"eps {acc.spent.epsilon(0):.6g}"
+    return summary(times, admitted, final)
+
+
+def dp_accounting_accountant(pld, run: AccountantRun) -> dict:
+    """dp_accounting on the same offers: its PLD composed release by release, as its
+    PLDAccountant composes (it has no discrete Gaussian event), each offer admitted when the
+    composed PLD's delta at eps is within the budget.  The per-kind PLDs are built once."""
+    eps, budget = float(ACCOUNTANT_EPS), float(ACCOUNTANT_DELTA)
+    leaves: dict = {}
+    composed = None
+    times, admitted = [], 0
+    for kind, x in run.sequence:
+        start = time.perf_counter()
+        leaf = leaves.get((kind, x))
+        if leaf is None:
+            if kind == "gaussian":
+                leaf = pld.from_discrete_gaussian_mechanism(
+                    math.sqrt(float(x)), value_discretization_interval=PLD_INTERVAL
+                )
+            else:
+                leaf = pld.from_discrete_laplace_mechanism(
+                    1 / float(x), value_discretization_interval=PLD_INTERVAL
+                )
+            leaves[(kind, x)] = leaf
+        candidate = leaf if composed is None else composed.compose(leaf)
+        if candidate.get_delta_for_epsilon(eps) <= budget:
+            composed = candidate
+            admitted += 1
+        times.append(time.perf_counter() - start)
+    final = g(composed.get_delta_for_epsilon(eps)) if composed is not None else "0"
+    return summary(times, admitted, final)
+
+
+def old_rule(run: AccountantRun, admitted: int) -> float:
+    """Seconds of one admission by the rule before grouping: compose every release made."""
+    releases = [
+        accounting.Gaussian(x) if kind == "gaussian" else accounting.Laplace(x)
+        for kind, x in run.sequence[:admitted]
+    ]
+    start = time.perf_counter()
+    accounting.compose(*releases).delta(ACCOUNTANT_EPS)
+    return time.perf_counter() - start
+
+
+@dataclass
+class AccountantRow:
+    run: AccountantRun
+    ours: dict | str  # the summary, or why there is none
+    peer: dict | str
+    before: str
+
+
+def run_accountant() -> tuple[list[AccountantRow], list[str]]:
+    pld, pld_name = dp_accounting_pld()
+    rows = []
+    for r in accountant_runs():
+        ok, ours = probe(lambda r=r: dgauss_accountant(r), ACCOUNTANT_LIMIT)
+        ours = ours if ok else f"n/a ({ours})"
+        if r.budget != "approx":
+            peer: dict | str = "— (a sum)"
+        elif pld is None:
+            peer = f"n/a ({pld_name})"
+        else:
+            ok, peer = probe(lambda r=r: dp_accounting_accountant(pld, r), ACCOUNTANT_LIMIT)
+            peer = peer if ok else f"n/a ({peer})"
+        before = "—"
+        if r.budget == "approx" and isinstance(ours, dict):
+            ok, seconds = probe(lambda r=r, n=ours["admitted"]: old_rule(r, n), PROBE_LIMIT)
+            before = time_text(seconds) if ok else f"n/a ({seconds})"
+        rows.append(AccountantRow(r, ours, peer, before))
+        print(f"accountant: {r.name} ({r.budget}) done", file=sys.stderr)
+    return rows, [pld_name]
+
+
+def accountant_markdown(rows: list[AccountantRow]) -> str:
+    def side(found: dict | str, key: str) -> str:
+        if isinstance(found, str):
+            return found if key == "final" else "n/a"
+        if key in ("offers", "admitted"):
+            return str(found[key])
+        return found[key] if key == "final" else time_text(found[key])
+
+    def ratio(r: AccountantRow, key: str) -> str:
+        if isinstance(r.ours, dict) and isinstance(r.peer, dict):
+            return ratio_text(r.ours[key], r.peer[key])
+        return "n/a"
+
+    budgets = {
+        "approx": f"(eps, delta) = ({ACCOUNTANT_EPS}, {ACCOUNTANT_DELTA})",
+        "rho": "rho of the first n",
+        "pure": "pure eps of the first n",
+    }
+    head = [
+        "run",
+        "budget",
+        "offers",
+        "admitted",
+        "dgauss mean / offer",
+        "median",
+        "p99",
+        "max",
+        "total",
+        "dgauss final",
+        "dp_accounting admitted",
+        "dp_accounting mean / offer",
+        "dp_accounting max",
+        "dp_accounting final delta",
+        "dp_accounting mean / dgauss mean",
+        "before: one admission",
+    ]
+    cells = [
+        [
+            r.run.name,
+            budgets[r.run.budget],
+            side(r.ours, "offers"),
+            side(r.ours, "admitted"),
+            side(r.ours, "mean"),
+            side(r.ours, "median"),
+            side(r.ours, "p99"),
+            side(r.ours, "max"),
+            side(r.ours, "total"),
+            side(r.ours, "final"),
+            side(r.peer, "admitted") if isinstance(r.peer, dict) else "—",
+            side(r.peer, "mean"),
+            side(r.peer, "max"),
+            side(r.peer, "final"),
+            ratio(r, "mean"),
+            r.before,
+        ]
+        for r in rows
+    ]
+    return "\n".join(
+        ["## An accountant, release by release", "", *table(head, cells), "", ACCOUNTANT_NOTES]
+    )
+
+
+ACCOUNTANT_NOTES = f"""\
+Each run offers its releases in order to a new `dgauss.Accountant` (one
+`add_gaussian_noise`/`add_laplace_noise` call per offer on a one-element array, so each
+time includes drawing one noise value), timed offer by offer, admitted or refused.  The 10
+kinds (7 discrete Gaussians, 3 discrete Laplaces; 10 Laplaces for the pure budget) are
+offered round robin; their rho add up, at n releases, to {float(ACCOUNTANT_FILL):g} times the
+largest rho the zCDP route admits at ({ACCOUNTANT_EPS}, {ACCOUNTANT_DELTA}), so the zCDP route
+admits the first ~85%, compositions the rest, and the budget fills at about n; the run offers
+10% more.  The all-distinct run offers 1,000 different kinds once, then 110 of them again.
+The rho and pure budgets are the totals of the first n releases (exact sums).  "final": the
+certified delta of what was admitted at eps = {ACCOUNTANT_EPS} (dgauss: `spent.delta`),
+or the rho, or the pure eps.  dp_accounting (no discrete Gaussian event in its
+PLDAccountant) composes its `from_discrete_gaussian_mechanism`/`from_discrete_laplace_mechanism`
+PLDs (value_discretization_interval {PLD_INTERVAL:g}) into the PLD of what it admitted,
+offer by offer, as its PLDAccountant does, and admits when the composed PLD's delta at eps
+is within the budget.  "before: one admission": the rule before grouping, one
+`compose(*every release admitted).delta(eps)`, timed once (the old accountant paid it at every
+offer)."""
+
+
 # ---- report ------------------------------------------------------------------------
 
 
@@ -719,9 +995,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7, help="timeit rounds per case (default 7)")
     parser.add_argument(
         "--only",
-        choices=["cases", "composition"],
-        help="run only the cases (a)-(e), or only the composition of a program "
-        "(written to bench_accounting_<name>.md)",
+        choices=["cases", "composition", "accountant"],
+        help="run only the cases (a)-(e), only the composition of a program, or only an "
+        "accountant admitting release by release (written to bench_accounting_<name>.md)",
     )
     args = parser.parse_args(argv)
     repeat = max(1, args.repeat)
@@ -735,6 +1011,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "composition"):
         delta_rows, eps_rows, names = run_composition(repeat)
         sections.append(composition_markdown(delta_rows, eps_rows))
+        peers += [n for n in names if n not in peers]
+    if args.only in (None, "accountant"):
+        accountant_rows, names = run_accountant()
+        sections.append(accountant_markdown(accountant_rows))
         peers += [n for n in names if n not in peers]
     text = markdown(sections, peers, repeat, time.perf_counter() - start)
     name = "bench_accounting.md" if args.only is None else f"bench_accounting_{args.only}.md"

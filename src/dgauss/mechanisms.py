@@ -33,7 +33,10 @@ The rules every entry point follows:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import decimal
+import json
 import math
 import threading
 from collections.abc import Iterable
@@ -49,6 +52,7 @@ from dgauss import accounting as _acc
 from dgauss._kinds import Kind
 from dgauss._rounding import _delta_text, _rounded_up
 from dgauss.accounting import _closed_forms as _cf
+from dgauss.accounting import _compose
 from dgauss.accounting._neighbours import norm2 as _norm2
 
 __all__ = [
@@ -480,10 +484,20 @@ def _one_way(named: dict[str, Any], what: str) -> str:
 
 
 class _Releases:
-    """Counts the releases a mechanism's guarantee covers (k of them)."""
+    """Counts the releases a mechanism's guarantee covers (k of them).
+
+    A copy or a pickle carries the count (k and how many were made), with a lock of its own.
+    """
 
     def __init__(self, k: int):
         self.k, self.used, self._lock = k, 0, threading.Lock()
+
+    def __getstate__(self) -> dict:
+        with self._lock:
+            return {"k": self.k, "used": self.used}
+
+    def __setstate__(self, state: dict) -> None:
+        self.k, self.used, self._lock = state["k"], state["used"], threading.Lock()
 
     def take(self) -> None:
         with self._lock:
@@ -493,6 +507,15 @@ class _Releases:
                     "create it with a larger k, or use dgauss.Accountant"
                 )
             self.used += 1
+
+
+def _copy_mechanism(mech):
+    """``copy.copy`` of a mechanism: its settings (immutable) shared, its release count its
+    own (a copy's releases are not counted against the original, nor the reverse)."""
+    new = object.__new__(type(mech))
+    new.__dict__.update(mech.__dict__)
+    new._releases = copy.copy(mech._releases)
+    return new
 
 
 class GaussianMechanism:
@@ -522,7 +545,8 @@ class GaussianMechanism:
         Default 1: each person changes one count by at most 1.
     k : int
         How many releases the guarantee covers (composition); the object refuses a
-        (k+1)-th release with :class:`PrivacyBudgetError`.
+        (k+1)-th release with :class:`PrivacyBudgetError`.  A copy (``copy``, ``pickle``)
+        counts its releases on its own, from the count at the time it was made.
     accounting : "exact" or "zcdp"
         How (ε, δ) is turned into σ² (only with ``epsilon``/``delta``).
     granularity : rational, optional
@@ -583,6 +607,8 @@ class GaussianMechanism:
             )
         self.rho = Fraction(self.k * norm2) / (2 * self.sigma2)
         self._releases = _Releases(self.k)
+
+    __copy__ = _copy_mechanism
 
     @property
     def _param(self) -> Fraction:
@@ -672,6 +698,8 @@ class LaplaceMechanism:
             )
         self.rho = self.k * (Fraction(self.sensitivity) / self.scale) ** 2 / 2
         self._releases = _Releases(self.k)
+
+    __copy__ = _copy_mechanism
 
     @property
     def _param(self) -> Fraction:
@@ -829,16 +857,30 @@ class PrivacyLoss:
     side, and never read above the budget the accountant enforced.
     """
 
-    def __init__(self, releases, budget: tuple | None = None, composition=None) -> None:
+    def __init__(
+        self,
+        releases,
+        budget: tuple | None = None,
+        composition=None,
+        *,
+        rho: Fraction | None = None,
+        ceiling: tuple | None = None,
+    ) -> None:
         self.releases: tuple = tuple(releases)
         self._budget = budget  # ("rho", ρ) | ("pure", ε) | ("approx", ε, δ)
-        self._composition = composition
+        self._composition = composition  # of these releases (grouped or not)
         if self._composition is None and self.releases:
             self._composition = _acc.compose(*self.releases)
+        self._rho = rho
+        # (ε, δ, ln δ): a larger program that contains these releases was certified to have
+        # this δ at this ε, which bounds theirs too (the accountant admitted them by it)
+        self._ceiling = ceiling
 
     @property
     def rho(self) -> Fraction:
         """The exact zCDP total ρ (a pure ε-DP Laplace release counts as ε²/2)."""
+        if self._rho is not None:
+            return self._rho
         return sum((r.rho for r in self.releases), Fraction(0))
 
     def delta(self, epsilon, log: bool = False) -> float:
@@ -847,7 +889,10 @@ class PrivacyLoss:
         if self._composition is None:
             _cf._nonnegative(epsilon, "epsilon")
             return -math.inf if log else 0.0
-        return self._composition.delta(epsilon, log=log)
+        found = self._composition.delta(epsilon, log=log)
+        if self._ceiling is not None and _cf._nonnegative(epsilon, "epsilon") == self._ceiling[0]:
+            found = min(found, self._ceiling[2] if log else self._ceiling[1])
+        return found
 
     def epsilon(self, delta) -> float:
         """The smallest certified ε at ``delta`` of everything released (rounded up);
@@ -886,23 +931,240 @@ class Remaining:
     delta: float | None = None
 
 
+#: Most compositions an Accountant spends looking ahead after one admission.
+_LOOK_AHEAD_STEPS = 4
+
+#: ... and only when the releases it may cover number this many times the kinds released
+#: (a composition costs about as many merges into the kept PLD as there are kinds, and its
+#: look-ahead up to _LOOK_AHEAD_STEPS compositions: fewer releases are cheaper merged).
+_LOOK_AHEAD_WORTH = 4
+
+#: A release whose merged PLD (kept from a program of at least _NEAR_BASE of its ρ) puts ln δ
+#: this far above the budget's is refused without a fresh composition, which would not
+#: admit it: merged and fresh bounds agree to about 1e-9..1e-4 in ln δ on programs grown by
+#: up to 20% (tests/test_accountant_grouped.py checks 1e-3).  A refusal is always safe.
+_REFUSE_MARGIN = 1e-3
+_NEAR_BASE = Fraction(8, 10)
+
+#: The JSON ledger of an Accountant (:meth:`Accountant.to_json`): its name and version.
+LEDGER_FORMAT = "dgauss Accountant ledger"
+LEDGER_VERSION = 1
+
+
+def _ledger_entry(release) -> dict:
+    """One release as a ledger entry (exact rationals as strings)."""
+    sens = release.sensitivity
+    if isinstance(sens, _acc.L2Ball):  # an int is the ball; a list is exactly that vector
+        sens = (
+            sens.radius
+            if sens.coordinates is None
+            else {"radius": sens.radius, "coordinates": sens.coordinates}
+        )
+    else:
+        sens = list(sens)
+    if isinstance(release, _acc.Gaussian):
+        return {
+            "kind": "gaussian",
+            "sigma2": str(release.sigma2),
+            "sensitivity": sens,
+            "k": release.k,
+        }
+    return {"kind": "laplace", "scale": str(release.scale), "sensitivity": sens, "k": release.k}
+
+
+def _no_duplicate_keys(pairs: list) -> dict:
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"the ledger repeats the field(s) {', '.join(map(repr, twice))}")
+    return dict(pairs)
+
+
+def _ledger_fields(data, where: str, required: set, optional: set | None = None) -> dict:
+    """``data`` as a JSON object with exactly the ``required`` (and any ``optional``) keys."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a JSON object, got {type(data).__name__}")
+    missing = sorted(required - data.keys())
+    unknown = sorted(data.keys() - required - (optional or set()))
+    if missing:
+        raise ValueError(f"{where} lacks the field(s) {', '.join(map(repr, missing))}")
+    if unknown:
+        raise ValueError(f"{where} has unknown field(s) {', '.join(map(repr, unknown))}")
+    return data
+
+
+def _ledger_exact(value, where: str) -> Fraction:
+    """An exact rational from a ledger: a string such as "357/10" (or a JSON integer)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(
+            f'{where} must be an exact rational written as a string such as "357/10" '
+            f"(never a float), got {value!r}"
+        )
+    try:
+        return _params.to_fraction(value, where)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _ledger_budget(data) -> dict:
+    if not isinstance(data, dict):
+        raise ValueError(f"the ledger's budget must be a JSON object, got {type(data).__name__}")
+    shapes = ({"rho"}, {"epsilon"}, {"epsilon", "delta"})
+    if set(data) not in shapes:
+        raise ValueError(
+            'the ledger\'s budget must hold "rho", "epsilon", or "epsilon" and '
+            f'"delta"; got the field(s) {", ".join(map(repr, sorted(data)))}'
+        )
+    budget = {key: _ledger_exact(value, f"budget.{key}") for key, value in data.items()}
+    try:
+        Accountant(**budget)  # checks the ranges, naming the parameter
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the ledger's budget: {exc}") from None
+    return budget
+
+
+def _ledger_release(entry, where: str):
+    """One ledger entry as an accounting release, checked as its constructor checks it."""
+    if not isinstance(entry, dict) or entry.get("kind") not in ("gaussian", "laplace"):
+        got = entry.get("kind") if isinstance(entry, dict) else type(entry).__name__
+        raise ValueError(
+            f'{where} must be an object with "kind" "gaussian" or "laplace", got {got!r}'
+        )
+    param = "sigma2" if entry["kind"] == "gaussian" else "scale"
+    _ledger_fields(entry, where, {"kind", param, "sensitivity", "k"})
+    _ledger_exact(entry[param], f"{where}: {param}")  # a string or an int, not a float
+    sens = entry["sensitivity"]
+    if param == "sigma2" and isinstance(sens, dict):  # an ℓ2 ball with a coordinate bound
+        _ledger_fields(sens, f"{where}: sensitivity", {"radius", "coordinates"})
+        if type(sens["radius"]) is not int or type(sens["coordinates"]) is not int:
+            raise ValueError(f"{where}: sensitivity's radius and coordinates must be integers")
+        try:
+            sens = _acc.L2Ball(sens["radius"], sens["coordinates"])
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        parts = [1]
+    else:
+        parts = sens if isinstance(sens, list) else [sens]
+    if not parts or any(type(x) is not int for x in parts):
+        raise ValueError(
+            f"{where}: sensitivity must be a positive integer or a list of integers"
+            + (" (or an object with radius and coordinates)" if param == "sigma2" else "")
+            + f", got {sens!r}"
+        )
+    k = entry["k"]
+    if type(k) is not int:
+        raise ValueError(f"{where}: k must be an integer, got {k!r}")
+    make = _acc.Gaussian if param == "sigma2" else _acc.Laplace
+    try:
+        return make(entry[param], tuple(sens) if isinstance(sens, list) else sens, k)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _unit(release):
+    """``release`` answered once (its kind: the noise, parameter and sensitivity)."""
+    return release if release.k == 1 else dataclasses.replace(release, k=1)
+
+
+class _Program:
+    """A program of releases grouped by kind: identical releases (the same noise, exact
+    parameter and sensitivity) are one k-fold release; with the running exact totals."""
+
+    __slots__ = ("counts", "rho", "pure", "gaussians")
+
+    def __init__(self) -> None:
+        self.counts: dict = {}  # each kind (a release with k = 1) -> how many times
+        self.rho = Fraction(0)  # Σ ρ
+        self.pure = Fraction(0)  # Σ ε of the Laplace releases
+        self.gaussians = 0  # how many Gaussian releases (times k)
+
+    def add(self, unit, count: int = 1) -> None:
+        """Add ``count`` releases of the kind ``unit`` (or one release ``unit`` with any k)."""
+        if unit.k != 1:
+            unit, count = _unit(unit), unit.k * count
+        self.counts[unit] = self.counts.get(unit, 0) + count
+        self.rho += unit.rho * count
+        if isinstance(unit, _acc.Laplace):
+            self.pure += unit.epsilon * count
+        else:
+            self.gaussians += count
+
+    def plus(self, release=None) -> _Program:
+        """A copy, with ``release`` added."""
+        new = _Program()
+        new.counts = dict(self.counts)
+        new.rho, new.pure, new.gaussians = self.rho, self.pure, self.gaussians
+        if release is not None:
+            new.add(release)
+        return new
+
+    def within(self, other: _Program) -> bool:
+        """Whether every release of this program is one of ``other``'s."""
+        return all(other.counts.get(unit, 0) >= n for unit, n in self.counts.items())
+
+    def within_at(self, other: _Program, unit) -> bool:
+        """``within(other)``, knowing it held before releases of ``unit`` were added."""
+        return other.counts.get(unit, 0) >= self.counts.get(unit, 0)
+
+    def releases(self) -> list:
+        """The grouped program: one k-fold release per kind (k at most accounting's MAX_K)."""
+        found = []
+        for unit, count in self.counts.items():
+            while count:
+                k = min(count, _acc.MAX_K)
+                found.append(unit if k == 1 else dataclasses.replace(unit, k=k))
+                count -= k
+        return found
+
+    def composition(self):
+        return _acc.compose(*self.releases())
+
+    def __getstate__(self) -> tuple:
+        return self.counts, self.rho, self.pure, self.gaussians
+
+    def __setstate__(self, state: tuple) -> None:
+        self.counts, self.rho, self.pure, self.gaussians = state
+
+
+@dataclass(frozen=True)
+class _Certificate:
+    """A program certified to fit an (ε, δ) budget, with its δ at ε (float, rounded up) and
+    an upper bound on ln δ: every program inside it fits, its δ at most these."""
+
+    program: _Program
+    delta: float
+    log_delta: float
+
+
 class Accountant:
     """One privacy budget spent over several releases, composed exactly.
 
     The budget is set in exactly one way: ``Accountant(rho=...)`` (zCDP),
     ``Accountant(epsilon=..., delta=...)`` ((ε, δ)-DP) or ``Accountant(epsilon=...)`` (pure
     ε-DP: discrete Laplace releases only).  ``add_gaussian_noise`` / ``add_laplace_noise``
-    admit a release **exactly when the composition of everything released plus this one fits
-    the budget** — ρ's add up; pure ε's add up; for (ε, δ) the composed δ at ε of
-    :func:`dgauss.accounting.compose` (Theorem 15, Eq. 49, pure DP, the privacy-loss
-    distribution and zCDP, the smallest) is at most δ — and check it **before any noise is
-    drawn**: a refused release raises :class:`PrivacyBudgetError` and changes nothing.
+    admit a release **only when the composition of everything released plus this one fits
+    the budget** — ρ's add up; pure ε's add up; for (ε, δ) a certified upper bound on the
+    composed δ at ε is at most δ: that of :func:`dgauss.accounting.compose` (Theorem 15,
+    Eq. 49, pure DP, the privacy-loss distribution and zCDP, the smallest), or a cheaper
+    one that already fits (zCDP at the exact total ρ, a certified larger program holding
+    this one, the kept privacy-loss distribution with this release merged in) — and check it
+    **before any noise is drawn**: a refused release raises :class:`PrivacyBudgetError` and
+    changes nothing.  Identical releases are grouped into one k-fold release, so a ρ or
+    pure budget admits in O(1) and an (ε, δ) one composes at most one release per kind
+    (``docs/accounting.md``, *The Accountant*).
 
     ``spent`` is the composition of what was released (:class:`PrivacyLoss`), which never
     reads above the budget it enforced; ``remaining`` what is left in the budget's terms;
     ``calibrate_gaussian()`` / ``calibrate_laplace()`` / ``split(k)`` the least noise the next
     release(s) may use; ``report()`` one sentence stating the certified guarantee.
     Thread-safe: the check and the spend are one step.
+
+    Saving: :meth:`to_json` / :meth:`from_json` write and read a ledger of the budget and the
+    releases; ``pickle``, ``copy.copy`` and ``copy.deepcopy`` give an accountant in the same
+    state that spends on its own (neither's releases count against the other's budget).  The
+    kept privacy-loss distribution is not saved: at the very edge of the budget, where a
+    merged bound and a fresh composition differ (both certified), a restored accountant
+    decides by the fresh one.
     """
 
     def __init__(self, *, rho=None, epsilon=None, delta=None):
@@ -924,37 +1186,367 @@ class Accountant:
                 "set the budget in exactly one way: rho=, epsilon= with delta=, or "
                 "epsilon= alone (pure DP)" + ("; delta= alone is not a budget" if delta else "")
             )
+        self._load(self._budget, ())
+
+    def _load(self, budget: tuple, releases, certificate: _Certificate | None = None) -> None:
+        """Set the whole state: the budget, the releases made (admitted already) and a
+        certified larger program (or None); everything else is derived from them."""
+        self._budget = budget
         self._releases: list = []
-        self._spent = PrivacyLoss((), self._budget)
+        self._program = _Program()
+        for r in releases:
+            self._releases.append(r)
+            self._program.add(r)
+        self._certificate = certificate
+        # facts about the budget, true whatever was released (so copies may share them):
+        # the zCDP route certifies every ρ <= _zcdp_fits, and fails from _zcdp_fails on
+        self._zcdp_fits: Fraction | None = None
+        self._zcdp_fails: Fraction | None = None
+        self._refused: set = set()  # releases refused since the last admission
+        self._too_far: _Program | None = None  # the last program the look-ahead saw fail
+        # the PLD of a program inside the releases made, (program, PLD), to merge more into;
+        # and the (program, PLD) that admitted a release by merging (its δ bounds spent's
+        # while the program is what was released)
+        self._base: tuple | None = None
+        self._proof: tuple | None = None
+        self._spent: PrivacyLoss | None = None  # built when read
         self._lock = threading.Lock()
+
+    # ---- copying and saving ----------------------------------------------------------
+
+    def _state(self) -> tuple[tuple, tuple, _Certificate | None]:
+        """(budget, releases, certificate), read in one step."""
+        with self._lock:
+            return self._budget, tuple(self._releases), self._certificate
+
+    def __getstate__(self) -> dict:
+        budget, releases, certificate = self._state()
+        return {
+            "version": LEDGER_VERSION,
+            "budget": budget,
+            "releases": releases,
+            "certificate": certificate,
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        if state.get("version") != LEDGER_VERSION:
+            raise ValueError(
+                f"cannot restore an Accountant pickled with state version "
+                f"{state.get('version')!r}; this dgauss reads version {LEDGER_VERSION}"
+            )
+        self._load(state["budget"], state["releases"], state.get("certificate"))
+
+    def __copy__(self) -> Accountant:
+        """An independent accountant: the same budget and releases, spent on separately."""
+        new = object.__new__(type(self))
+        new._load(*self._state())
+        return new
+
+    def __deepcopy__(self, memo: dict) -> Accountant:
+        return self.__copy__()  # the releases are immutable: nothing else to copy
+
+    def to_json(self) -> str:
+        """The ledger as JSON text: the budget and every release made, in order, each
+        parameter an exact rational as a string (``"357/10"``, never a float), with a format
+        version.  :meth:`from_json` reads it back.  An (ε, δ) ledger may also hold
+        ``"certified"``: a larger program (its releases grouped, ``k`` each) that the
+        accountant certified to fit the budget and that contains every release made; it
+        admits later releases inside it at once, and :meth:`from_json` checks it again.
+
+        >>> import dgauss
+        >>> acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+        >>> _ = acc.add_gaussian_noise([3], sigma2="35.7")
+        >>> print(acc.to_json())
+        {
+         "format": "dgauss Accountant ledger",
+         "version": 1,
+         "budget": {"epsilon": "1", "delta": "1/1000000"},
+         "releases": [
+          {"kind": "gaussian", "sigma2": "357/10", "sensitivity": [1], "k": 1}
+         ]
+        }
+        """
+        budget, releases, certificate = self._state()
+        if budget[0] == "rho":
+            head = {"rho": str(budget[1])}
+        elif budget[0] == "pure":
+            head = {"epsilon": str(budget[1])}
+        else:
+            head = {"epsilon": str(budget[1]), "delta": str(budget[2])}
+        lines = [
+            "{",
+            f' "format": {json.dumps(LEDGER_FORMAT)},',
+            f' "version": {LEDGER_VERSION},',
+            f' "budget": {json.dumps(head, ensure_ascii=False)},',
+            ' "releases": [',
+        ]
+        lines += [
+            "  " + json.dumps(_ledger_entry(r)) + ("," if i + 1 < len(releases) else "")
+            for i, r in enumerate(releases)
+        ]
+        if certificate is None:
+            return "\n".join([*lines, " ]", "}"])
+        lines += [" ],", ' "certified": [']
+        entries = certificate.program.releases()
+        lines += [
+            "  " + json.dumps(_ledger_entry(r)) + ("," if i + 1 < len(entries) else "")
+            for i, r in enumerate(entries)
+        ]
+        return "\n".join([*lines, " ]", "}"])
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Accountant:
+        """The accountant a :meth:`to_json` ledger describes: its budget, and its releases
+        as made (so it admits and refuses what the one that wrote it would).
+
+        Raises ``ValueError`` naming what is wrong: not JSON, not a ledger, an unknown
+        version, a missing, unknown or malformed field (a float where an exact rational is
+        needed, a σ² ≤ 0, ...), or releases that do not fit the ledger's own budget.
+        """
+        try:
+            data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the ledger is not valid JSON: {exc}") from None
+        except TypeError as exc:
+            raise TypeError(f"from_json reads a str or bytes ledger ({exc})") from None
+        fields = _ledger_fields(
+            data, "the ledger", {"format", "version", "budget", "releases"}, {"certified"}
+        )
+        if fields["format"] != LEDGER_FORMAT:
+            raise ValueError(
+                f"the ledger's format must be {LEDGER_FORMAT!r}, got {fields['format']!r}"
+            )
+        version = fields["version"]
+        if type(version) is not int or version != LEDGER_VERSION:
+            raise ValueError(
+                f"unknown ledger version {version!r}; this dgauss reads version {LEDGER_VERSION}"
+            )
+        acc = cls(**_ledger_budget(fields["budget"]))
+        entries = fields["releases"]
+        if not isinstance(entries, list):
+            raise ValueError(f"the ledger's releases must be a list, got {type(entries).__name__}")
+        releases = [_ledger_release(entry, f"release {i}") for i, entry in enumerate(entries)]
+        acc._load(acc._budget, releases)
+        if "certified" in fields:
+            acc._certificate = acc._checked_certificate(fields["certified"])
+        if releases and not acc._decide(acc._program):
+            raise ValueError(
+                f"the ledger's {len(releases)} releases do not fit its own budget "
+                f"({acc._budget_text()}): it was altered, or not written by to_json"
+            )
+        return acc
+
+    def _checked_certificate(self, entries) -> _Certificate | None:
+        """A ledger's "certified" program, if it holds the releases and fits (else None: it
+        is then not used, and the releases are checked on their own)."""
+        if self._budget[0] != "approx":
+            raise ValueError('only an (epsilon, delta) ledger has a "certified" program')
+        if not isinstance(entries, list):
+            raise ValueError(f"the ledger's certified must be a list, got {type(entries).__name__}")
+        program = _Program()
+        for i, entry in enumerate(entries):
+            program.add(_ledger_release(entry, f"certified {i}"))
+        if not self._program.within(program):
+            raise ValueError(
+                "the ledger's certified program does not contain its releases: it was altered"
+            )
+        return self._certify(program)
 
     # ---- the check -------------------------------------------------------------------
 
-    def _fits(self, releases: list) -> tuple[bool, Any]:
-        """(fits, composition) for the program ``releases``."""
-        kind = self._budget[0]
-        if kind == "rho":
-            return sum((r.rho for r in releases), Fraction(0)) <= self._budget[1], None
-        if kind == "pure":
-            if not all(isinstance(r, _acc.Laplace) for r in releases):
-                return False, None
-            return sum((r.epsilon for r in releases), Fraction(0)) <= self._budget[1], None
-        composition = _acc.compose(*releases)
+    # ---- the check -------------------------------------------------------------------
+    # A release is admitted when the program of everything released plus it fits: a
+    # certified upper bound on its δ at ε (or its exact ρ, or its pure ε) is within the
+    # budget.  The cheapest bound that answers is used, each one valid on its own:
+    #
+    # * a ρ or pure budget: the running exact totals (O(1));
+    # * an (ε, δ) budget: pure DP while every release is Laplace; the zCDP route at the
+    #   exact total ρ (monotone in ρ, so one check answers every smaller ρ); a *certified*
+    #   larger program that contains this one (post-processing: dropping releases from a
+    #   product mechanism never raises its δ); the releases refused since the last admission;
+    #   else the composition of the grouped program (accounting.compose, which composes
+    #   identical releases as one k-fold release and so gives what composing every release
+    #   gives).  Before composing afresh, the candidate is merged into the PLD kept from the
+    #   last composition (same tilt and grid: _compose._PLD.extended), a valid bound too;
+    #   it admits when that fits, and refuses when that is clearly over (by _REFUSE_MARGIN).
+    #   After a fresh composition admits a long program, the accountant guesses how much
+    #   more the budget holds (from ln δ, which scales about as 1/ρ) and certifies a
+    #   program with every repeated kind grown by that share: the releases inside it are
+    #   then admitted at once.
+
+    def _admits(self, release) -> bool:
+        """Whether everything released plus ``release`` fits (the lock held)."""
+        b, program = self._budget, self._program
+        if b[0] == "rho":
+            return program.rho + release.rho <= b[1]
+        laplace = isinstance(release, _acc.Laplace)
+        if laplace and program.gaussians == 0 and program.pure + release.epsilon <= b[1]:
+            return True  # pure DP: δ = 0 at ε (and the whole of a pure budget)
+        if b[0] == "pure":
+            return False
+        if self._zcdp_certifies(program.rho + release.rho):
+            return True
+        certificate, unit = self._certificate, _unit(release)
+        if certificate is not None:  # it contains what was released: is this one inside too?
+            inside = certificate.program.counts.get(unit, 0)
+            if program.counts.get(unit, 0) + release.k <= inside:
+                return True
+        if release in self._refused:
+            return False
+        candidate = program.plus(release)
+        step = self._extended(candidate)
+        if step is not None:
+            log_delta = step.log_delta_at(b[1])
+            if self._log_fits(gmpy2.mpfr(log_delta)):
+                self._base = self._proof = (candidate, step)
+                return True
+            if log_delta > float(self._log_budget()) + _REFUSE_MARGIN and (
+                self._base is not None and self._base[0].rho >= candidate.rho * _NEAR_BASE
+            ):
+                self._refused.add(release)  # clearly over: refusing is always safe
+                return False
+        fits = self._composes(candidate, look_ahead=True)
+        if not fits:
+            self._refused.add(release)
+        return fits
+
+    def _extended(self, candidate: _Program) -> Any:
+        """The PLD of ``candidate``, merged into the one kept of a program inside it (on that
+        one's tilt and grid: :meth:`_compose._PLD.extended`); None without one."""
+        if self._base is None:
+            return None
+        done, pld = self._base
+        if not done.within(candidate):
+            return None
+        more = _Program()
+        for unit, n in candidate.counts.items():
+            if n > done.counts.get(unit, 0):
+                more.add(unit, n - done.counts.get(unit, 0))
+        if any(isinstance(r.sensitivity, _acc.L2Ball) for r in more.releases()):
+            return None  # an ℓ2 ball is its worst vectors' programs, not one PLD (compose)
+        return pld.extended(_compose._coordinates(more.releases()))
+
+    def _decide(self, program: _Program) -> bool:
+        """Whether ``program`` (a whole program: what was released and what would be) fits."""
+        b = self._budget
+        if b[0] == "rho":
+            return program.rho <= b[1]
+        if program.gaussians == 0 and program.pure <= b[1]:
+            return True
+        if b[0] == "pure":
+            return False
+        if self._zcdp_certifies(program.rho):
+            return True
+        certificate = self._certificate
+        if certificate is not None and program.within(certificate.program):
+            return True
+        return self._composes(program)
+
+    def _log_budget(self) -> Any:
+        """ln δ of an (ε, δ) budget, rounded down (an MPFR number)."""
+        return _cf._AR.q(self._budget[2]).log().lo
+
+    def _log_fits(self, log_hi) -> bool:
+        """Whether a δ whose ln is at most ``log_hi`` fits, read as a composition's
+        ``delta()`` reads it (so a route decides here as it does in ``spent``)."""
+        delta = self._budget[2]
+        if delta >= _TINY_DELTA:
+            return _cf._delta_out(log_hi, False) <= delta
+        return _cf._delta_out(log_hi, True) <= self._log_budget()
+
+    def _zcdp_certifies(self, rho: Fraction) -> bool:
+        """Whether the zCDP route (Corollary 13 at the exact total ρ) certifies the budget."""
+        fits_up_to, fails_from = self._zcdp_fits, self._zcdp_fails
+        if fits_up_to is not None and rho <= fits_up_to:
+            return True
+        if fails_from is not None and rho >= fails_from:
+            return False
+        fits = self._log_fits(_cf._cdp_log_delta(rho, self._budget[1]))
+        if fits:
+            self._zcdp_fits = rho if fits_up_to is None else max(rho, fits_up_to)
+        else:
+            self._zcdp_fails = rho if fails_from is None else min(rho, fails_from)
+        return fits
+
+    def _composition_fits(self, composition) -> tuple[bool, float]:
+        """(fits, ln of its δ at ε as a float) for a composition, by its own ``delta()``."""
         eps, delta = self._budget[1], self._budget[2]
         try:
             if delta >= _TINY_DELTA:  # as spent.delta(eps) will read it
-                return composition.delta(eps) <= delta, composition
+                found = composition.delta(eps)
+                return found <= delta, math.log(found) if found > 0 else -math.inf
             # below the float range: ln δ's upper bound against ln(budget)'s lower bound
-            log_budget = _cf._AR.q(delta).log().lo
-            return composition.delta(eps, log=True) <= log_budget, composition
+            log_found = composition.delta(eps, log=True)
+            return log_found <= self._log_budget(), log_found
         except (ValueError, ArithmeticError):  # beyond what the routes compute: refuse
-            return False, None
+            return False, 0.0
+
+    def _composes(self, program: _Program, look_ahead: bool = False) -> bool:
+        """Whether the composition of ``program`` fits; with ``look_ahead``, when it does,
+        keep its PLD to merge the next releases into, and certify a larger program for the
+        admissions to come."""
+        composition = program.composition()
+        fits, log_delta = self._composition_fits(composition)
+        if fits and look_ahead:
+            pld = composition._shared_grid_pld(self._budget[1])
+            self._base = None if pld is None else (program, pld)
+            self._look_ahead(program, log_delta)
+        return fits
+
+    def _look_ahead(self, program: _Program, log_delta: float) -> None:
+        """Certify the largest program, within a few compositions, that grows every kind
+        released at least twice by one share s of its count (rounded up), starting from a
+        guess of what the budget has left (ln δ scales about as 1/ρ) and halving or doubling
+        s as the compositions say; keep it as the certificate.  Skipped when the releases
+        it could cover are too few to repay the compositions (_LOOK_AHEAD_WORTH)."""
+        log_budget = float(self._log_budget())
+        if not (log_delta < log_budget < 0):
+            return
+        repeated = {unit: n for unit, n in program.counts.items() if n >= 2}
+        if not repeated:
+            return
+
+        def grown(share: float) -> _Program:
+            bigger = program.plus()
+            for unit, n in repeated.items():
+                bigger.add(unit, math.ceil(share * n))
+            return bigger
+
+        share = min(1.0, log_delta / log_budget - 1)  # ln δ ∝ 1/ρ, roughly
+        if share * sum(program.counts.values()) < _LOOK_AHEAD_WORTH * len(program.counts):
+            return  # the admissions it could cover cost less merged one by one
+        smallest = 1 / max(repeated.values())  # one more release of each repeated kind
+        too_far = self._too_far
+        if too_far is not None and too_far.within(grown(smallest)):
+            return  # a program inside even the smallest step failed: it would fail again
+        low, high = 0.0, math.inf  # shares known to fit / to fail
+        share = max(share, smallest)
+        for _ in range(_LOOK_AHEAD_STEPS):
+            candidate = grown(share)
+            certificate = self._certify(candidate)
+            if certificate is not None:
+                self._certificate, low = certificate, share
+            else:
+                high, self._too_far = share, candidate
+            if low >= 1.0:
+                break
+            share = min(2 * low, 1.0) if high == math.inf else (low + high) / 2
+            if grown(share).counts == grown(low).counts or (
+                high < math.inf and grown(share).counts == grown(high).counts
+            ):
+                break
+
+    def _certify(self, program: _Program) -> _Certificate | None:
+        """``program`` with its δ at the budget's ε, if its composition fits (else None)."""
+        composition = program.composition()
+        if not self._composition_fits(composition)[0]:
+            return None
+        eps = self._budget[1]
+        return _Certificate(program, composition.delta(eps), composition.delta(eps, log=True))
 
     def _spend(self, release) -> None:
         with self._lock:
-            program = [*self._releases, release]
-            fits, composition = self._fits(program)
-            if not fits:
+            if not self._admits(release):
                 why = (
                     "a pure-DP budget admits only discrete Laplace releases; "
                     if self._budget[0] == "pure" and isinstance(release, _acc.Gaussian)
@@ -962,26 +1554,60 @@ class Accountant:
                 )
                 raise PrivacyBudgetError(
                     f"this release ({release!r}) does not fit in what is left of the budget "
-                    f"({self!r}); {why}nothing was drawn and the budget is unchanged"
+                    f"({self._brief()}); {why}nothing was drawn and the budget is unchanged"
                 )
             self._releases.append(release)
-            self._spent = PrivacyLoss(program, self._budget, composition)
+            self._program.add(_unit(release), release.k)
+            certificate = self._certificate
+            if certificate is not None and not self._program.within_at(
+                certificate.program, _unit(release)
+            ):
+                self._certificate = None  # left behind: the releases are no longer inside it
+            self._refused.clear()
+            self._spent = None
+
+    def _brief(self) -> str:
+        n = len(self._releases)
+        return f"Accountant({self._budget_text()}; {n} release{'s' if n != 1 else ''} made)"
 
     # ---- what is used and left -------------------------------------------------------
 
     @property
     def spent(self) -> PrivacyLoss:
-        """The composition of the releases made (:class:`PrivacyLoss`)."""
-        return self._spent
+        """The composition of the releases made (:class:`PrivacyLoss`), built when first
+        read after a release (the grouped program; its δ is composed when asked)."""
+        with self._lock:
+            if self._spent is None:
+                program, certificate = self._program, self._certificate
+                ceiling = None
+                if certificate is not None:  # the releases are inside it: its δ bounds theirs
+                    ceiling = (self._budget[1], certificate.delta, certificate.log_delta)
+                proof = self._proof
+                if proof is not None and proof[0].counts == program.counts:
+                    # the PLD that admitted the last release is of exactly these releases
+                    eps = self._budget[1]
+                    log_hi = gmpy2.mpfr(proof[1].log_delta_at(eps))
+                    found = (_cf._delta_out(log_hi, False), _cf._delta_out(log_hi, True))
+                    if ceiling is not None:
+                        found = (min(found[0], ceiling[1]), min(found[1], ceiling[2]))
+                    ceiling = (eps, *found)
+                self._spent = PrivacyLoss(
+                    self._releases,
+                    self._budget,
+                    program.composition() if self._releases else None,
+                    rho=program.rho,
+                    ceiling=ceiling,
+                )
+            return self._spent
 
     @property
     def remaining(self) -> Remaining:
         """What is left, in the budget's own terms (:class:`Remaining`)."""
-        spent, b = self._spent, self._budget
+        spent, b = self.spent, self._budget
         if b[0] == "rho":
             return Remaining(rho=max(b[1] - spent.rho, Fraction(0)))
         if b[0] == "pure":
-            used = sum((r.epsilon for r in spent.releases), Fraction(0))
+            used = self._program.pure
             return Remaining(epsilon=_cf._float_down(max(b[1] - used, Fraction(0))))
         if not spent.releases:
             return Remaining(epsilon=_cf._float_down(b[1]), delta=_cf._float_down(b[2]))
@@ -1006,12 +1632,11 @@ class Accountant:
         if n:
             b = self._budget
             if b[0] == "approx":
-                spent = _delta_text(self._spent.delta, b[1])
+                spent = _delta_text(self.spent.delta, b[1])
                 text += f", spent delta={spent} at epsilon={_decimal(b[1])}"
             elif b[0] == "pure":
-                used = sum((r.epsilon for r in self._releases), Fraction(0))
-                text += f", spent epsilon={_decimal(used)}"
-            text += f", rho={_decimal(self._spent.rho)}"
+                text += f", spent epsilon={_decimal(self._program.pure)}"
+            text += f", rho={_decimal(self._program.rho)}"
         return text + ")"
 
     def report(self) -> str:
@@ -1031,7 +1656,7 @@ class Accountant:
             what = f"The {len(releases)} releases (" + " and ".join(parts) + ")"
         else:
             what = "No release has been made; the empty program"
-        b, spent = self._budget, self._spent
+        b, spent = self._budget, self.spent
         verb = "satisfies" if len(releases) == 1 else "satisfy"
         if b[0] == "approx" and releases:
             route = spent.route(b[1])
@@ -1041,7 +1666,7 @@ class Accountant:
                 f"{route}; Canonne, Kamath & Steinke 2020)"
             )
         elif b[0] == "pure" and releases:
-            used = sum((r.epsilon for r in releases), Fraction(0))
+            used = self._program.pure
             guarantee = f"{verb} ε-differential privacy with ε = {_rounded_up(used)}"
         elif releases:
             guarantee = (
@@ -1056,17 +1681,17 @@ class Accountant:
     def _least(self, make, start: Fraction) -> Fraction:
         """The smallest parameter (σ² or scale, 4 significant digits) whose release fits."""
         with self._lock:
-            releases = list(self._releases)
+            program = self._program.plus()
 
         def works(x: Fraction) -> bool:
-            return self._fits([*releases, make(x)])[0]
+            return self._decide(program.plus(make(x)))
 
         good = _cf._grid_up(start)
         for _ in range(400):
             if works(good):
                 return _cf._smallest_grid(works, good)
             good = _cf._grid_up(good * 4)
-        raise PrivacyBudgetError(f"no release fits in what is left of the budget ({self!r})")
+        raise PrivacyBudgetError(f"no release fits in what is left of the budget ({self._brief()})")
 
     def calibrate_gaussian(self, sensitivity=1, k: int = 1) -> Fraction:
         """A σ² (4 significant digits, rounded up) with which ``k`` more discrete Gaussian

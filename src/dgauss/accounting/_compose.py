@@ -627,8 +627,14 @@ class _PLD(_Readout):
     """The composed, gridded, tilted privacy-loss distribution at one (α, h)."""
 
     def __init__(
-        self, coords: list[_Coordinate], alpha: float, h: float, a: Fraction | None
+        self,
+        coords: list[_Coordinate],
+        alpha: float,
+        h: float,
+        a: Fraction | None,
+        start: _Node | None = None,
     ) -> None:
+        # start: a composed root at (α, h) to merge the coordinates into (see extended())
         self.alpha, self.h = alpha, h
         leaves = []
         for c in coords:
@@ -638,9 +644,11 @@ class _PLD(_Readout):
             leaves.append(leaf)
         # the composed vector, cut by Hoeffding, spans at most 2t: refuse before the work
         width2 = sum(c.count * leaf.width2 for c, leaf in zip(coords, leaves, strict=True))
+        width2 += start.width2 if start is not None else 0.0
         if 2 * math.sqrt(width2 * _LOG_INV_DROP / 2) > PLD_MAX_LENGTH / 2:
             raise ArithmeticError("the composed vector would exceed the PLD route's budget")
         nodes = [_power(leaf, c.count) for c, leaf in zip(coords, leaves, strict=True)]
+        nodes += [start] if start is not None else []
         while len(nodes) > 1:  # balanced merging keeps the vectors short
             nodes.sort(key=lambda node: len(node.v))
             nodes = [_merge(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)] + (
@@ -660,6 +668,43 @@ class _PLD(_Readout):
             log_up = np.log(root.v + root.err) - alpha * self.grid_dn
             log_lo = np.log(np.maximum(root.v - root.err, 0.0)) - alpha * self.grid_up
         self._prepare(log_up, log_lo, int(np.argmax(root.v)), float(np.abs(alpha * grid).max()))
+
+    # ---- extending a composition (the Accountant's incremental hook) ------------------
+    # A composed root at tilt α on the grid h, merged with more coordinates' leaves at the
+    # same α and h, is what composing them all at (α, h) gives (merging is associative, and
+    # every bound above holds for any α ≥ 0 and any h): an upper bound on the δ of the larger
+    # program, as valid as a fresh one, if less tight once α and h are far from what
+    # _choose would pick for it.  Only grids whose spacing h is a power of two are extended
+    # (their points index·h are exact floats, so leaves connected onto h share them; an exact
+    # lattice a that is not a power of two belongs to the coordinates it was computed for).
+
+    @classmethod
+    def on_shared_grid(cls, coords: list[_Coordinate], eps: float) -> _PLD | None:
+        """The composition of ``coords`` at _choose's tilt for ``eps``, on a grid of spacing a
+        power of two (so that any coordinates can be merged in later); None if out of range."""
+        alpha, h, a = _choose(coords, eps, None)
+        if a is not None:
+            h = 2.0 ** math.floor(math.log2(h))
+        try:
+            return cls(coords, alpha, h, None)
+        except (ArithmeticError, MemoryError, ValueError, OverflowError):
+            return None
+
+    def extended(self, more: list[_Coordinate]) -> _PLD | None:
+        """This composition (on a power-of-two grid) with the coordinates ``more`` merged in,
+        at the same tilt and grid; None if one is out of range."""
+        if not _power_of_two(self.h):
+            return None
+        try:
+            return _PLD(more, self.alpha, self.h, None, start=self.root)
+        except (ArithmeticError, MemoryError, ValueError, OverflowError):
+            return None
+
+    def log_delta_at(self, e: Fraction) -> float:
+        """An upper bound on ln δ(e), e exact (read at a float ε rounded down), at most 0."""
+        ef = float(e) if e < _PLD_MAX_EPS else _PLD_MAX_EPS
+        e_lo = ef if Fraction(ef) <= e else math.nextafter(ef, -math.inf)
+        return min(self.log_delta(e_lo), 0.0)
 
 
 #: The exact route (every atom of the composed loss, no grid) is used when the composed atoms
@@ -781,6 +826,10 @@ class _Enumerated(_Readout):
         self._prepare(log_up, log_lo, int(np.argmax(mass)), big)
 
 
+def _power_of_two(h: float) -> bool:
+    return h > 0 and h == 2.0 ** math.floor(math.log2(h))
+
+
 def _choose(coords: list[_Coordinate], eps: float, log_inv_delta: float | None):
     """α at the saddle point of ε (tilted mean = ε), and the grid: h for the accuracy aimed
     at, or the exact lattice a of every atom when it is not much finer than h."""
@@ -820,7 +869,8 @@ def _choose(coords: list[_Coordinate], eps: float, log_inv_delta: float | None):
         budget = PLD_MAX_POINTS_FINE
     h = coarsened(budget)
     a = _lattice(coords)
-    if a > 0 and width / float(a) <= budget / 2 and a >= h / 4:
+    # (float(a) is 0 when a's denominator is past the float range: many distinct parameters)
+    if a > 0 and float(a) > 0 and width / float(a) <= budget / 2 and a >= h / 4:
         return alpha, float(a), a
     return alpha, h, None
 
@@ -1016,6 +1066,41 @@ class Composition:
 
     def __repr__(self) -> str:
         return "compose(" + ", ".join(map(repr, self.releases)) + ")"
+
+    # ---- copying and pickling ---------------------------------------------------------
+    # The releases are immutable; the lock and the cache of composed grids are not state:
+    # a copy gets a lock of its own and its own dict of the grids computed so far (each grid
+    # is read-only once built, so the two may share them); a pickle leaves the grids out
+    # (they can weigh megabytes, and are recomputed on demand).
+    def __getstate__(self) -> dict:
+        return {"releases": self.releases}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["releases"])  # type: ignore[misc]
+
+    def __copy__(self) -> Composition:
+        new = type(self).__new__(type(self))
+        new.__setstate__(self.__getstate__())
+        with self._lock:
+            new._cache = dict(self._cache)
+        return new
+
+    def __deepcopy__(self, memo: dict) -> Composition:
+        return self.__copy__()  # nothing mutable is shared, as for a shallow copy
+
+    def _shared_grid_pld(self, epsilon: Fraction) -> _PLD | None:
+        """A PLD of this program that more releases can be merged into (:meth:`_PLD.extended`):
+        one already computed on a power-of-two grid, else a new one; None out of range, or
+        when the program has an ℓ2-ball release (its δ is the largest over several programs,
+        not one PLD)."""
+        if not self._in_range or self._cases is not None or self._zcdp_only:
+            return None
+        with self._lock:
+            for pld in getattr(self, "_cache", {}).values():
+                if isinstance(pld, _PLD) and _power_of_two(pld.h):
+                    return pld
+        ef = float(epsilon) if epsilon < _PLD_MAX_EPS else _PLD_MAX_EPS
+        return _PLD.on_shared_grid(self._coords, ef)
 
     # ---- routes ----------------------------------------------------------------------
     def _one_sigma2(self) -> tuple[Fraction, tuple[int, ...], int] | None:
