@@ -283,3 +283,35 @@ def test_cli_accounts_the_ball(capsys):
     assert float(row.split()[1]) >= 7.818e-11  # (1, 1, 1, 1), not (2,)'s 6.018e-11
     assert cli.main(["account", "--gaussian", "10:2", "--laplace", "4"]) == 0
     assert "sensitivity 2 (l2: the ball's worst vector)" in capsys.readouterr().out
+
+
+def test_accountant_after_other_releases_still_charges_the_worst_vector():
+    # the Accountant keeps the PLD of its last composition to merge the next releases into; a
+    # ball release must not be merged as one vector.  At ε = 8: (10, [2]) twice reads
+    # 6.47e-19, (10, [2]) and the ball 2 at σ² = 10 8.31e-19; the first release alone needs
+    # a composition (zCDP does not certify it), which keeps a PLD
+    from dgauss import Accountant, PrivacyBudgetError
+
+    for ball_release in (2, L2Ball(2), L2Ball(2, coordinates=4)):
+        acc = Accountant(epsilon=8, delta="7.5e-19")
+        acc.add_gaussian_noise([5], sigma2=10, sensitivity=[2])
+        with pytest.raises(PrivacyBudgetError):
+            acc.add_gaussian_noise([1, 2, 3], sigma2=10, sensitivity=ball_release)
+        acc.add_gaussian_noise([1, 2, 3], sigma2=10, sensitivity=[2])
+
+
+def test_accountant_ledger_keeps_the_ball():
+    from dgauss import Accountant
+
+    acc = Accountant(epsilon=10, delta="1e-6")
+    acc.add_gaussian_noise([1], sigma2=100, sensitivity=[2])
+    acc.add_gaussian_noise([1], sigma2=100, sensitivity=2)
+    acc.add_gaussian_noise([1], sigma2=100, sensitivity=L2Ball(3, coordinates=2))
+    text = acc.to_json()
+    assert '"radius": 3' in text and '"coordinates": 2' in text
+    back = Accountant.from_json(text)
+    assert back.spent.delta(4) == acc.spent.delta(4)
+    assert back.spent.delta(4) >= compose(
+        Gaussian(100, [2]), Gaussian(100, [1, 1, 1, 1]), Gaussian(100, [2, 2])
+    ).delta(4)
+    assert pickle.loads(pickle.dumps(acc)).spent.delta(4) == acc.spent.delta(4)
