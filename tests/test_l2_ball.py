@@ -246,9 +246,16 @@ def test_accountant_charges_the_worst_vector():
     # the ball's δ at σ² = 10, ε = 4 is (1, 1, 1, 1)'s 7.82e-11; (2,) alone gives 6.02e-11
     acc = Accountant(epsilon=4, delta="7e-11")
     with pytest.raises(Exception, match="budget"):
-        acc.add_gaussian_noise([1, 2, 3], sigma2=10, sensitivity=2)
+        acc.add_gaussian_noise([1, 2, 3, 4, 5], sigma2=10, sensitivity=2)
     acc2 = Accountant(epsilon=4, delta="7e-11")
-    acc2.add_gaussian_noise([1, 2, 3], sigma2=10, sensitivity=[2])  # exactly (2,): fits
+    acc2.add_gaussian_noise([1, 2, 3, 4, 5], sigma2=10, sensitivity=[2])  # exactly (2,): fits
+    # on fewer values the worst vector has fewer entries: one count moves by at most 2 is
+    # exactly (2,), and three counts give (1, 1, 1) (δ below (1, 1, 1, 1)'s)
+    Accountant(epsilon=4, delta="7e-11").add_gaussian_noise([7], sigma2=10, sensitivity=2)
+    three = max(R.gaussian_delta(10, 4, v)[1] for v in ball(2, coordinates=3))
+    acc3 = Accountant(epsilon=4, delta=float(three) * 1.001)
+    acc3.add_gaussian_noise([1, 2, 3], sigma2=10, sensitivity=2)
+    assert acc3.spent.delta(4) >= R.gaussian_delta(10, 4, (1, 1, 1))[0]
 
 
 # ---- the L2Ball object ----------------------------------------------------------------------
@@ -296,17 +303,18 @@ def test_accountant_after_other_releases_still_charges_the_worst_vector():
         acc = Accountant(epsilon=8, delta="7.5e-19")
         acc.add_gaussian_noise([5], sigma2=10, sensitivity=[2])
         with pytest.raises(PrivacyBudgetError):
-            acc.add_gaussian_noise([1, 2, 3], sigma2=10, sensitivity=ball_release)
-        acc.add_gaussian_noise([1, 2, 3], sigma2=10, sensitivity=[2])
+            acc.add_gaussian_noise([1, 2, 3, 4], sigma2=10, sensitivity=ball_release)
+        acc.add_gaussian_noise([1, 2, 3, 4], sigma2=10, sensitivity=[2])
 
 
 def test_accountant_ledger_keeps_the_ball():
     from dgauss import Accountant
 
     acc = Accountant(epsilon=10, delta="1e-6")
-    acc.add_gaussian_noise([1], sigma2=100, sensitivity=[2])
-    acc.add_gaussian_noise([1], sigma2=100, sensitivity=2)
-    acc.add_gaussian_noise([1], sigma2=100, sensitivity=L2Ball(3, coordinates=2))
+    five = [1, 2, 3, 4, 5]  # on five values the ball 2 is whole: (1, 1, 1, 1) fits in them
+    acc.add_gaussian_noise(five, sigma2=100, sensitivity=[2])
+    acc.add_gaussian_noise(five, sigma2=100, sensitivity=2)
+    acc.add_gaussian_noise(five, sigma2=100, sensitivity=L2Ball(3, coordinates=2))
     text = acc.to_json()
     assert '"radius": 3' in text and '"coordinates": 2' in text
     back = Accountant.from_json(text)

@@ -452,7 +452,7 @@ def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns
     prep = _prepare(values, mech.granularity, columns=columns)
     clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
     _check_out(out, prep, mech.granularity is not None)
-    take()
+    take(len(prep.flat))
     return _add(
         prep,
         mech._kind,
@@ -499,7 +499,8 @@ class _Releases:
     def __setstate__(self, state: dict) -> None:
         self.k, self.used, self._lock = state["k"], state["used"], threading.Lock()
 
-    def take(self) -> None:
+    def take(self, size: int | None = None) -> None:
+        """Count one release (``size``, the values it noises, does not matter here)."""
         with self._lock:
             if self.used >= self.k:
                 raise PrivacyBudgetError(
@@ -614,9 +615,15 @@ class GaussianMechanism:
     def _param(self) -> Fraction:
         return self.sigma2
 
-    def _accounting_release(self) -> _acc.Gaussian:
-        """One release of this mechanism, for :func:`dgauss.accounting.compose`."""
-        return _acc.Gaussian(self.sigma2, self._sensitivity)
+    def _accounting_release(self, size: int | None = None) -> _acc.Gaussian:
+        """One release of this mechanism, for :func:`dgauss.accounting.compose`; on ``size``
+        values, when known: a difference vector then has at most ``size`` nonzero entries, so
+        an ℓ2 ball is cut to ``coordinates=size`` (one count: exactly the single shift)."""
+        sens = self._sensitivity
+        if isinstance(sens, _acc.L2Ball) and size is not None and size >= 1:
+            limit = size if sens.coordinates is None else min(size, sens.coordinates)
+            sens = _acc.L2Ball(sens.radius, limit)
+        return _acc.Gaussian(self.sigma2, sens)
 
     def __repr__(self) -> str:
         return (
@@ -705,7 +712,7 @@ class LaplaceMechanism:
     def _param(self) -> Fraction:
         return self.scale
 
-    def _accounting_release(self) -> _acc.Laplace:
+    def _accounting_release(self, size: int | None = None) -> _acc.Laplace:
         """One release of this mechanism, for :func:`dgauss.accounting.compose`."""
         return _acc.Laplace(self.scale, self.sensitivity)
 
@@ -938,13 +945,6 @@ _LOOK_AHEAD_STEPS = 4
 #: (a composition costs about as many merges into the kept PLD as there are kinds, and its
 #: look-ahead up to _LOOK_AHEAD_STEPS compositions: fewer releases are cheaper merged).
 _LOOK_AHEAD_WORTH = 4
-
-#: A release whose merged PLD (kept from a program of at least _NEAR_BASE of its ρ) puts ln δ
-#: this far above the budget's is refused without a fresh composition, which would not
-#: admit it: merged and fresh bounds agree to about 1e-9..1e-4 in ln δ on programs grown by
-#: up to 20% (tests/test_accountant_grouped.py checks 1e-3).  A refusal is always safe.
-_REFUSE_MARGIN = 1e-3
-_NEAR_BASE = Fraction(8, 10)
 
 #: The JSON ledger of an Accountant (:meth:`Accountant.to_json`): its name and version.
 LEDGER_FORMAT = "dgauss Accountant ledger"
@@ -1368,7 +1368,8 @@ class Accountant:
     #   identical releases as one k-fold release and so gives what composing every release
     #   gives).  Before composing afresh, the candidate is merged into the PLD kept from the
     #   last composition (same tilt and grid: _compose._PLD.extended), a valid bound too;
-    #   it admits when that fits, and refuses when that is clearly over (by _REFUSE_MARGIN).
+    #   it admits when that fits (it never refuses: at the kept tilt, far from the larger
+    #   program's saddle point, that bound can be loose by orders of magnitude).
     #   After a fresh composition admits a long program, the accountant guesses how much
     #   more the budget holds (from ln δ, which scales about as 1/ρ) and certifies a
     #   program with every repeated kind grown by that share: the releases inside it are
@@ -1396,15 +1397,12 @@ class Accountant:
         candidate = program.plus(release)
         step = self._extended(candidate)
         if step is not None:
+            # an upper bound: it may admit, never refuse (at the kept tilt, far from the
+            # larger program's saddle point, it can be loose by orders of magnitude)
             log_delta = step.log_delta_at(b[1])
             if self._log_fits(gmpy2.mpfr(log_delta)):
                 self._base = self._proof = (candidate, step)
                 return True
-            if log_delta > float(self._log_budget()) + _REFUSE_MARGIN and (
-                self._base is not None and self._base[0].rho >= candidate.rho * _NEAR_BASE
-            ):
-                self._refused.add(release)  # clearly over: refusing is always safe
-                return False
         fits = self._composes(candidate, look_ahead=True)
         if not fits:
             self._refused.add(release)
@@ -1749,8 +1747,9 @@ class Accountant:
         """``take()`` for one release of ``mech``: spend it from the budget (or refuse), then
         count it against the mechanism."""
 
-        def take() -> None:
-            self._spend(mech._accounting_release())
+        def take(size: int | None = None) -> None:
+            # ``size``: how many values this release noises, when known before drawing
+            self._spend(mech._accounting_release(size))
             mech._releases.take()
 
         return take
