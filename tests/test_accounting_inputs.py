@@ -2,6 +2,7 @@
 words of a refused k, the 16,384-bit limit on a parameter, and no NumPy warning reaching a
 user from an ordinary call."""
 
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -84,3 +85,39 @@ def test_the_16384_bit_limit_is_named():
     assert message.startswith("delta ") and "16384 bits" in message and "MAX_BITS" in message
     with pytest.raises(ValueError, match="sigma2 has a numerator or denominator over 16384 bits"):
         A.gaussian_delta(Fraction(1, 3**10400), 1)
+
+
+def test_no_numpy_warning_reaches_a_user_from_the_closed_forms():
+    """Ordinary calls, NumPy scalars among the parameters, extreme values included: any
+    RuntimeWarning (overflow, divide by zero) is an error here."""
+    sigma2s = [np.float64(0.5), np.float32(2), np.int64(10), "1e-300", "1e300", np.float64(1e300)]
+    epsilons = [0, np.float64(0), 1e-300, 1, 1000, np.float64(1e5), "1e300"]
+    deltas = ["1e-300", np.float64(1e-6), 0.5]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for s in sigma2s:
+            for e in epsilons:
+                A.gaussian_delta(s, e)
+                A.gaussian_delta(s, e, log=True)
+                if s in sigma2s[:3]:  # (at 1e300 the vector's lattice bound takes 15 s)
+                    A.gaussian_delta(s, e, [1, 2], k=3)
+                A.laplace_delta(s, e, 2, k=3)
+                A.cdp_delta(s, e)
+            for d in deltas:
+                if s in sigma2s[:3]:  # (at 1e±300 its search takes 5-20 s)
+                    A.gaussian_epsilon(s, d)
+                A.laplace_epsilon(s, 1, 3, delta=d)
+                A.cdp_eps(s, d)
+            try:
+                A.laplace_variance(s)
+            except OverflowError:  # the variance of scale 1e300 is beyond the floats: said so
+                pass
+            A.gaussian_pmf(3, s)
+            A.gaussian_sf(np.float64(3), s)
+        for e in [np.float64(50), np.float32(0.5)]:
+            for d in deltas:
+                A.calibrate_gaussian(e, d)
+                A.calibrate_laplace(e, d)
+                A.cdp_rho(e, d)
+        mech = dgauss.GaussianMechanism(epsilon=np.float64(8), delta=np.float64(1e-20))
+        mech.delta(np.float64(1e5)), mech.epsilon(np.float64(1e-300)), mech.interval(1e-10)

@@ -52,6 +52,10 @@ DIRECT_SLOW_TERMS = 1_000_000
 #: Most terms of the lattice error bound summed before giving up on it.
 LATTICE_MAX_TERMS = 20000
 
+#: A lattice error E this small is returned at once (ln((1+E)/(1−E)) ≈ 2E is then far below
+#: the 2^−40 the accounting resolves).
+NEGLIGIBLE_E = mpfr(2) ** -1000
+
 #: Largest Euler–Maclaurin order tried (p = 2q).
 EM_MAX_ORDER = 80
 
@@ -386,10 +390,29 @@ def log_tail(
 def theorem7_log_delta(
     s: Fraction, eps: Fraction, delta: int, ar: Arith, allow_slow: bool = False
 ) -> Interval:
-    """ln δ of Theorem 7: Σ_{y≥m} p(y)(1 − e^{ε − Δ(2y+Δ)/(2s)}), m = ⌊εs/Δ − Δ/2⌋ + 1."""
+    """ln δ of Theorem 7: Σ_{y≥m} p(y)(1 − e^{ε − Δ(2y+Δ)/(2s)}), m = ⌊εs/Δ − Δ/2⌋ + 1.
+
+    When m ≤ 0 (ε below about Δ²/(2s): δ is not small) the sum starts left of the centre,
+    where Euler–Maclaurin's remainder carries the factor e^ε of its second part and, for
+    a large ε (k = 10^7 composed queries), never closes; δ = P[Y ≥ m] − e^ε·P[Y ≥ m + Δ]
+    is then computed from tails that start right of the centre (P[Y ≥ a] = 1 − P[Y ≥ 1 − a]
+    for a ≤ 0).  Raises ArithmeticError when this precision cannot separate δ from 0.
+    """
     v = eps * s / delta - Fraction(delta, 2)
     m = v.numerator // v.denominator + 1
-    return log_tail(s, m, ar, eps, delta, allow_slow) - log_normaliser(s, ar)
+    if m > 0:
+        return log_tail(s, m, ar, eps, delta, allow_slow) - log_normaliser(s, ar)
+    log_norm = log_normaliser(s, ar)
+
+    def upper_tail(a: int) -> Interval:  # P[Y ≥ a]
+        if a >= 1:
+            return (log_tail(s, a, ar, allow_slow=allow_slow) - log_norm).exp()
+        return 1 - (log_tail(s, 1 - a, ar, allow_slow=allow_slow) - log_norm).exp()
+
+    found = upper_tail(m) - ar.q(eps).exp() * upper_tail(m + delta)
+    if not found.lo > 0:
+        raise ArithmeticError("δ not separated from 0 at this precision")
+    return found.log()
 
 
 def lattice_error_bound(n: int, s: Fraction) -> mpfr | None:
@@ -429,6 +452,10 @@ def lattice_error_bound(n: int, s: Fraction) -> mpfr | None:
         if 2 * i < n:
             rest = x ** (i + 1) / factorial(i + 1) * x.exp() * 2 + upper_half
             if rest.hi <= total.hi * mpfr(2) ** -40:
+                return ar.up.add(total.hi, rest.hi)
+            if ar.up.add(total.hi, rest.hi) <= NEGLIGIBLE_E:
+                # at large s·n both are below 64-bit MPFR's exponent range (e^{−2π²s}):
+                # the relative test never passes, and E is negligible anyway
                 return ar.up.add(total.hi, rest.hi)
     if n > LATTICE_MAX_TERMS:
         return None
