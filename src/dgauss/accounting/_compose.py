@@ -203,8 +203,21 @@ def _sens_k(r) -> str:
 def _worst_programs(releases: Sequence[Release]) -> list[tuple[Release, ...]] | None:
     """Every ℓ2-ball release replaced by each of its worst-case vectors (:mod:`._neighbours`):
     the programs whose largest δ is the program's; None past MAX_NEIGHBOURS programs."""
-    options: list[list[Release]] = []
+    # identical ball releases are one k-fold release: its k-multisets of maximal vectors are
+    # exactly the combinations of theirs (far fewer than the product of their lists)
+    grouped: dict[tuple, int] = {}
+    rest: list[Release] = []
     for r in releases:
+        if isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball):
+            key = (r.sigma2, r.sensitivity)
+            grouped[key] = grouped.get(key, 0) + r.k
+        else:
+            rest.append(r)
+    if any(k > cf.MAX_K for k in grouped.values()):
+        return None
+    balls = [Gaussian(s, sens, k) for (s, sens), k in grouped.items()]
+    options: list[list[Release]] = []
+    for r in [*balls, *rest]:
         if isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball):
             worst = r.sensitivity.neighbours(r.k)
             if worst is None:
