@@ -85,7 +85,8 @@ PLD_FINE_ABOVE = 3e-3
 #: Most points in any vector while composing (its FFT then takes about 1 GiB).
 PLD_MAX_LENGTH = 1 << 25
 
-#: Most atoms enumerated for one coordinate's loss (σ² up to about 2·10^8).
+#: Most atoms enumerated for one coordinate's loss (σ² up to about 2·10^8; beyond, a Gaussian's
+#: atoms are thinned, _thinned_gaussian).
 PLD_MAX_ATOMS = 400_000
 
 #: Half-width of a Gaussian coordinate's tilted window, in standard deviations.
