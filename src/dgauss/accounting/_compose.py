@@ -859,7 +859,8 @@ class _Enumerated(_Readout):
 
 def _choose(coords: list[_Coordinate], eps: float, log_inv_delta: float | None):
     """α at the saddle point of ε (tilted mean = ε), and the grid: h for the accuracy aimed
-    at, or the exact lattice a of every atom when it is not much finer than h."""
+    at, or the exact lattice a of every atom when it is not much finer than h.  (One grid for
+    one ε, for tests of the grid itself; the route reads the grids of :class:`_Ladder`.)"""
     mean0 = sum(_moments(c, 0.0)[0] for c in coords)
     alpha = 0.0
     if eps > mean0:
