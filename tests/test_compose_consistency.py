@@ -167,18 +167,79 @@ def test_monotone_at_every_bucket_edge_of_the_issues_program():
 # ---------------------------------------------------------------------------
 # monotone in σ² and scale: no route cliffs
 # ---------------------------------------------------------------------------
+SIGMA2_LADDER = ["1e8", "2e8", "2.05e8", "4e8", "1e9", "1e10", "1e12", "3e12", "1e16", "1e20"]
+
+
 def test_the_issues_cliff_at_the_pld_routes_sigma2_range():
-    """The PLD route's atoms stop at σ² ≈ 2·10⁸ (1.41e−5 at 2.0e8); beyond, the answer was
-    zCDP's 1.68e−4.  The basic-composition route (Laplace at its pure ε, the Gaussian's
-    exact δ at the rest) now answers there, and larger σ² never reads as less privacy."""
-    values = [
-        compose(Gaussian(s), Laplace(1000)).delta("1e-3")
-        for s in ["2.05e8", "4e8", "1e10", "1e30", "2" + "0" * 30]
-    ]
-    assert values[0] < 3e-5  # was 1.68e-4
-    assert all(b <= a for a, b in zip(values, values[1:], strict=False))
-    rho = Fraction(1, 2 * 205_000_000) + Fraction(1, 2 * 10**6)
-    assert values[0] < A.cdp_delta(rho, "1e-3") / 5
+    """The PLD route listed a Gaussian's atoms up to σ² ≈ 2·10⁸ (1.41e−5 at 2.0e8); beyond,
+    the answer was zCDP's 1.68e−4.  Now the atoms are thinned (connected onto every B-th)
+    and the route goes on; past where its grid can hold the Laplace, basic composition
+    answers: larger σ² never reads as less privacy."""
+    programs = [compose(Gaussian(s), Laplace(1000)) for s in SIGMA2_LADDER]
+    values = [p.delta("1e-3") for p in programs]
+    assert values[2] < 1.41e-5  # was 1.68e-4
+    assert programs[2].route("1e-3") == "PLD"
+    assert all(b <= a for a, b in zip(values, values[1:], strict=False)), values
+    big = [compose(Gaussian(s), Laplace(1000)).delta("1e-3") for s in ["1e30", 2**100]]
+    assert values[-1] >= big[0] >= big[1]
+
+
+@pytest.mark.parametrize("sigma2", ["2.05e8", 10**12, 2**60, 2**100])
+@pytest.mark.parametrize("delta", ["1e-6", "1e-30", "1e-100"])
+def test_thinned_atoms_agree_with_theorem_15(sigma2, delta):
+    """Past 4·10⁵ atoms in its window a Gaussian's atoms are connected onto every B-th (σ²
+    up to 2^100): read through the route (its buckets and grids) against Theorem 15's exact
+    δ for k = 2 at one σ², never below it and within 0.1%."""
+    program = compose(Gaussian(sigma2), Gaussian(sigma2))
+    eps = Fraction(A.gaussian_epsilon(sigma2, delta, k=2))
+    exact = A.gaussian_delta(sigma2, eps, k=2, log=True)
+    got = program._pld_log_delta(float(eps))
+    assert exact - 1e-9 <= got <= exact + math.log(1.001)
+
+
+def test_power_sums_are_exact():
+    for block in [1, 2, 7, 50]:
+        a, r = C._power_sums(block, 6)
+        for j in range(7):
+            p1 = sum(k ** (j + 1) for k in range(block))
+            p0 = sum(k**j for k in range(block))
+            assert a[j] == float(Fraction(p1, block ** (j + 2)))
+            assert r[j] == float(Fraction(block * p0 - p1, block ** (j + 2)))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 3.0, 250.0])
+def test_thinning_moves_each_atoms_mass_as_connecting_the_dots_does(alpha):
+    """Every atom of N_Z(0, 10⁶) between two kept ones (B = 4 apart) split onto them by the
+    connect-the-dots weights, summed in mpmath: the thinned masses are upper bounds within
+    their stated relative width, and the kept points are the atoms' losses (rounded up)."""
+    with mpmath.workdps(40):
+        _check_thinning(alpha)
+
+
+def _check_thinning(alpha):
+    sf, m, block = 10**6, 1, 4
+    centre = -alpha * m
+    y_lo, y_hi = int(centre) - 40, int(centre) + 40
+    loss, w, width, last = C._thinned_gaussian(m, float(sf), alpha, y_lo, y_hi, block)
+    first = (y_lo // block) * block
+    d = mpmath.mpf(m) / sf
+    H = block * d
+    want = [mpmath.mpf(0)] * len(w)
+    for y in range(first, last + 1):
+        b, k = divmod(y - first, block)
+        mass = mpmath.exp(-((y + mpmath.mpf(alpha) * m) ** 2) / (2 * sf))
+        if k == 0:
+            want[b] += mass
+            continue
+        u = (block - k) * d  # above kept point b + 1
+        den = -mpmath.expm1(-H)
+        want[b] += mass * (-mpmath.expm1(-u)) * mpmath.exp(alpha * (H - u)) / den
+        want[b + 1] += mass * (-mpmath.expm1(u - H)) * mpmath.exp(-(1 + alpha) * u) / den
+    for b in range(len(w)):
+        assert want[b] <= w[b] <= want[b] * (1 + 2 * width), (b, want[b], w[b], width)
+        y = first + b * block
+        true_loss = Fraction(m * m - 2 * m * y, 2 * sf)
+        assert Fraction(loss[b]) >= true_loss
 
 
 def test_a_laplace_of_tiny_scale_costs_its_pure_epsilon_only():

@@ -87,7 +87,8 @@ PLD_FINE_ABOVE = 3e-3
 #: Most points in any vector while composing (its FFT then takes about 1 GiB).
 PLD_MAX_LENGTH = 1 << 25
 
-#: Most atoms enumerated for one coordinate's loss (σ² up to about 2·10^8).
+#: Most atoms enumerated for one coordinate's loss (σ² up to about 2·10^8; beyond, a Gaussian's
+#: atoms are thinned, _thinned_gaussian).
 PLD_MAX_ATOMS = 400_000
 
 #: Half-width of a Gaussian coordinate's tilted window, in standard deviations.
@@ -287,25 +288,120 @@ def _float_up(x: float) -> float:
     return x + abs(x) * 4 * _U + 1e-300
 
 
+#: Largest σ² of a Gaussian coordinate in the PLD route (beyond 2·10^8 its atoms are thinned).
+PLD_MAX_SIGMA2 = 2.0**101
+
+
+def _power_sums(block: int, terms: int) -> tuple[list[float], list[float]]:
+    """a_j = P_{j+1}(B)/B^{j+2} and r_j = (B·P_j(B) − P_{j+1}(B))/B^{j+2}, j = 0 … terms, where
+    P_p(B) = Σ_{k<B} k^p = Σ_i S(p, i)·i!·C(B, i+1) (S: Stirling numbers of the second kind),
+    computed exactly and rounded to floats."""
+    stirling = [[1]]
+    for p in range(1, terms + 2):
+        prev = stirling[-1] + [0]
+        stirling.append([0] + [i * prev[i] + prev[i - 1] for i in range(1, p + 1)])
+    sums = [
+        sum(stirling[p][i] * math.factorial(i) * math.comb(block, i + 1) for i in range(p + 1))
+        for p in range(terms + 2)
+    ]
+    a = [float(Fraction(sums[j + 1], block ** (j + 2))) for j in range(terms + 1)]
+    r = [float(Fraction(block * sums[j] - sums[j + 1], block ** (j + 2))) for j in range(terms + 1)]
+    return a, r
+
+
+#: Most terms of the power series in t = B·ln q (|t| ≤ 1: 30 leave a rest below 1e−30).
+_SERIES_TERMS = 30
+
+#: Cells of a thinned Gaussian window (28σ atoms in blocks of B: B²/(2σ²) ≈ 1.6e−7).
+_THIN_CELLS = 50_000
+
+
+def _thinned_gaussian(m: int, sf: float, alpha: float, y_lo: int, y_hi: int, block: int):
+    """A Gaussian coordinate's atoms connected onto every B-th atom (y ≡ 0 mod B, whatever the
+    tilt: one pair for every grid), for a window too wide to list.  A garbling, like the grid.
+
+    Kept atoms y_b have losses G_b, H = B·d apart (d = m/σ²).  Atom y_b + k (0 ≤ k < B) lies
+    u = (B − k)d above G_{b+1}; its tilted mass e^{−(y+αm)²/(2σ²)} is c_b·ρ^k·θ_k with
+    θ_k = e^{−k²/(2σ²)} ∈ [θ_B, 1], and with q = e^{−y_b/σ²} the tilted masses it sends to
+    G_b and G_{b+1} (the leaf's connect-the-dots weights) add up, over the cell, to
+
+        to G_b:      c_b·d/(1 − e^{−H})·Σ_k θ_k q^k (B − k)·[e^{−H}, 1]
+        to G_{b+1}:  c_b·e^{−(1+α)H}·d/(1 − e^{−H})·Σ_k θ_k q^k k·[1, e^{H}]
+
+    (1 − e^{−x} and e^{x} − 1, for 0 ≤ x ≤ H, lie between x·e^{−H} and x·e^{H}).  The sums
+    are power series in t = B·ln q whose coefficients are exact power sums.  Returns (losses
+    rounded up, tilted masses at their upper ends, their relative width, the last y kept),
+    or None where |t| > 1 or the blocks are too long for the bracket on θ."""
+    theta_min = math.exp(-((block - 1) ** 2) / (2 * sf))
+    if theta_min < 1 - 1e-5:
+        return None
+    first = (y_lo // block) * block
+    n_cells = -(-(y_hi - first) // block)
+    d = m / sf
+    H = block * d
+    offsets = np.arange(n_cells + 1, dtype=np.float64) * block  # y_b − first
+    y_b = first + offsets  # within a relative u (past 2^53)
+    z = (first + alpha * m) + offsets  # y_b + αm
+    log_c = -(z * z) / (2 * sf)
+    t = -(y_b / sf) * block  # B·ln q
+    t_max = float(np.abs(t).max())
+    if not t_max <= 1:
+        return None
+    # terms: the rest, Σ_{j>J} |t|^j/j! (coefficients ≤ 1), is below e·|t|^{J+1}/(J+1)!
+    terms = next(
+        j for j in range(1, _SERIES_TERMS) if t_max ** (j + 1) / math.factorial(j + 1) < 1e-20
+    )
+    a, r = _power_sums(block, terms)
+    to_low = np.zeros_like(t)  # Σ_k k q^k / B²
+    to_up = np.zeros_like(t)  # Σ_k (B − k) q^k / B²
+    for j in range(terms, -1, -1):  # Horner
+        inv = 1 / math.factorial(j)
+        to_low = to_low * t + a[j] * inv
+        to_up = to_up * t + r[j] * inv
+    scale = block * block * d / -math.expm1(-H)
+    w = np.exp(log_c + np.log(to_up * scale))  # cell b to its top G_b
+    w[-1] = math.exp(float(log_c[-1]))  # the last kept atom: all its mass is at G_last
+    w[1:] += np.exp(log_c[:-1] + np.log(to_low[:-1] * scale) - alpha * H)  # (e^{−(1+α)H}·e^H)
+    # the brackets (θ, e^{±H}), the series' rest (below 3e−20 of sums ≥ e^{−1}/6) and its
+    # rounding (|t| ≤ 1: a relative 1e−13), and the exponents' rounding (z²/(2σ²) from floats
+    # within a few u of their size)
+    width = 1 - theta_min * math.exp(-2 * H) + 1e-12 + 64 * _U * float((z * z).max()) / sf
+    loss = (m * m - 2 * m * y_b) / (2 * sf)
+    loss = loss + (np.abs(loss) + np.abs(m * y_b / sf)) * (8 * _U) + 1e-300
+    return loss, w, width, first + n_cells * block
+
+
 def _atoms(c: _Coordinate, alpha: float):
     """A coordinate's loss atoms ℓ (each rounded up), tilted masses w (ln-scaled by kappa),
-    the mass outside the window (same scale), kappa, and the largest exponent met (its
-    rounding errors scale with it); None when too many atoms."""
+    the mass outside the window (same scale), kappa, the largest exponent met (its
+    rounding errors scale with it), the first y (None when the atoms were thinned), the
+    slack of kappa and a relative width of the masses beyond rounding; None when the route
+    cannot enumerate them."""
     m = c.m
     if c.gaussian:
         s = c.param
         sf = cf._approx(s)
-        if not (2.0**-30 < sf < 2.0**60):
+        if not (2.0**-30 < sf < PLD_MAX_SIGMA2):
             return None
         sd = math.sqrt(sf)
         centre = -alpha * m  # the tilted distribution is N_Z(−αm, σ²), up to a constant
         half = _WINDOW * sd + 1.0
         y_lo, y_hi = math.ceil(centre - half), math.floor(centre + half)
-        if y_hi - y_lo + 1 > PLD_MAX_ATOMS:
-            return None
-        y = np.arange(y_lo, y_hi + 1, dtype=np.float64)
-        w = np.exp(-((y + alpha * m) ** 2) / (2 * sf))
-        loss = (m * m - 2 * m * y) / (2 * sf)
+        width = 0.0
+        window = 2 * math.floor(half) + 1  # the same for every tilt
+        if window > PLD_MAX_ATOMS:
+            block = -(-window // _THIN_CELLS)
+            thinned = _thinned_gaussian(m, sf, alpha, y_lo, y_hi, block)
+            if thinned is None:
+                return None
+            loss, w, width, y_hi = thinned
+            y_lo = (y_lo // block) * block
+            first = None
+        else:
+            y = np.arange(y_lo, y_hi + 1, dtype=np.float64)
+            w = np.exp(-((y + alpha * m) ** 2) / (2 * sf))
+            loss = _float_up_array((m * m - 2 * m * y) / (2 * sf))
+            first = y_lo
         # ln of the tilted constant: α(α+1)m²/(2σ²) − ln Θ, rounded up
         exponent = alpha * (alpha + 1) * m * m / (2 * sf)
         log_theta = _log_theta(s)
@@ -318,7 +414,7 @@ def _atoms(c: _Coordinate, alpha: float):
         # kappa was rounded up from a product and a difference of floats (σ² rounded to
         # float, ln Θ to 64 bits): the true value is within this of it
         slack = 32 * _U * (abs(exponent) + abs(log_theta) + abs(kappa)) + 1e-300
-        return _float_up_array(loss), w, _float_up(out * 1.0001), kappa, size, y_lo, slack
+        return loss, w, _float_up(out * 1.0001), kappa, size, first, slack, width
     t = cf._approx(c.param)
     if not (2.0**-30 < t < 2.0**60) or m > PLD_MAX_ATOMS:
         return None
@@ -333,7 +429,7 @@ def _atoms(c: _Coordinate, alpha: float):
     top = float(log_w.max())
     size = float(np.abs(log_w).max() + alpha * np.abs(loss).max())
     slack = 16 * _U * abs(top) + 1e-300
-    return _float_up_array(loss), np.exp(log_w - top), 0.0, _float_up(top), size, 0, slack
+    return _float_up_array(loss), np.exp(log_w - top), 0.0, _float_up(top), size, 0, slack, 0.0
 
 
 def _float_up_array(x: np.ndarray) -> np.ndarray:
@@ -374,7 +470,9 @@ def _leaf(c: _Coordinate, alpha: float, h: float, a: Fraction | None) -> _Node |
     found = _atoms(c, alpha)
     if found is None:
         return None
-    loss, w, out, kappa, exponent, first, slack = found
+    loss, w, out, kappa, exponent, first, slack, width = found
+    if a is not None and first is None:
+        return None  # thinned atoms are not indexed by y
     if a is not None:  # every atom is a grid point: nothing to connect
         j = _aligned_indices(c, len(loss), first, a)
         u = np.zeros(len(loss))
@@ -401,7 +499,7 @@ def _leaf(c: _Coordinate, alpha: float, h: float, a: Fraction | None) -> _Node |
     kappa = _float_up(kappa + math.log(top))
     # relative error of each entry: a few roundings (libm within 4 ulp), and the exponents'
     # absolute rounding errors, which grow with their size
-    err = 64 * _U * (8 + exponent)
+    err = 64 * _U * (8 + exponent) + width
     # M̄ ≥ E[e^{αL̃}] of the gridded coordinate: the window's tilted mass (each entry within
     # a relative err, the float sum within size·u) plus the mass outside it, moved up by < h
     log_window = math.log(float(v.sum()) * (1 + err + 2 * size * _U)) + kappa
@@ -649,6 +747,11 @@ class _PLD(_Readout):
     ) -> None:
         # start: a composed root at (α, h) to merge the coordinates into (see extended())
         self.alpha, self.h = alpha, h
+        for c in coords:  # a leaf wider than the budget fails: find out before the work
+            p = cf._approx(c.param)
+            span = 2 * c.m / p if not c.gaussian else 2 * (_WINDOW * math.sqrt(p) + 1) * c.m / p
+            if span / h > 2 * PLD_MAX_POINTS:
+                raise ArithmeticError("a coordinate's leaf would exceed the PLD route's budget")
         leaves = []
         for c in coords:
             leaf = _leaf(c, alpha, h, a)
@@ -764,7 +867,7 @@ class _Enumerated(_Readout):
             found = _atoms(one, alpha)
             if found is None:
                 raise ArithmeticError("a coordinate is out of the exact route's range")
-            _, w, out, kappa, size, first, slack = found
+            _, w, out, kappa, size, first, slack, _ = found
             err = 64 * _U * (8 + size)
             top = float(w.max())
             w = w / top
@@ -845,7 +948,8 @@ def _power_of_two(h: float) -> bool:
 
 def _choose(coords: list[_Coordinate], eps: float, log_inv_delta: float | None):
     """α at the saddle point of ε (tilted mean = ε), and the grid: h for the accuracy aimed
-    at, or the exact lattice a of every atom when it is not much finer than h."""
+    at, or the exact lattice a of every atom when it is not much finer than h.  (One grid for
+    one ε, for tests of the grid itself; the route reads the grids of :class:`_Ladder`.)"""
     mean0 = sum(_moments(c, 0.0)[0] for c in coords)
     alpha = 0.0
     if eps > mean0:
@@ -967,7 +1071,7 @@ class _Ladder:
             for c in coords
         )
         s = math.sqrt(var)
-        z_max = _ALPHA_MAX * s
+        z_max = max(_ALPHA_MAX * s, 64.0)
         if z_max <= 16:
             last = max(1, math.ceil(2 * z_max))
         else:
@@ -1061,7 +1165,9 @@ class Composition:
         self._ladder_found: _Ladder | None = None
         # the PLD route enumerates atoms in floats: only for parameters well inside their range
         self._in_range = all(
-            2.0**-30 < cf._approx(c.param) < 2.0**60 and c.m <= PLD_MAX_ATOMS for c in self._coords
+            2.0**-30 < cf._approx(c.param) < (PLD_MAX_SIGMA2 if c.gaussian else 2.0**60)
+            and c.m <= PLD_MAX_ATOMS
+            for c in self._coords
         )
 
     # ---- exact quantities -------------------------------------------------------------
@@ -1274,12 +1380,15 @@ class Composition:
 
     @staticmethod
     def _basic_weights(groups) -> list[Fraction]:
+        """Shares of ε_G ∝ √ρ_g (equal where a ρ is past the float range)."""
         roots = [
-            Fraction(math.sqrt(k * sum(x * x for x in mu) / (2 * cf._approx(s))))
+            math.sqrt(cf._approx(Fraction(k * sum(x * x for x in mu)) / (2 * s)))
             for s, mu, k in groups
         ]
-        total = sum(roots, Fraction(0))
-        return [r / total for r in roots]
+        if not all(0 < r < math.inf for r in roots):
+            roots = [1.0] * len(groups)
+        total = sum(map(Fraction, roots), Fraction(0))
+        return [Fraction(r) / total for r in roots]
 
     def _routes_log_delta(self, e: Fraction) -> dict[str, mpfr]:
         routes = self._other_routes(e)
@@ -1414,8 +1523,9 @@ class Composition:
             candidates.append(found)
         # certify with the whole readout, as a float rounded up is what is returned
         for e in sorted(set(candidates)):
-            if self._best(Fraction(cf._float_up(e)))[0] <= target:
-                return e
+            up = cf._float_up(e)
+            if up == math.inf or self._best(Fraction(up))[0] <= target:
+                return e  # (ε = +inf, past the floats, is an upper bound with no question)
         raise AssertionError("no route certified its own epsilon")  # pragma: no cover
 
     def _cases_epsilon(self, d: Fraction, cases: list[Composition]) -> Fraction:
