@@ -50,7 +50,7 @@ def ball(radius: int, coordinates: int | None = None) -> list[tuple[int, ...]]:
 
 def dominated(v: tuple[int, ...], w: tuple[int, ...]) -> bool:
     """v is w with entries deleted or decreased (both sorted largest first)."""
-    return len(v) <= len(w) and all(a <= b for a, b in zip(v, w))
+    return len(v) <= len(w) and all(a <= b for a, b in zip(v, w, strict=False))
 
 
 def truth(sigma2, eps, vectors, k=1):
@@ -273,8 +273,13 @@ def test_l2ball_is_a_value():
 
 @pytest.mark.parametrize(
     "radius, coordinates, match",
-    [(0, None, "radius"), (Fraction(3, 2), None, "radius"), (True, None, "radius"),
-     (2, 0, "coordinates"), (2, "1/2", "coordinates")],
+    [
+        (0, None, "radius"),
+        (Fraction(3, 2), None, "radius"),
+        (True, None, "radius"),
+        (2, 0, "coordinates"),
+        (2, "1/2", "coordinates"),
+    ],
 )
 def test_l2ball_refuses_bad_input(radius, coordinates, match):
     with pytest.raises(ValueError, match=match):

@@ -579,8 +579,7 @@ class GaussianMechanism:
         scalar = _cf._scalar(sensitivity)  # a 0-d array is a scalar
         self.sensitivity: int | tuple[int, ...] | _acc.L2Ball = (
             _cf._sensitivity(scalar)[0]
-            if isinstance(scalar, (str, bytes))
-            or not isinstance(scalar, (Iterable, _acc.L2Ball))
+            if isinstance(scalar, (str, bytes)) or not isinstance(scalar, (Iterable, _acc.L2Ball))
             else self._sensitivity
         )
         self.k = _cf._count(k, "k")

@@ -1178,9 +1178,11 @@ def _log_delta_below(
             error, variance, shift = mpfr(0), a, max(abs(x) for x in mu)
         if error is None or error >= 0.5:
             continue
-        found = _enclose(
-            lambda ar, slow, v=variance, d=shift: theorem7_log_delta(v, eps, d, ar, slow)
-        )
+
+        def compute(ar: Arith, slow: bool, v: Fraction = variance, d: int = shift) -> Interval:
+            return theorem7_log_delta(v, eps, d, ar, slow)
+
+        found = _enclose(compute)
         if found is None:
             continue
         log_r = ((1 + _AR.point(error)) / (1 - _AR.point(error))).log()

@@ -244,12 +244,20 @@ class _Coordinate:
     count: int
 
 
+def _vector_of(r: Release) -> tuple[int, ...]:
+    """The difference vector of a release of a vector program (Composition expands every
+    ℓ2-ball release into vectors before any route looks at one)."""
+    if isinstance(r.sensitivity, L2Ball):
+        raise TypeError("an ℓ2-ball release has no single vector: compose expands it first")
+    return r.sensitivity
+
+
 def _coordinates(releases: Sequence[Release]) -> list[_Coordinate]:
     counts: dict[tuple[bool, Fraction, int], int] = {}
     for r in releases:
         gaussian = isinstance(r, Gaussian)
         param = r.sigma2 if isinstance(r, Gaussian) else r.scale
-        for x in r.sensitivity:
+        for x in _vector_of(r):
             if x:
                 key = (gaussian, param, abs(x))
                 counts[key] = counts.get(key, 0) + r.k
@@ -1229,12 +1237,12 @@ class Composition:
             return None
         first = self.releases[0]
         assert isinstance(first, Gaussian)
-        groups = {r.sensitivity for r in self.releases}
+        groups = {_vector_of(r) for r in self.releases}
         if len(groups) == 1:
-            return first.sigma2, first.sensitivity, sum(r.k for r in self.releases)
-        if sum(r.k * len(r.sensitivity) for r in self.releases) > 10**5:
+            return first.sigma2, _vector_of(first), sum(r.k for r in self.releases)
+        if sum(r.k * len(_vector_of(r)) for r in self.releases) > 10**5:
             return None
-        mu = tuple(x for r in self.releases for _ in range(r.k) for x in r.sensitivity)
+        mu = tuple(x for r in self.releases for _ in range(r.k) for x in _vector_of(r))
         return first.sigma2, mu, 1
 
     def _one_scale(self) -> tuple[Fraction, int, int] | None:
@@ -1326,7 +1334,8 @@ class Composition:
             if isinstance(r, Laplace):
                 pure += r.epsilon
             else:
-                groups[(r.sigma2, r.sensitivity)] = groups.get((r.sigma2, r.sensitivity), 0) + r.k
+                key = (r.sigma2, _vector_of(r))
+                groups[key] = groups.get(key, 0) + r.k
         return pure, [(s, mu, k) for (s, mu), k in sorted(groups.items(), key=str)]
 
     def _basic_log_delta(self, e: Fraction, unless_above: mpfr | None = None) -> mpfr | None:

@@ -96,9 +96,9 @@ class L2Ball:
         raise AttributeError("L2Ball is immutable")
 
     def __eq__(self, other) -> bool:
-        return (
-            isinstance(other, L2Ball)
-            and (self.radius, self._limit) == (other.radius, other._limit)
+        return isinstance(other, L2Ball) and (self.radius, self._limit) == (
+            other.radius,
+            other._limit,
         )
 
     def __hash__(self) -> int:
