@@ -21,23 +21,37 @@ from dgauss import PrivacyBudgetError, accounting
 from dgauss.accounting import Gaussian, Laplace, compose
 
 
+def values_for(release) -> list[int]:
+    """Zeros to noise, enough that a Gaussian ℓ2 ball is charged whole (the Accountant cuts
+    a ball to as many coordinates as a release noises)."""
+    sens = release.sensitivity
+    return [0] * (sens.radius**2 if isinstance(sens, accounting.L2Ball) else 1)
+
+
+def sensitivity_of(release):
+    """What a mechanism takes to make ``release``: an ℓ2 ball as itself, a Gaussian vector
+    as a list (even of one entry: [2] is not the ball 2), a Laplace Δ as an int."""
+    sens = release.sensitivity
+    if isinstance(sens, accounting.L2Ball):
+        return sens
+    return sens[0] if len(sens) == 1 and isinstance(release, Laplace) else list(sens)
+
+
 def offer(acc: dgauss.Accountant, release) -> bool:
     """Offer one release to ``acc`` through the public API: admitted?"""
-    sens = release.sensitivity
-    sens = sens[0] if len(sens) == 1 else list(sens)
+    sens = sensitivity_of(release)
     try:
         if isinstance(release, Gaussian):
-            acc.add_gaussian_noise([0], sigma2=release.sigma2, sensitivity=sens)
+            acc.add_gaussian_noise(values_for(release), sigma2=release.sigma2, sensitivity=sens)
         else:
-            acc.add_laplace_noise([0], scale=release.scale, sensitivity=sens)
+            acc.add_laplace_noise(values_for(release), scale=release.scale, sensitivity=sens)
     except PrivacyBudgetError:
         return False
     return True
 
 
 def as_recorded(release):
-    sens = release.sensitivity
-    sens = sens[0] if len(sens) == 1 else list(sens)
+    sens = sensitivity_of(release)
     if isinstance(release, Gaussian):
         return dgauss.GaussianMechanism(
             sigma2=release.sigma2, sensitivity=sens
@@ -376,13 +390,13 @@ def test_many_distinct_parameters_compose_and_are_admitted():
         ([Gaussian("512.5", [1, 2]), Laplace(70, 2)], 30),
     ],
 )
-def test_a_merged_bound_agrees_with_a_fresh_composition(kinds, n):
-    """The accountant refuses on a merged bound more than 1e-3 over the budget in ln δ,
-    without composing afresh (mechanisms._REFUSE_MARGIN), when the kept PLD holds at least
-    80% of the program's ρ: that is the plain rule's answer only if merged and fresh bounds
-    agree to 1e-3.  Checked on programs grown by 1 release and by 20%."""
+def test_a_merged_bound_is_never_below_a_fresh_composition(kinds, n):
+    """The accountant admits on a merged bound (the kept PLD with the new releases merged in,
+    at the kept tilt and grid): it must be an upper bound.  A fresh composition is within
+    0.1% of the truth here (docs/accounting.md), so the merged ln δ may not be below it by
+    more than that.  (It may be far above: the accountant never refuses on it.)  Checked on
+    programs grown by 1 release and by 20%."""
     from dgauss.accounting import _compose
-    from dgauss.mechanisms import _REFUSE_MARGIN
 
     sequence = [kinds[i % len(kinds)] for i in range(n)]
     base_n = int(0.8 * n)
@@ -391,4 +405,4 @@ def test_a_merged_bound_agrees_with_a_fresh_composition(kinds, n):
     for extra in (1, n - base_n):
         merged = pld.extended(_compose._coordinates(sequence[base_n : base_n + extra]))
         fresh = compose(*sequence[: base_n + extra]).delta(1, log=True)
-        assert abs(merged.log_delta_at(Fraction(1)) - fresh) < _REFUSE_MARGIN
+        assert merged.log_delta_at(Fraction(1)) >= fresh - 2e-3

@@ -458,11 +458,13 @@ def test_gaussian_rho_float_is_not_decimal_value():
 @SET
 @given(sigma2=sigma2_st, eps=eps_st, D=st.integers(1, 4))
 def test_gaussian_delta_matches_theorem7(sigma2, eps, D):
+    # one coordinate moved by exactly D: the vector [D] (a scalar D is the ℓ2 ball,
+    # tests/test_l2_ball.py)
     lo, hi = R.gaussian_delta(sigma2, eps, D)
-    what = f"gaussian_delta({sigma2}, {eps!r}, {D})"
-    assert_upper(A.gaussian_delta(sigma2, eps, D), lo, hi, what=what)
+    what = f"gaussian_delta({sigma2}, {eps!r}, [{D}])"
+    assert_upper(A.gaussian_delta(sigma2, eps, [D]), lo, hi, what=what)
     assert_log_upper(
-        A.gaussian_delta(sigma2, eps, D, log=True), mpmath.log(lo), mpmath.log(hi), what=what
+        A.gaussian_delta(sigma2, eps, [D], log=True), mpmath.log(lo), mpmath.log(hi), what=what
     )
 
 
@@ -596,16 +598,18 @@ def test_gaussian_delta_sensitivity_plus_minus_one_equals_two_fold_composition()
         assert abs(a / b - 1) <= 1e-9, (sigma2, eps, a, b)
 
 
-def test_gaussian_delta_vector_with_one_nonzero_entry_is_scalar():
+def test_gaussian_delta_vector_with_one_nonzero_entry_is_one_coordinate():
     for sigma2, eps in [(3, 0.5), (Fraction(17, 4), 1), (40, 2)]:
-        scalar = A.gaussian_delta(sigma2, eps, 2)
+        scalar = A.gaussian_delta(sigma2, eps, A.L2Ball(2, coordinates=1))
         for vec in ([2], [0, 2, 0], [-2]):
             assert abs(A.gaussian_delta(sigma2, eps, vec) / scalar - 1) <= 1e-9
 
 
-def test_gaussian_delta_sensitivity_2_is_theorem7_with_delta_2():
+def test_gaussian_delta_vector_2_is_theorem7_with_delta_2():
     for sigma2, eps in [(Fraction(9, 2), Fraction(1, 3)), (12, 1), (100, 0)]:
-        assert_upper(A.gaussian_delta(sigma2, eps, sensitivity=2), R.theorem7_delta(sigma2, eps, 2))
+        truth = R.theorem7_delta(sigma2, eps, 2)
+        assert_upper(A.gaussian_delta(sigma2, eps, sensitivity=[2]), truth)
+        assert A.gaussian_delta(sigma2, eps, sensitivity=2) >= truth  # the ball: at least
 
 
 @FEW
@@ -667,7 +671,7 @@ def test_gaussian_delta_in_sigma2_follows_theorem7_including_its_sawtooth(eps, D
     δ grows with s (e.g. Δ=1, ε=3: δ(1.2) < δ(1.3)).  The implementation must follow the truth's
     ordering wherever the truth moves by more than 1e-8 relative."""
     truth = [R.theorem7_delta(s, eps, D) for s in grid]
-    got = [A.gaussian_delta(s, eps, D) for s in grid]
+    got = [A.gaussian_delta(s, eps, [D]) for s in grid]
     rises = 0
     for i in range(len(grid) - 1):
         t0, t1 = truth[i], truth[i + 1]
@@ -682,8 +686,10 @@ def test_gaussian_delta_in_sigma2_follows_theorem7_including_its_sawtooth(eps, D
 
 def _delta_bounds(sigma2, mu, k):
     """ε -> (lo, hi) bracketing the true δ(ε) (Theorem 7 or the convolution)."""
-    if isinstance(mu, int) and k == 1:
+    if isinstance(mu, int) and k == 1:  # only mu = 1 here: the ball of radius 1 is (1,)
         return lambda e: R.gaussian_delta(sigma2, R.Q(e), mu, 1)
+    if isinstance(mu, list) and len(mu) == 1 and k == 1:
+        return lambda e: R.gaussian_delta(sigma2, R.Q(e), abs(mu[0]), 1)
     L = R.loss_distribution(R.Q(sigma2), tuple(mu) if isinstance(mu, list) else mu, k)
     return lambda e: L.delta_interval(R.Q(e))
 
@@ -693,9 +699,9 @@ def _delta_bounds(sigma2, mu, k):
     [
         (Fraction("17.9"), 1e-6, 1, 1),
         (2500, 1e-10, 1, 1),
-        (3, 0.1, 2, 1),
+        (3, 0.1, [2], 1),
         (Fraction(1, 4), 0.5, 1, 1),
-        (1000, 1e-300, 4, 1),
+        (1000, 1e-300, [4], 1),
         (Fraction(30), 1e-6, [1, 2, 1], 2),
         (Fraction(1, 2), 1e-6, [3, -1], 3),
         (Fraction(20), 1e-4, 1, 6),
@@ -719,9 +725,9 @@ def test_gaussian_epsilon_is_the_smallest_certified_eps(sigma2, delta, mu, k):
     log10_delta=st.floats(-30, -0.31),
     D=st.integers(1, 4),
 )
-def test_gaussian_epsilon_scalar_is_smallest(sigma2, log10_delta, D):
+def test_gaussian_epsilon_one_coordinate_is_smallest(sigma2, log10_delta, D):
     delta = 10.0**log10_delta
-    got = A.gaussian_epsilon(sigma2, delta, D)
+    got = A.gaussian_epsilon(sigma2, delta, [D])
     assert math.isfinite(got) and got >= 0
     assert R.theorem7_delta(sigma2, R.Q(got), D) <= R.M(delta)
     if got > 0:
@@ -733,9 +739,9 @@ def test_gaussian_epsilon_scalar_is_smallest(sigma2, log10_delta, D):
     sigma2=st.fractions(Fraction(1, 4), 300, max_denominator=16), eps=eps_st, D=st.integers(1, 3)
 )
 def test_gaussian_epsilon_inverts_gaussian_delta(sigma2, eps, D):
-    d = A.gaussian_delta(sigma2, eps, D)
+    d = A.gaussian_delta(sigma2, eps, [D])
     assume(1e-300 < d < 1)
-    back = A.gaussian_epsilon(sigma2, d, D)
+    back = A.gaussian_epsilon(sigma2, d, [D])
     e = float(eps)
     assert back <= e * (1 + 1e-6), (sigma2, eps, d, back)
     # as for cdp_eps: the relative 1e-9 lower bound is implied only where δ is steep enough

@@ -115,7 +115,10 @@ def test_calibrate_prints_the_accounting(capsys, eps, delta, k, sensitivity):
     sens = vector if len(vector) > 1 else vector[0]
     l1 = sum(abs(x) for x in vector)
     expected = {
-        ROUTES[0]: ("sigma2", accounting.calibrate_gaussian(eps, delta, sens, k, method="exact")),
+        ROUTES[0]: (
+            "sigma2",
+            accounting.calibrate_gaussian(eps, delta, sens, k, method="exact", round_up_safe=True),
+        ),
         ROUTES[1]: ("sigma2", accounting.calibrate_gaussian(eps, delta, sens, k, method="zcdp")),
         ROUTES[2]: ("scale", accounting.calibrate_laplace(eps, delta, l1, k)),
     }
@@ -161,6 +164,37 @@ def test_exact_route_certifies_the_printed_sigma2(capsys):
     sigma2 = Fraction(rows[ROUTES[0]][0].split(" = ")[1])
     assert accounting.gaussian_delta(sigma2, 1, k=100) <= 1e-6
     assert accounting.gaussian_delta(sigma2 - 1, 1, k=100) > 1e-6  # the grid point below fails
+
+
+def test_calibrate_prints_a_value_you_can_round_up(capsys):
+    """At large eps the exact delta is a sawtooth in sigma2: the printed sigma2 is the least
+    from which every larger grid value certifies, and the smaller one that certifies alone is
+    named beside it."""
+    out = run(capsys, "calibrate", "--eps", "8", "--delta", "1e-20")
+    rows = calibrate_rows(out)
+    assert rows[ROUTES[0]][0] == "sigma2 = 1.420"
+    assert accounting.gaussian_delta("1.407", 8) > 1e-20  # why 1.313 is not printed
+    assert "note: sigma2 = 1.313 alone also reaches the target" in out
+    assert "not monotone in sigma2" in out
+    assert "note:" not in run(capsys, "calibrate", "--eps", "1", "--delta", "1e-6")
+
+
+def test_calibrate_words_a_difference_that_rounds_to_100_or_0_percent(capsys):
+    out = run(capsys, "calibrate", "--eps", "100", "--delta", "1e-300")
+    assert "100.0%" not in out
+    ratio = re.search(r"discrete Laplace needs ([\d.e+-]+) times the variance of the exact", out)
+    rows = calibrate_rows(out)
+    assert ratio, out
+    assert float(ratio.group(1)) == pytest.approx(
+        float(rows[ROUTES[2]][1]) / float(rows[ROUTES[0]][1]), rel=0.05
+    )
+    from dgauss.cli._common import _relative
+
+    assert _relative(1.0, 1.0004, "zCDP") == "the same variance as zCDP (to within 0.05%)"
+    assert _relative(1.0, 0.5, "X") == "100.0% more variance than X"
+    assert _relative(20.0, 1.0, "X") == "20 times the variance of X"
+    assert _relative(0.8, 1.0, "X") == "20.0% less variance than X"
+    assert _relative(0.0004, 1.0, "X") == "0.0004 times the variance of X"
 
 
 # ---- account -------------------------------------------------------------------

@@ -120,6 +120,66 @@ def test_bad_programs_end_in_one_line_naming_the_option(capsys, argv, option):
 
 
 @pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--gaussian", "10:[1,2]"], "sensitivity must be a positive integer (a bound) or a"),
+        (["--gaussian", "10:2.5"], "sensitivity must be a positive integer (a bound) or a"),
+        (["--gaussian", "10xabc"], "k must be an integer from 1 to 10000000, got 'abc'"),
+        (["--gaussian", "10x2.5"], "k must be an integer from 1 to 10000000, got '2.5'"),
+        (["--gaussian", "10x1e8"], "k must be an integer from 1 to 10000000, got '1e8'"),
+        (["--laplace", "2:1,y"], "sensitivity must be a positive integer (a bound) or a"),
+        (["--laplace", "2:1,x"], "expected PARAM[:SENSITIVITY][xK]"),
+        (["--sigma2", "10", "--sensitivity", "1x"], "--sensitivity must be a positive integer"),
+        (["--sigma2", "10", "--sensitivity", "9" * 5000], "more than 4000 digits"),
+    ],
+)
+def test_parse_errors_say_what_is_accepted(capsys, argv, needle):
+    """Not Python's int() message ("invalid literal for int() with base 10"), nor the
+    '1/3' a general rational would take."""
+    status, out, err = run(capsys, "account", *argv)
+    assert status == 2 and out == ""
+    assert needle in err, err
+    assert "int()" not in err and "1/3" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_k_written_as_a_power_of_ten_is_read():
+    """'10x1e7' failed with int()'s message; K is an exact rational like every parameter."""
+    status = cli.main(["account", "--gaussian", "10x1e7", "--eps", "1e5", "--delta", "0.5"])
+    assert status == 0
+
+
+@pytest.mark.parametrize(
+    "argv, blamed",
+    [
+        (["--gaussian", "10", "--sensitivity", "2"], "--sensitivity:"),
+        (["--gaussian", "10", "--k", "3"], "--k:"),
+        (["--gaussian", "10", "--k", "3", "--sensitivity", "2"], "--k and --sensitivity:"),
+    ],
+)
+def test_a_program_blames_the_option_given(capsys, argv, blamed):
+    status, _, err = run(capsys, "account", *argv)
+    assert status == 2 and f"error: {blamed}" in err
+
+
+def test_a_negative_sensitivity_reads_the_same_everywhere(capsys):
+    """One number is a bound (positive); a vector is a difference (any signs): the same rule
+    and the same words for --sensitivity and for a release's spec."""
+    errors = []
+    for argv in (
+        ["--gaussian=10:-1x2"],
+        ["--laplace=2:-1"],
+        ["--sigma2", "10", "--sensitivity=-1"],
+    ):
+        status, _, err = run(capsys, "account", *argv, "--eps", "1")
+        assert status == 2
+        errors.append(err.split("must be", 1)[1])
+    assert len(set(errors)) == 1 and "only a vector's entries may be negative" in errors[0]
+    for argv in (["--gaussian=10:-1,2x2"], ["--sigma2", "10", "--sensitivity=-1,2", "--k", "2"]):
+        status, out, _ = run(capsys, "account", *argv, "--eps", "1")
+        assert status == 0 and "= 1/2 (0.5)" in out
+
+
+@pytest.mark.parametrize(
     "content, needle",
     [
         ('{"releases": []}', "non-empty"),

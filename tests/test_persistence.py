@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import dgauss
 from dgauss import PrivacyBudgetError, accounting
-from dgauss.accounting import Gaussian, Laplace, compose
+from dgauss.accounting import Gaussian, L2Ball, Laplace, compose
 
 COPIES = {
     "copy": copy.copy,
@@ -29,18 +29,33 @@ COPIES = {
 }
 
 
-def sensitivity_of(release):
+def values_for(release) -> list[int]:
+    """Zeros to noise, enough that a Gaussian ℓ2 ball is charged whole (the Accountant cuts
+    a ball to as many coordinates as a release noises)."""
     sens = release.sensitivity
-    return sens[0] if len(sens) == 1 else list(sens)
+    return [0] * (sens.radius**2 if isinstance(sens, accounting.L2Ball) else 1)
+
+
+def sensitivity_of(release):
+    """What a mechanism takes to make ``release``: an ℓ2 ball as itself, a Gaussian vector
+    as a list (even of one entry: [2] is not the ball 2), a Laplace Δ as an int."""
+    sens = release.sensitivity
+    if isinstance(sens, L2Ball):
+        return sens
+    return sens[0] if len(sens) == 1 and isinstance(release, Laplace) else list(sens)
 
 
 def spend(acc: dgauss.Accountant, release) -> bool:
     """Offer ``release`` (an accounting.Gaussian or Laplace with k = 1) to ``acc``: admitted?"""
     try:
         if isinstance(release, Gaussian):
-            acc.add_gaussian_noise([0], sigma2=release.sigma2, sensitivity=sensitivity_of(release))
+            acc.add_gaussian_noise(
+                values_for(release), sigma2=release.sigma2, sensitivity=sensitivity_of(release)
+            )
         else:
-            acc.add_laplace_noise([0], scale=release.scale, sensitivity=sensitivity_of(release))
+            acc.add_laplace_noise(
+                values_for(release), scale=release.scale, sensitivity=sensitivity_of(release)
+            )
     except PrivacyBudgetError:
         return False
     return True

@@ -39,6 +39,7 @@ import decimal
 import json
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -52,6 +53,7 @@ from dgauss._kinds import Kind
 from dgauss._rounding import _delta_text, _rounded_up
 from dgauss.accounting import _closed_forms as _cf
 from dgauss.accounting import _compose
+from dgauss.accounting._neighbours import norm2 as _norm2
 
 __all__ = [
     "GaussianMechanism",
@@ -450,7 +452,7 @@ def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns
     prep = _prepare(values, mech.granularity, columns=columns)
     clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
     _check_out(out, prep, mech.granularity is not None)
-    take()
+    take(len(prep.flat))
     return _add(
         prep,
         mech._kind,
@@ -497,7 +499,8 @@ class _Releases:
     def __setstate__(self, state: dict) -> None:
         self.k, self.used, self._lock = state["k"], state["used"], threading.Lock()
 
-    def take(self) -> None:
+    def take(self, size: int | None = None) -> None:
+        """Count one release (``size``, the values it noises, does not matter here)."""
         with self._lock:
             if self.used >= self.k:
                 raise PrivacyBudgetError(
@@ -528,12 +531,19 @@ class GaussianMechanism:
         A zCDP target ρ > 0 for all ``k`` releases: σ² = k‖Δ‖²/(2ρ), exactly.
     epsilon, delta : rational, optional
         An (ε, δ)-DP target for all ``k`` releases: σ² from
-        :func:`dgauss.accounting.calibrate_gaussian` (``accounting`` picks the exact
-        Theorem 7/15 route or the zCDP route); never less noise than needed.
-    sensitivity : int or sequence of int
-        The ℓ2 bound Δ of one person's effect on the whole array, a positive int, or the
-        difference vector μ of Theorem 15 (ints, not all zero).  Default 1: each person
-        changes one count by at most 1.
+        :func:`dgauss.accounting.calibrate_gaussian` with ``round_up_safe=True``
+        (``accounting`` picks the exact Theorem 7/15 route or the zCDP route): the
+        smallest σ² with 4 significant digits such that it **and every larger one** give
+        the target, so σ² may be rounded up.  (The exact δ is not monotone in σ² at large ε:
+        at ε = 8 the smallest σ² certifying δ = 1e−20 is 1.313, but 1.407 gives
+        δ = 1.13e−20, so this mechanism takes σ² = 1.42.)
+    sensitivity : int, L2Ball or sequence of int
+        The ℓ2 bound Δ of one person's effect on the whole array, a positive int: every
+        integer vector of norm at most Δ, over any number of coordinates, and the accounting
+        takes the worst (:class:`dgauss.accounting.L2Ball`; ``L2Ball(Δ, coordinates=1)`` when
+        one count moves by at most Δ, ``coordinates=n`` for at most n counts, e.g. the length
+        of the array).  Or exactly the difference vector μ of Theorem 15 (ints, not all zero).
+        Default 1: each person changes one count by at most 1.
     k : int
         How many releases the guarantee covers (composition); the object refuses a
         (k+1)-th release with :class:`PrivacyBudgetError`.  A copy (``copy``, ``pickle``)
@@ -565,10 +575,12 @@ class GaussianMechanism:
         accounting: str = "exact",
         granularity=None,
     ):
-        self._sensitivity = _cf._sensitivity(sensitivity)
-        self.sensitivity: int | tuple[int, ...] = (
-            self._sensitivity[0]
-            if isinstance(sensitivity, (int, np.integer)) and not isinstance(sensitivity, bool)
+        self._sensitivity = _cf._gaussian_sensitivity(sensitivity)
+        scalar = _cf._scalar(sensitivity)  # a 0-d array is a scalar
+        self.sensitivity: int | tuple[int, ...] | _acc.L2Ball = (
+            _cf._sensitivity(scalar)[0]
+            if isinstance(scalar, (str, bytes))
+            or not isinstance(scalar, (Iterable, _acc.L2Ball))
             else self._sensitivity
         )
         self.k = _cf._count(k, "k")
@@ -579,7 +591,7 @@ class GaussianMechanism:
         if delta is not None and epsilon is None:
             raise ValueError("delta= goes with epsilon= (an (ε, δ) target)")
         way = _one_way({"sigma2": sigma2, "rho": rho, "epsilon": epsilon}, "noise")
-        norm2 = sum(x * x for x in self._sensitivity)
+        norm2 = _norm2(self._sensitivity)
         if way == "sigma2":
             self.sigma2 = _params.positive(sigma2, "sigma2")
         elif way == "rho":
@@ -592,7 +604,7 @@ class GaussianMechanism:
                     "for pure ε-DP use LaplaceMechanism"
                 )
             self.sigma2 = _acc.calibrate_gaussian(
-                epsilon, delta, self._sensitivity, self.k, method=accounting
+                epsilon, delta, self._sensitivity, self.k, method=accounting, round_up_safe=True
             )
         self.rho = Fraction(self.k * norm2) / (2 * self.sigma2)
         self._releases = _Releases(self.k)
@@ -603,9 +615,15 @@ class GaussianMechanism:
     def _param(self) -> Fraction:
         return self.sigma2
 
-    def _accounting_release(self) -> _acc.Gaussian:
-        """One release of this mechanism, for :func:`dgauss.accounting.compose`."""
-        return _acc.Gaussian(self.sigma2, self._sensitivity)
+    def _accounting_release(self, size: int | None = None) -> _acc.Gaussian:
+        """One release of this mechanism, for :func:`dgauss.accounting.compose`; on ``size``
+        values, when known: a difference vector then has at most ``size`` nonzero entries, so
+        an ℓ2 ball is cut to ``coordinates=size`` (one count: exactly the single shift)."""
+        sens = self._sensitivity
+        if isinstance(sens, _acc.L2Ball) and size is not None and size >= 1:
+            limit = size if sens.coordinates is None else min(size, sens.coordinates)
+            sens = _acc.L2Ball(sens.radius, limit)
+        return _acc.Gaussian(self.sigma2, sens)
 
     def __repr__(self) -> str:
         return (
@@ -694,7 +712,7 @@ class LaplaceMechanism:
     def _param(self) -> Fraction:
         return self.scale
 
-    def _accounting_release(self) -> _acc.Laplace:
+    def _accounting_release(self, size: int | None = None) -> _acc.Laplace:
         """One release of this mechanism, for :func:`dgauss.accounting.compose`."""
         return _acc.Laplace(self.scale, self.sensitivity)
 
@@ -928,13 +946,6 @@ _LOOK_AHEAD_STEPS = 4
 #: look-ahead up to _LOOK_AHEAD_STEPS compositions: fewer releases are cheaper merged).
 _LOOK_AHEAD_WORTH = 4
 
-#: A release whose merged PLD (kept from a program of at least _NEAR_BASE of its ρ) puts ln δ
-#: this far above the budget's is refused without a fresh composition, which would not
-#: admit it: merged and fresh bounds agree to about 1e-9..1e-4 in ln δ on programs grown by
-#: up to 20% (tests/test_accountant_grouped.py checks 1e-3).  A refusal is always safe.
-_REFUSE_MARGIN = 1e-3
-_NEAR_BASE = Fraction(8, 10)
-
 #: The JSON ledger of an Accountant (:meth:`Accountant.to_json`): its name and version.
 LEDGER_FORMAT = "dgauss Accountant ledger"
 LEDGER_VERSION = 1
@@ -943,7 +954,14 @@ LEDGER_VERSION = 1
 def _ledger_entry(release) -> dict:
     """One release as a ledger entry (exact rationals as strings)."""
     sens = release.sensitivity
-    sens = list(sens) if isinstance(sens, tuple) else sens
+    if isinstance(sens, _acc.L2Ball):  # an int is the ball; a list is exactly that vector
+        sens = (
+            sens.radius
+            if sens.coordinates is None
+            else {"radius": sens.radius, "coordinates": sens.coordinates}
+        )
+    else:
+        sens = list(sens)
     if isinstance(release, _acc.Gaussian):
         return {
             "kind": "gaussian",
@@ -1016,10 +1034,22 @@ def _ledger_release(entry, where: str):
     _ledger_fields(entry, where, {"kind", param, "sensitivity", "k"})
     _ledger_exact(entry[param], f"{where}: {param}")  # a string or an int, not a float
     sens = entry["sensitivity"]
-    parts = sens if isinstance(sens, list) else [sens]
+    if param == "sigma2" and isinstance(sens, dict):  # an ℓ2 ball with a coordinate bound
+        _ledger_fields(sens, f"{where}: sensitivity", {"radius", "coordinates"})
+        if type(sens["radius"]) is not int or type(sens["coordinates"]) is not int:
+            raise ValueError(f"{where}: sensitivity's radius and coordinates must be integers")
+        try:
+            sens = _acc.L2Ball(sens["radius"], sens["coordinates"])
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        parts = [1]
+    else:
+        parts = sens if isinstance(sens, list) else [sens]
     if not parts or any(type(x) is not int for x in parts):
         raise ValueError(
-            f"{where}: sensitivity must be a positive integer or a list of integers, got {sens!r}"
+            f"{where}: sensitivity must be a positive integer or a list of integers"
+            + (" (or an object with radius and coordinates)" if param == "sigma2" else "")
+            + f", got {sens!r}"
         )
     k = entry["k"]
     if type(k) is not int:
@@ -1336,7 +1366,8 @@ class Accountant:
     #   identical releases as one k-fold release and so gives what composing every release
     #   gives).  Before composing afresh, the candidate is merged into the PLD kept from the
     #   last composition (same tilt and grid: _compose._PLD.extended), a valid bound too;
-    #   it admits when that fits, and refuses when that is clearly over (by _REFUSE_MARGIN).
+    #   it admits when that fits (it never refuses: at the kept tilt, far from the larger
+    #   program's saddle point, that bound can be loose by orders of magnitude).
     #   After a fresh composition admits a long program, the accountant guesses how much
     #   more the budget holds (from ln δ, which scales about as 1/ρ) and certifies a
     #   program with every repeated kind grown by that share: the releases inside it are
@@ -1364,15 +1395,12 @@ class Accountant:
         candidate = program.plus(release)
         step = self._extended(candidate)
         if step is not None:
+            # an upper bound: it may admit, never refuse (at the kept tilt, far from the
+            # larger program's saddle point, it can be loose by orders of magnitude)
             log_delta = step.log_delta_at(b[1])
             if self._log_fits(gmpy2.mpfr(log_delta)):
                 self._base = self._proof = (candidate, step)
                 return True
-            if log_delta > float(self._log_budget()) + _REFUSE_MARGIN and (
-                self._base is not None and self._base[0].rho >= candidate.rho * _NEAR_BASE
-            ):
-                self._refused.add(release)  # clearly over: refusing is always safe
-                return False
         fits = self._composes(candidate, look_ahead=True)
         if not fits:
             self._refused.add(release)
@@ -1390,6 +1418,8 @@ class Accountant:
         for unit, n in candidate.counts.items():
             if n > done.counts.get(unit, 0):
                 more.add(unit, n - done.counts.get(unit, 0))
+        if any(isinstance(r.sensitivity, _acc.L2Ball) for r in more.releases()):
+            return None  # an ℓ2 ball is its worst vectors' programs, not one PLD (compose)
         return pld.extended(_compose._coordinates(more.releases()))
 
     def _decide(self, program: _Program) -> bool:
@@ -1660,20 +1690,28 @@ class Accountant:
         raise PrivacyBudgetError(f"no release fits in what is left of the budget ({self._brief()})")
 
     def calibrate_gaussian(self, sensitivity=1, k: int = 1) -> Fraction:
-        """The smallest σ² (4 significant digits, rounded up) with which ``k`` more discrete
-        Gaussian releases of this ``sensitivity`` still fit the budget, composed exactly with
-        what was released.  Raises :class:`PrivacyBudgetError` if none fits (a pure budget)."""
-        sens = _cf._sensitivity(sensitivity)
+        """A σ² (4 significant digits, rounded up) with which ``k`` more discrete Gaussian
+        releases of this ``sensitivity`` still fit the budget, composed exactly with what was
+        released: the smallest that fits found by bisection on the grid.  Raises
+        :class:`PrivacyBudgetError` if none fits (a pure budget).
+
+        Only the returned value is certified to fit: δ is not monotone in σ² at large ε
+        (see :func:`dgauss.accounting.calibrate_gaussian`), so a larger σ² may not fit, and
+        a smaller one may.  Nothing is at risk either way: a release with any σ² is admitted
+        only if it fits."""
+        sens = _cf._gaussian_sensitivity(sensitivity)
         kk = _cf._count(k, "k")
         if self._budget[0] == "pure":
             raise PrivacyBudgetError("a pure-DP budget admits only discrete Laplace releases")
-        norm2 = sum(x * x for x in sens)
-        start = Fraction(kk * norm2) / (2 * self._budget_rho())  # a starting point only
+        start = kk * _norm2(sens) / (2 * self._budget_rho())  # a starting point only
         return self._least(lambda s: _acc.Gaussian(s, sens, kk), start)
 
     def calibrate_laplace(self, sensitivity: int = 1, k: int = 1) -> Fraction:
-        """The smallest scale (4 significant digits, rounded up) with which ``k`` more discrete
-        Laplace releases of this ℓ1 ``sensitivity`` still fit the budget."""
+        """A scale (4 significant digits, rounded up) with which ``k`` more discrete Laplace
+        releases of this ℓ1 ``sensitivity`` still fit the budget: the smallest that fits found
+        by bisection on the grid.  As for :meth:`calibrate_gaussian`, only the returned value
+        is certified to fit (the composed δ of a mixed program need not be monotone in one
+        scale); a release with any scale is admitted only if it fits."""
         (sens,) = _cf._sensitivity(sensitivity, vector_ok=False)
         kk = _cf._count(k, "k")
         b = self._budget
@@ -1707,8 +1745,9 @@ class Accountant:
         """``take()`` for one release of ``mech``: spend it from the budget (or refuse), then
         count it against the mechanism."""
 
-        def take() -> None:
-            self._spend(mech._accounting_release())
+        def take(size: int | None = None) -> None:
+            # ``size``: how many values this release noises, when known before drawing
+            self._spend(mech._accounting_release(size))
             mech._releases.take()
 
         return take

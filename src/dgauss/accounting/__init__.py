@@ -10,17 +10,21 @@ never above it, a calibrated σ² or scale never giving less privacy than asked)
   :func:`gaussian_epsilon` (Theorems 4, 7, 14, 15); :func:`laplace_epsilon`,
   :func:`laplace_delta` (Eq. 49).
 * Calibration: :func:`calibrate_gaussian`, :func:`calibrate_laplace`.
+* What a Gaussian sensitivity admits: :class:`L2Ball` (an int Δ is the ℓ2 ball of radius Δ,
+  accounted at its worst integer vector).
 * Utility: :func:`gaussian_variance`, :func:`laplace_variance`, :func:`gaussian_pmf`,
   :func:`gaussian_cdf`, :func:`gaussian_sf`, :func:`gaussian_interval`,
   :func:`laplace_interval`.
 
 The package's rooms: ``_closed_forms`` (the functions above), ``_gaussian_sums`` (rigorous
 enclosures of the discrete Gaussian's sums), ``_interval`` (interval arithmetic over MPFR with
-directed rounding).  How every bound is derived: ``docs/accounting.md``.
+directed rounding), ``_neighbours`` (the worst vectors of an ℓ2 ball), ``_compose`` (whole
+programs).  How every bound is derived: ``docs/accounting.md``.
 """
 
 from dgauss.accounting._closed_forms import (
     GRID_DIGITS,
+    MAX_BITS,
     MAX_K,
     Number,
     Sensitivity,
@@ -68,6 +72,7 @@ __all__ = [
     "gaussian_interval",
     "laplace_interval",
     "GRID_DIGITS",
+    "MAX_BITS",
     "MAX_K",
     "Number",
     "Sensitivity",
@@ -78,5 +83,6 @@ __all__ = [
 ]
 
 from dgauss.accounting._compose import Composition, Gaussian, Laplace, compose  # noqa: E402
+from dgauss.accounting._neighbours import L2Ball  # noqa: E402
 
-__all__ += ["compose", "Composition", "Gaussian", "Laplace"]
+__all__ += ["compose", "Composition", "Gaussian", "Laplace", "L2Ball"]

@@ -26,8 +26,10 @@ returned as that float (5e−324, still an upper bound), and every δ has a
 ``log=True`` twin returning an upper bound on ln δ.  Parameters are exact
 rationals, as for the samplers: int, ``Fraction``, gmpy2 ``mpz``/``mpq``,
 ``Decimal``, ``str`` (``"1e-6"``, ``"1/3"``) or a finite float taken at its
-exact binary value.  Bad values raise ``ValueError`` (``TypeError`` for a
-wrong type) naming the parameter and its allowed range.
+exact binary value, with a numerator and a denominator of at most
+:data:`MAX_BITS` = 16,384 bits each (so a δ down to 10^−4932).  Bad values raise
+``ValueError`` (``TypeError`` for a wrong type) naming the parameter and its
+allowed range.
 
 How the exact δ is computed (details in ``docs/accounting.md``): Theorem 7's
 sum Σ_{y≥m} p(y)(1 − e^{ε − Δ(2y+Δ)/(2σ²)}) is enclosed by direct summation
@@ -46,11 +48,12 @@ piecewise integral of a product of theta functions.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
 from typing import TypeAlias
 
 import gmpy2
+import numpy as np
 from gmpy2 import mpfr
 
 from dgauss import _params
@@ -63,6 +66,7 @@ from dgauss.accounting._gaussian_sums import (
     variance,
 )
 from dgauss.accounting._interval import Arith, Interval, log_add
+from dgauss.accounting._neighbours import L2Ball, norm2
 
 __all__ = [
     "cdp_delta",
@@ -84,10 +88,11 @@ __all__ = [
     "gaussian_interval",
     "laplace_interval",
     "GRID_DIGITS",
+    "MAX_BITS",
 ]
 
 Number: TypeAlias = int | float | str | Fraction | gmpy2.mpz | gmpy2.mpq
-Sensitivity: TypeAlias = int | Sequence[int]
+Sensitivity: TypeAlias = int | Sequence[int] | L2Ball
 
 #: Significant decimal digits of a calibrated σ² or scale (rounded up).
 GRID_DIGITS = 4
@@ -95,7 +100,8 @@ GRID_DIGITS = 4
 #: Most composed queries accepted (beyond, the sums over compositions take seconds and more).
 MAX_K = 10**7
 
-#: Largest numerator/denominator accepted for an accounting parameter, in bits.
+#: Largest numerator/denominator accepted for an accounting parameter, in bits (16,384: a δ
+#: down to 10^−4932, a σ² up to about 10^4932); beyond, a ValueError names this limit.
 MAX_BITS = 1 << 14
 
 #: Precisions tried, in bits, until an enclosure is tight enough.
@@ -113,7 +119,10 @@ _NEAR = gmpy2.context(precision=64)
 # ==========================================================================
 def _bounded(q: Fraction, name: str) -> Fraction:
     if max(q.numerator.bit_length(), q.denominator.bit_length()) > MAX_BITS:
-        raise ValueError(f"{name} has a numerator or denominator over {MAX_BITS} bits")
+        raise ValueError(
+            f"{name} has a numerator or denominator over {MAX_BITS} bits, the accounting's "
+            "limit (dgauss.accounting.MAX_BITS: e.g. a delta of at least 1e-4932)"
+        )
     return q
 
 
@@ -139,14 +148,33 @@ def _probability(value, name: str, allow_zero: bool = False) -> Fraction:
 
 
 def _count(value, name: str) -> int:
-    k = _params.integer(value, name)
+    """An integer from 1 to MAX_K; every refusal says so (not what a general rational is)."""
+    try:
+        k = _params.integer(value, name)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an integer from 1 to {MAX_K}, not {type(value).__name__}"
+        ) from None
+    except ValueError:
+        k = 0
     if not 1 <= k <= MAX_K:
         raise ValueError(f"{name} must be an integer from 1 to {MAX_K}, got {_params.show(value)}")
     return k
 
 
+def _scalar(value):
+    """A 0-d NumPy array as the scalar it holds (a scalar sensitivity, not a sequence)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
 def _sensitivity(value, vector_ok: bool = True) -> tuple[int, ...]:
-    """A positive int, or (vector_ok) a non-empty sequence of ints not all zero."""
+    """A positive int, or (vector_ok) a non-empty sequence of ints not all zero.
+
+    NumPy integers and 0-d arrays are scalars here (``np.array(2)`` is 2, not a sequence).
+    """
+    value = _scalar(value)
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         q = _rational(value, "sensitivity")
         if q.denominator != 1 or q < 1:
@@ -169,6 +197,21 @@ def _sensitivity(value, vector_ok: bool = True) -> tuple[int, ...]:
     if not any(entries):
         raise ValueError("sensitivity must have a nonzero entry (all zero means no privacy loss)")
     return tuple(entries)
+
+
+def _gaussian_sensitivity(value) -> tuple[int, ...] | L2Ball:
+    """A Gaussian sensitivity: an int Δ is the ℓ2 ball L2Ball(Δ) (Δ = 1 is exactly the unit
+    vectors, kept as (1,)); a sequence is exactly that difference vector."""
+    value = _scalar(value)
+    if isinstance(value, L2Ball):
+        ball = value
+    else:
+        mu = _sensitivity(value)
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            ball = L2Ball(mu[0])  # a scalar
+        else:
+            return mu
+    return (1,) if ball.radius == 1 else ball
 
 
 # ==========================================================================
@@ -443,7 +486,8 @@ def cdp_eps(rho: Number, delta: Number) -> float:
     ε = inf_{α>1} αρ + (log(1/δ) + (α−1)log(1 − 1/α) − log α)/(α − 1) (Eq. 13),
     evaluated with directed rounding at the minimising α: never below Corollary
     13's ε, within 1e−12 of it relatively.  ``rho`` > 0; 0 < ``delta`` < 1 (give
-    ``delta`` as a string or Fraction, e.g. ``"1e-500"``, below the float range).
+    ``delta`` as a string or Fraction, e.g. ``"1e-500"``, below the float range; down to
+    ``"1e-4932"``: every parameter has at most :data:`MAX_BITS` = 16,384 bits).
     """
     r = _positive(rho, "rho")
     d = _probability(delta, "delta")
@@ -531,15 +575,17 @@ def _near_log_ratio(u: mpfr) -> mpfr:
 def gaussian_rho(sigma2: Number, sensitivity: Sensitivity = 1) -> Fraction:
     """ρ = ‖Δ‖²/(2σ²), exactly: N_Z(0, σ²) noise per coordinate gives ρ-zCDP (Theorems 4, 14).
 
-    ``sensitivity`` is a positive int, or the difference vector μ of Theorem 15
-    (a non-empty sequence of ints, not all zero).  Returned as an exact Fraction.
+    ``sensitivity`` is a positive int Δ (an ℓ2 bound: ρ = Δ²/(2σ²) holds for every vector of
+    the ball), an :class:`L2Ball`, or the difference vector μ of Theorem 15 (a non-empty
+    sequence of ints, not all zero).  Returned as an exact Fraction.
     """
     s = _positive(sigma2, "sigma2")
-    mu = _sensitivity(sensitivity)
-    return Fraction(sum(x * x for x in mu)) / (2 * s)
+    return norm2(_gaussian_sensitivity(sensitivity)) / (2 * s)
 
 
-def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int) -> mpfr:
+def _gaussian_log_delta(
+    s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int, memo: dict | None = None
+) -> mpfr:
     """An upper bound on ln δ for k queries with vector μ.
 
     Three routes, each rigorous; the smallest upper bound wins:
@@ -550,6 +596,9 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int)
     * convolution: when E is not negligible (small σ², several coordinates) and the
       pmfs are short enough, W's distribution exactly, by fixed-point convolution;
     * zCDP: Theorem 14 + Corollary 13.
+
+    ``memo`` (optional) keeps Theorem 7's enclosures by (g, S) across the vectors of one ball,
+    which share them (at one s and ε).
     """
     rho = Fraction(k * sum(x * x for x in mu)) / (2 * s)
     upper = _cdp_log_delta(rho, eps)
@@ -561,7 +610,13 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int)
     S = sum(b * b * n for b, n in counts.items())
     error = lattice_error_bound_vector(counts, s)
     if error is not None:
-        found = _enclose(lambda ar, slow: theorem7_log_delta(s * S, eps, g * S, ar, slow))
+        key = (g, S)
+        if memo is not None and key in memo:
+            found = memo[key]
+        else:
+            found = _enclose(lambda ar, slow: theorem7_log_delta(s * S, eps, g * S, ar, slow))
+            if memo is not None:
+                memo[key] = found
         if found is not None:
             e = _AR.point(error)
             correction = ((1 + e) / (1 - e)).log().hi
@@ -577,6 +632,38 @@ def _gaussian_log_delta(s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int)
             if low > 0 and _AR.up.sub(_AR.up.log(high), _AR.dn.log(low)) <= _LOG_WIDTH:
                 break  # tight: no need for more bits
     return upper
+
+
+def _worst_log_delta(
+    s: Fraction, eps: Fraction, sensitivity: tuple[int, ...] | L2Ball, k: int
+) -> mpfr:
+    """An upper bound on ln δ over every neighbour ``sensitivity`` admits (k queries).
+
+    A vector is one neighbour pair; an ℓ2 ball is the largest of its maximal vectors
+    (:mod:`._neighbours`), or the zCDP route at ρ = k·Δ²/(2σ²), which bounds every vector of
+    the ball, when there are too many to list.
+    """
+    if isinstance(sensitivity, tuple):
+        return _gaussian_log_delta(s, eps, sensitivity, k)
+    worst = sensitivity.neighbours(k)
+    if worst is None:
+        return _cdp_log_delta(Fraction(k * sensitivity.norm2) / (2 * s), eps)
+    memo: dict = {}
+    return max(_gaussian_log_delta(s, eps, mu, kk, memo) for mu, kk in worst)
+
+
+def _worst_within(
+    s: Fraction, eps: Fraction, sensitivity: tuple[int, ...] | L2Ball, k: int, target: mpfr
+) -> bool:
+    """Whether :func:`_worst_log_delta` ≤ ``target``, stopping at the first neighbour that
+    fails (calibration's question: half its points fail, usually on the first vector)."""
+    if isinstance(sensitivity, tuple):
+        return _gaussian_log_delta(s, eps, sensitivity, k) <= target
+    worst = sensitivity.neighbours(k)
+    if worst is None:
+        return _cdp_log_delta(Fraction(k * sensitivity.norm2) / (2 * s), eps) <= target
+    memo: dict = {}
+    return all(_gaussian_log_delta(s, eps, mu, kk, memo) <= target for mu, kk in worst)
 
 
 def gaussian_delta(
@@ -610,9 +697,9 @@ def gaussian_delta(
     """
     s = _positive(sigma2, "sigma2")
     e = _nonnegative(eps, "eps")
-    mu = _sensitivity(sensitivity)
+    sens = _gaussian_sensitivity(sensitivity)
     kk = _count(k, "k")
-    return _delta_out(_gaussian_log_delta(s, e, mu, kk), log)
+    return _delta_out(_worst_log_delta(s, e, sens, kk), log)
 
 
 def _smallest_eps(
@@ -676,17 +763,17 @@ def gaussian_epsilon(
     Same mechanism and accuracy as :func:`gaussian_delta`; found by safeguarded
     regula falsi, and only an ε whose δ upper bound is certified ≤ ``delta`` is
     returned (to a relative 1.5e−11 of the smallest).  ``sigma2`` > 0,
-    0 < ``delta`` < 1, ``k`` >= 1.
+    0 < ``delta`` < 1 (down to ``"1e-4932"``: :data:`MAX_BITS`), ``k`` >= 1.
     """
     s = _positive(sigma2, "sigma2")
     d = _probability(delta, "delta")
-    mu = _sensitivity(sensitivity)
+    sens = _gaussian_sensitivity(sensitivity)
     kk = _count(k, "k")
     target = _AR.q(d).log().lo
-    rho = Fraction(kk * sum(x * x for x in mu)) / (2 * s)
+    rho = kk * norm2(sens) / (2 * s)
     start = _exact(mpfr(_cdp_eps_interval(rho, d).hi, 64)) + Fraction(1, 2**40)
     found = _smallest_eps(
-        lambda e: _gaussian_log_delta(s, e, mu, kk), target, max(start, Fraction(0))
+        lambda e: _worst_log_delta(s, e, sens, kk), target, max(start, Fraction(0))
     )
     return _float_up(found)
 
@@ -997,39 +1084,260 @@ def _smallest_grid(works: Callable[[Fraction], bool], good: Fraction) -> Fractio
             bad = mid
 
 
+#: Most grid points :func:`calibrate_gaussian` checks one by one below the bisection's answer
+#: (and, with ``round_up_safe``, above it); past this the proven bracket is not scanned.
+_SCAN_MAX = 3000
+
+
+#: Intervals of fewer grid steps than this are not split further (the points are checked).
+_FEW_STEPS = 16
+
+
+def _grid_ulp(x: Fraction) -> Fraction:
+    """The spacing of the grid just above x > 0."""
+    g = _grid_up(x)
+    return _grid_step(g, up=True) - g
+
+
+def _noisy_coordinates(sens: tuple[int, ...] | L2Ball, k: int) -> int:
+    """At most how many noisy coordinates one person's difference moves over k releases:
+    k·min(Δ², c) for a ball (an integer vector of ℓ2 norm ≤ Δ has at most Δ² nonzero
+    entries), k·|supp μ| for a vector μ."""
+    if isinstance(sens, L2Ball):
+        return k * sens._limit
+    return k * sum(1 for x in sens if x)
+
+
+def _member(sens: tuple[int, ...] | L2Ball) -> tuple[int, ...]:
+    """One vector the sensitivity admits, for lower bounds: (Δ,) of a ball."""
+    return (sens.radius,) if isinstance(sens, L2Ball) else sens
+
+
+def _log_delta_above(
+    a: Fraction, b: Fraction, e: Fraction, sens: tuple[int, ...] | L2Ball, k: int
+) -> mpfr:
+    """An upper bound on ln δ(ε) at every σ² in [a, b] (not only at grid points).
+
+    The scaling bound of docs/accounting.md ("Calibration"): for n noisy coordinates,
+    δ_s(ε) ≤ (b/a)^{1 + n/2}·δ_b(ε·a/b) for all s in [a, b] — the pmf of n coordinates
+    at s is at most (Θ(b)/Θ(a))^n ≤ (b/a)^{n/2} times that at b, and the privacy loss at s
+    is at most b/a times that at b, which costs one more factor b/a by concavity of
+    1 − e^{−x}.  δ_b is the library's own certified bound (whatever vector it accounts).
+    """
+    n = _noisy_coordinates(sens, k)
+    penalty = (_AR.q(b / a).log() * Fraction(n + 2, 2)).hi
+    return _AR.up.add(_worst_log_delta(b, e * a / b, sens, k), penalty)
+
+
+def _log_delta_below(
+    a: Fraction, b: Fraction, e: Fraction, mu: tuple[int, ...], k: int, enough: mpfr
+) -> mpfr:
+    """A lower bound on the true ln δ(ε) at every σ² = s in [a, b] (−inf when none is
+    found); the first found above ``enough`` is returned.
+
+    From the vector μ itself (for a scalar Δ, the vector (Δ,): one of the ball's, so a
+    lower bound either way): by Poisson summation (as in :func:`_gaussian_log_delta`)
+    δ_s(ε) ≥ δ_7(s·S, ε, g·S)·(1 − E)/(1 + E), δ_7 Theorem 7's one-query δ, g = gcd μ,
+    S = k‖μ/g‖², E from :func:`lattice_error_bound_vector` (E falls as s grows, so E(a)
+    serves on [a, b]); or from one coordinate alone (a post-processing),
+    δ_s(ε) ≥ δ_7(s, ε, max|μ_j|).  Over [a, b], the scaling bound of one query read
+    backwards (see :func:`_log_delta_above`) gives δ_7(v, ε, D) ≥ (a/b)^{3/2}·δ_7(v·a/s,
+    ε·b/a, D) for v = s·S.
+    """
+    g = math.gcd(*mu)
+    counts: dict = {}
+    for x in mu:
+        if x:
+            counts[abs(x) // g] = counts.get(abs(x) // g, 0) + k
+    S = sum(m * m * n for m, n in counts.items())
+    penalty = (_AR.q(b / a).log() * Fraction(3, 2)).hi
+    eps = e * b / a
+    best = mpfr("-inf")
+    for whole in (False, True) if sum(counts.values()) > 1 else (False,):
+        if whole:  # the cheap one (one coordinate) did not do
+            error, variance, shift = lattice_error_bound_vector(counts, a), a * S, g * S
+        else:
+            error, variance, shift = mpfr(0), a, max(abs(x) for x in mu)
+        if error is None or error >= 0.5:
+            continue
+        found = _enclose(
+            lambda ar, slow, v=variance, d=shift: theorem7_log_delta(v, eps, d, ar, slow)
+        )
+        if found is None:
+            continue
+        log_r = ((1 + _AR.point(error)) / (1 - _AR.point(error))).log()
+        best = max(best, _AR.dn.sub(_AR.dn.sub(found.lo, log_r.hi), penalty))
+        if best > enough:
+            break
+    return best
+
+
+def _log_delta_near_zero(a: Fraction, e: Fraction, magnitude: int) -> mpfr:
+    """A lower bound on the true ln δ(ε) at every σ² in (0, a]: the set {0} of one
+    coordinate shifted by D gives δ ≥ p(0)·(1 − e^{ε − D²/(2s)}) ≥ (1 − e^{ε − D²/(2a)})/Θ(a),
+    with Θ(a) ≤ 1 + 2q/(1 − q), q = e^{−1/(2a)} (y² ≥ y)."""
+    ar = _AR
+    exponent = e - Fraction(magnitude * magnitude) / (2 * a)
+    if exponent >= 0:
+        return mpfr("-inf")
+    q = ar.q(-1 / (2 * a)).exp()
+    theta = 1 + q.scale2(1) / (1 - q)
+    return ((-(ar.q(exponent).expm1())).log() - theta.log()).lo
+
+
+def _lattice_floor(e: Fraction, log_delta_hi: mpfr, mu: tuple[int, ...], k: int, top: Fraction):
+    """A σ² ≤ top below which no σ² certifies δ: there the true δ alone is above it.
+
+    Covers (0, floor] with (0, a0] (:func:`_log_delta_near_zero`) and intervals [a, b] on
+    which :func:`_log_delta_below` exceeds ln δ, widened while they work and narrowed
+    while they do not, down to a few grid steps.  Returns 0 when nothing is proven.
+    """
+    magnitude = max(abs(x) for x in mu)
+    a = Fraction(magnitude * magnitude, 2) / (e + 1)
+    for _ in range(200):
+        if _log_delta_near_zero(a, e, magnitude) > log_delta_hi:
+            break
+        a /= 2
+    else:
+        return Fraction(0)
+    h = Fraction(1, 4)
+    while a < top:
+        b = min(_grid_up(a * (1 + h)), top)
+        if b <= a:
+            break
+        if _log_delta_below(a, b, e, mu, k, log_delta_hi) > log_delta_hi:
+            a, h = b, min(h * 3 / 2, Fraction(1))
+        elif b - a <= _FEW_STEPS * _grid_ulp(a):
+            break  # a few grid steps and not proven: the bracket ends here
+        else:
+            h /= 2
+    return min(a, top)
+
+
+def _grid_below(hi: Fraction, lo: Fraction) -> Iterator[Fraction]:
+    """The grid points g with lo < g < hi, downward from the grid point hi."""
+    g = _grid_step(hi, up=False)
+    while g > lo:
+        yield g
+        g = _grid_step(g, up=False)
+
+
+def _smallest_below(works: Callable[[Fraction], bool], found: Fraction, floor: Fraction):
+    """The smallest grid point in (floor, found] with works(), given works(found); None when
+    more than _SCAN_MAX grid points lie between (then the bisection's found stands)."""
+    for i, _ in enumerate(_grid_below(found, floor)):
+        if i >= _SCAN_MAX:
+            return None
+    best = found
+    for g in _grid_below(found, floor):
+        if works(g):
+            best = g
+    return best
+
+
+def _round_up_safe(
+    works: Callable[[Fraction], bool],
+    found: Fraction,
+    zcdp: Fraction,
+    e: Fraction,
+    sens: tuple[int, ...] | L2Ball,
+    k: int,
+    target: mpfr,
+) -> Fraction:
+    """The smallest grid point S ≥ found such that every grid point ≥ S gives the target.
+
+    Above zcdp (≥ the continuous zCDP threshold) Corollary 13 certifies every σ² (ρ falls
+    as σ² grows).  Below it, intervals [a, top] are proven with :func:`_log_delta_above`,
+    downward from zcdp, widened while they work and narrowed while they do not, until
+    a few grid steps fail; the grid points left are checked one by one, downward, and S is
+    the one above the highest that fails.  More than _SCAN_MAX of them: zcdp.
+    """
+    top, h = zcdp, Fraction(1, 4)
+    while top > found:
+        a = max(_grid_up(top / (1 + h)), found)
+        if a >= top:
+            break
+        if _log_delta_above(a, top, e, sens, k) <= target:
+            top, h = a, min(h * 3 / 2, Fraction(1))
+        elif top - a <= _FEW_STEPS * _grid_ulp(a):
+            break  # a few grid steps and not proven: check the grid below one by one
+        else:
+            h /= 2
+    safe = top
+    for i, g in enumerate(_grid_below(top, _grid_step(found, up=False))):
+        if i >= _SCAN_MAX:
+            return zcdp
+        if not works(g):
+            return safe
+        safe = g
+    return safe
+
+
 def calibrate_gaussian(
-    eps: Number, delta: Number, sensitivity: Sensitivity = 1, k: int = 1, method: str = "exact"
+    eps: Number,
+    delta: Number,
+    sensitivity: Sensitivity = 1,
+    k: int = 1,
+    method: str = "exact",
+    *,
+    round_up_safe: bool = False,
 ) -> Fraction:
     """The σ² of N_Z(0, σ²) noise that provably gives (ε, δ)-DP for k queries.
 
-    Returns the smallest σ² with ``GRID_DIGITS`` (4) significant decimal digits
-    for which the chosen accounting certifies the target:
+    Returns a σ² with ``GRID_DIGITS`` (4) significant decimal digits for which the
+    chosen accounting certifies the target:
 
     * ``method="exact"``: :func:`gaussian_delta` (σ², ε, sensitivity, k) ≤ δ —
       Theorems 7 and 15 (about 13% less variance than zCDP at k = 100);
     * ``method="zcdp"``: k·‖Δ‖²/(2σ²) ≤ :func:`cdp_rho` (ε, δ) — Theorem 14 and
       Corollary 13, the paper's Figure 4 route.
 
+    The exact δ is **not monotone in σ²** at large ε: Theorem 7's δ is a sawtooth that
+    rises within each step of ⌊εσ²/Δ − Δ/2⌋ (for one query, once ε ≳ 2).  For example
+    at ε = 8, σ² = 1.313 gives δ = 1.80e−21 but σ² = 1.407 gives δ = 1.13e−20, so a
+    σ² that certifies δ = 1e−20 may stop certifying it when rounded up.  Hence:
+
+    * ``round_up_safe=False`` (default): the **smallest** grid σ² that certifies the
+      target.  Only this value is certified: a larger σ² need not be.  It is found by
+      bisection, then by checking every grid point below down to a proven floor under
+      which one query's δ alone (a lower bound on the truth) is above the target; when
+      that bracket holds more than 3,000 grid points (large σ² with many coordinates,
+      where δ is in practice monotone) the bisection's value is returned.
+    * ``round_up_safe=True`` (what the mechanisms use): the smallest grid σ² S such that
+      **every** grid σ² ≥ S also gives (ε, δ)-DP, so S may be rounded up freely (to any
+      number of significant digits).  Proven with Corollary 13 above the zCDP value (it
+      is monotone), a scaling bound over whole intervals of σ² below it
+      (δ_s(ε) ≤ (b/a)^{1 + n/2}·δ_b(ε·a/b) on [a, b], n noisy coordinates; see
+      docs/accounting.md), and the library's certified δ at the grid points left.
+      Never above the ``method="zcdp"`` value.
+
     The result is an exact ``Fraction`` (e.g. ``Fraction(179, 10)`` for 17.90);
-    the noise it gives never falls short of the target.  It is found by bisection
-    on the grid; the exact δ is not quite monotone in σ² (Theorem 7's δ has a
-    small sawtooth as ⌊εσ²/Δ − Δ/2⌋ steps), so in rare cases a smaller grid point
-    may also meet the target — never a returned one that does not.  ``eps`` > 0,
+    the noise it gives never falls short of the target.  ``eps`` > 0,
     0 < ``delta`` < 1, ``k`` >= 1, sensitivity as in :func:`gaussian_delta`.
     """
     e = _positive(eps, "eps")
     d = _probability(delta, "delta")
-    mu = _sensitivity(sensitivity)
+    sens = _gaussian_sensitivity(sensitivity)
     kk = _count(k, "k")
     if method not in ("exact", "zcdp"):
         raise ValueError(f"method must be 'exact' or 'zcdp', got {method!r}")
-    norm2 = kk * sum(x * x for x in mu)
     rho = _exact(_cdp_rho_bound(e, d))
-    zcdp = _grid_up(Fraction(norm2) / (2 * rho))
+    zcdp = _grid_up(kk * norm2(sens) / (2 * rho))
     if method == "zcdp":
         return zcdp
-    target = _AR.q(d).log().lo
-    return _smallest_grid(lambda s: _gaussian_log_delta(s, e, mu, kk) <= target, zcdp)
+    log_d = _AR.q(d).log()
+    target = log_d.lo
+
+    def works(s: Fraction) -> bool:
+        return _worst_within(s, e, sens, kk, target)
+
+    found = _smallest_grid(works, zcdp)
+    # lower bounds on the true δ from one vector the sensitivity admits
+    floor = _lattice_floor(e, log_d.hi, _member(sens), kk, found)
+    found = _smallest_below(works, found, floor) or found
+    if round_up_safe:
+        return _round_up_safe(works, found, zcdp, e, sens, kk, target)
+    return found
 
 
 def calibrate_laplace(eps: Number, delta: Number = 0, sensitivity: int = 1, k: int = 1) -> Fraction:

@@ -206,22 +206,47 @@ class Queries:
         return f"{queries}, sensitivity {self.text}"
 
 
+#: An integer as the command line takes it (digits, an optional sign).
+_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
+
+#: Most digits of an integer on the command line (Python's int() refuses beyond 4,300).
+_MAX_INTEGER_DIGITS = 4000
+
+
+def _sensitivity_text(text: str, name: str) -> int | tuple[int, ...]:
+    """A sensitivity as typed (``--sensitivity`` or a release spec's S): one positive integer
+    (a bound), or a comma-separated difference vector of integers, which may be negative,
+    not all zero.  ValueError naming ``name`` and the forms it takes otherwise."""
+    parts = [part.strip() for part in text.strip().split(",")]
+    hint = (
+        "a positive integer (a bound) or a comma-separated difference vector of integers "
+        "such as 1,-1,2"
+    )
+    for part in parts:
+        if not _INTEGER.match(part):
+            raise ValueError(f"{name} must be {hint}, got {_params.show(text)}")
+        if len(part) > _MAX_INTEGER_DIGITS:
+            raise ValueError(f"{name} has an entry of more than {_MAX_INTEGER_DIGITS} digits")
+    if len(parts) == 1:
+        value = int(parts[0])
+        if value < 1:
+            raise ValueError(
+                f"{name} must be {hint}, got {_params.show(text)}: one number is a bound on "
+                "the difference, so it is positive (only a vector's entries may be negative)"
+            )
+        return value
+    entries = tuple(int(part) for part in parts)
+    if not any(entries):
+        raise ValueError(f"{name} must have a nonzero entry (all zero means no privacy loss)")
+    return entries
+
+
 def _queries(args: argparse.Namespace) -> Queries:
     """``--k`` and ``--sensitivity``; ValueError naming the option otherwise."""
-    text = args.sensitivity.strip()
-    parts = [part.strip() for part in text.split(",")]
-    hint = "a positive integer or a comma-separated vector such as 1,-1,2"
-    if len(parts) == 1:
-        value = _params.integer(text, "--sensitivity")
-        if value < 1:
-            raise ValueError(f"--sensitivity must be {hint}, got {_params.show(args.sensitivity)}")
-        return Queries(args.k, text, value, value)
-    if not all(parts):
-        raise ValueError(f"--sensitivity must be {hint}, got {_params.show(args.sensitivity)}")
-    entries = tuple(_params.integer(part, "--sensitivity") for part in parts)
-    if not any(entries):
-        raise ValueError("--sensitivity must have a nonzero entry (all zero means no privacy loss)")
-    return Queries(args.k, ",".join(parts), entries, sum(abs(e) for e in entries))
+    sens = _sensitivity_text(args.sensitivity, "--sensitivity")
+    if isinstance(sens, int):
+        return Queries(args.k, str(sens), sens, sens)
+    return Queries(args.k, ",".join(map(str, sens)), sens, sum(abs(e) for e in sens))
 
 
 def _option_message(exc: Exception) -> str:
@@ -266,10 +291,18 @@ def _utility(value: float | None) -> str:
     return f"{value:#.{UTILITY_DIGITS}g}".replace(".e", "e").rstrip(".")
 
 
-def _relative(value: float, reference: float) -> str:
-    """'13.1% less' or '69.0% more': ``value`` against ``reference``."""
+def _relative(value: float, reference: float, name: str) -> str:
+    """``value`` against ``reference`` (both > 0), to follow "needs": '13.1% less variance than
+    NAME' or '69.0% more …'; as a ratio ('1.2e-42 times the variance of NAME') where the
+    percentage would read 100.0% less or over 999%, and 'the same variance as NAME (to 0.05%)'
+    where it would read 0.0%."""
     change = 100 * (value - reference) / reference
-    return f"{abs(change):.1f}% {'more' if change > 0 else 'less'}"
+    shown = f"{abs(change):.1f}"
+    if shown == "0.0":
+        return f"the same variance as {name} (to within 0.05%)"
+    if shown == "100.0" and change < 0 or change > 999:
+        return f"{value / reference:.2g} times the variance of {name}"
+    return f"{shown}% {'more' if change > 0 else 'less'} variance than {name}"
 
 
 def _grid_text(value: Fraction) -> str:

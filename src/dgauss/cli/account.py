@@ -17,6 +17,7 @@ from dgauss.cli._common import (
     _one_line_errors,
     _queries,
     _rho_text,
+    _sensitivity_text,
     _table,
     _values,
 )
@@ -93,7 +94,7 @@ def _is_program(args: argparse.Namespace) -> bool:
         args.gaussian
         or args.program
         or len(laplace) > 1
-        or any(_SPEC.match(x) and re.search(r"[:x]", x) for x in laplace)
+        or any(re.search(r"[:x]", x) for x in laplace)  # a spec, well formed or not
     )
 
 
@@ -174,9 +175,8 @@ def _release(kind: str, param, sens, k, where: str) -> accounting.Gaussian | acc
     """One release; a ValueError names ``where`` (the option or the file's entry)."""
     try:
         if isinstance(sens, str):
-            parts = [part.strip() for part in sens.split(",")]
-            sens = int(parts[0]) if len(parts) == 1 else [int(part) for part in parts]
-        k = 1 if k is None else (int(k) if isinstance(k, str) else k)
+            sens = _sensitivity_text(sens, "sensitivity")
+        k = 1 if k is None else k  # a str goes to the accounting, which parses and checks it
         if kind == "gaussian":
             return accounting.Gaussian(param, 1 if sens is None else sens, k)
         return accounting.Laplace(param, 1 if sens is None else sens, k)
@@ -257,7 +257,10 @@ def _exact_text(q: Fraction) -> str:
 
 def _describe(release) -> str:
     sens = release.sensitivity
-    text = str(sens[0]) if len(sens) == 1 else ",".join(map(str, sens))
+    if isinstance(sens, accounting.L2Ball):
+        text = f"{sens.radius} (l2: the ball's worst vector)"
+    else:
+        text = str(sens[0]) if len(sens) == 1 else ",".join(map(str, sens))
     times = f", k = {release.k}" if release.k != 1 else ""
     if isinstance(release, accounting.Gaussian):
         return (
@@ -274,10 +277,18 @@ def _account_program(args: argparse.Namespace) -> list[str]:
     """The lines ``account`` prints for a program of releases."""
     if args.sigma2 is not None:
         raise ValueError("--sigma2: in a program, give each Gaussian release as --gaussian")
-    if args.k != 1 or args.sensitivity.strip() != "1":
+    given = [
+        option
+        for option, used in (
+            ("--k", args.k != 1),
+            ("--sensitivity", args.sensitivity.strip() != "1"),
+        )
+        if used
+    ]
+    if given:
         raise ValueError(
-            "--k: in a program, give each release's k and sensitivity in its spec "
-            "(SIGMA2:S xK) or in the file"
+            f"{' and '.join(given)}: in a program, give each release's k and sensitivity in "
+            "its spec (SIGMA2[:S][xK], e.g. 100:1,-1x4) or in the file"
         )
     releases = [_from_option("gaussian", x) for x in args.gaussian or []]
     releases += [_from_option("laplace", x) for x in args.laplace or []]

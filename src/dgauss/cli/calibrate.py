@@ -30,7 +30,8 @@ def _add_calibrate(commands: argparse._SubParsersAction) -> None:
         help="the noise that gives (eps, delta)-DP: discrete Gaussian (exact and zCDP "
         "accounting) beside the discrete Laplace",
         description="Print, for a target (eps, delta) over K queries, the smallest noise parameter "
-        "(4 significant digits) that provably reaches it by three routes: the "
+        "(4 significant digits) that provably reaches it, and from which every larger one "
+        "does, by three routes: the "
         "discrete Gaussian with exact accounting (Theorems 7 and 15), the discrete "
         "Gaussian with zCDP accounting (Corollary 13), and the discrete Laplace; with "
         "each one's noise variance, standard deviation and 95% interval. "
@@ -71,7 +72,7 @@ def _calibration(args: argparse.Namespace) -> list[str]:
     gauss = [
         (
             "discrete Gaussian, exact",
-            accounting.calibrate_gaussian(eps, delta, sens, k, method="exact"),
+            accounting.calibrate_gaussian(eps, delta, sens, k, method="exact", round_up_safe=True),
         ),
         (
             "discrete Gaussian, zCDP",
@@ -120,15 +121,23 @@ def _calibration(args: argparse.Namespace) -> list[str]:
     lines += _table(header, rows, right=(2, 3, 4))
     exact, zcdp, laplace = (r.variance for r in routes)
     if exact is not None and zcdp is not None:
-        lines.append(f"  exact accounting needs {_relative(exact, zcdp)} variance than zCDP")
+        lines.append(f"  exact accounting needs {_relative(exact, zcdp, 'zCDP')}")
     if laplace is not None and exact is not None:
         lines.append(
-            f"  the discrete Laplace needs {_relative(laplace, exact)} variance than "
-            "the exact discrete Gaussian"
+            "  the discrete Laplace needs "
+            f"{_relative(laplace, exact, 'the exact discrete Gaussian')}"
         )
     lines.append(
         f"  (each parameter is the smallest with {accounting.GRID_DIGITS} significant digits "
-        "that provably reaches the target;"
+        "from which every larger one"
     )
+    lines.append("   provably reaches the target: round up freely;")
     lines.append("   variance and std dev are per coordinate of each query)")
+    smallest = accounting.calibrate_gaussian(eps, delta, sens, k, method="exact")
+    if smallest != routes[0].param:
+        lines.append(
+            f"  note: sigma2 = {_grid_text(smallest)} alone also reaches the target, but some "
+            f"values between it and {_grid_text(routes[0].param)} do not"
+        )
+        lines.append("   (at large eps the exact delta is not monotone in sigma2)")
     return lines
