@@ -1352,8 +1352,6 @@ class Accountant:
         return self._certify(program)
 
     # ---- the check -------------------------------------------------------------------
-
-    # ---- the check -------------------------------------------------------------------
     # A release is admitted when the program of everything released plus it fits: a
     # certified upper bound on its δ at ε (or its exact ρ, or its pure ε) is within the
     # budget.  The cheapest bound that answers is used, each one valid on its own:
