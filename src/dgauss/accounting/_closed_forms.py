@@ -1103,8 +1103,9 @@ def _smallest_grid(works: Callable[[Fraction], bool], good: Fraction) -> Fractio
 
 
 #: Most grid points :func:`calibrate_gaussian` checks one by one below the bisection's answer
-#: (and, with ``round_up_safe``, above it); past this the proven bracket is not scanned.
-_SCAN_MAX = 3000
+#: (and, with ``round_up_safe``, above it); past this the bracket is not scanned (a check costs
+#: up to 5 ms where the exact convolution route answers).
+_SCAN_MAX = 500
 
 
 #: Intervals of fewer grid steps than this are not split further (the points are checked).
@@ -1270,7 +1271,8 @@ def _round_up_safe(
     as σ² grows).  Below it, intervals [a, top] are proven with :func:`_log_delta_above`,
     downward from zcdp, widened while they work and narrowed while they do not, until
     a few grid steps fail; the grid points left are checked one by one, downward, and S is
-    the one above the highest that fails.  More than _SCAN_MAX of them: zcdp.
+    the one above the highest that fails.  More than _SCAN_MAX of them: zcdp (not checked
+    one by one).
     """
     top, h = zcdp, Fraction(1, 4)
     while top > found:
@@ -1283,10 +1285,11 @@ def _round_up_safe(
             break  # a few grid steps and not proven: check the grid below one by one
         else:
             h /= 2
-    safe = top
-    for i, g in enumerate(_grid_below(top, _grid_step(found, up=False))):
+    for i, _ in enumerate(_grid_below(top, _grid_step(found, up=False))):
         if i >= _SCAN_MAX:
-            return zcdp
+            return zcdp  # (δ near 1, or small σ² with many coordinates: the bound is weak)
+    safe = top
+    for g in _grid_below(top, _grid_step(found, up=False)):
         if not works(g):
             return safe
         safe = g
@@ -1321,15 +1324,16 @@ def calibrate_gaussian(
       target.  Only this value is certified: a larger σ² need not be.  It is found by
       bisection, then by checking every grid point below down to a proven floor under
       which one query's δ alone (a lower bound on the truth) is above the target; when
-      that bracket holds more than 3,000 grid points (large σ² with many coordinates,
+      that bracket holds more than 500 grid points (large σ² with many coordinates,
       where δ is in practice monotone) the bisection's value is returned.
     * ``round_up_safe=True`` (what the mechanisms use): the smallest grid σ² S such that
       **every** grid σ² ≥ S also gives (ε, δ)-DP, so S may be rounded up freely (to any
       number of significant digits).  Proven with Corollary 13 above the zCDP value (it
       is monotone), a scaling bound over whole intervals of σ² below it
       (δ_s(ε) ≤ (b/a)^{1 + n/2}·δ_b(ε·a/b) on [a, b], n noisy coordinates; see
-      docs/accounting.md), and the library's certified δ at the grid points left.
-      Never above the ``method="zcdp"`` value.
+      docs/accounting.md), and the library's certified δ at the grid points left (when
+      more than 500 are left — δ near 1, or small σ² with many coordinates — the
+      ``method="zcdp"`` value is returned).  Never above the ``method="zcdp"`` value.
 
     The result is an exact ``Fraction`` (e.g. ``Fraction(179, 10)`` for 17.90);
     the noise it gives never falls short of the target.  ``eps`` > 0,
