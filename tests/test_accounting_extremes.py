@@ -33,7 +33,14 @@ def test_a_nearly_noiseless_gaussian_has_delta_one(sigma2, eps):
 
 
 @pytest.mark.parametrize("sigma2", TINY)
-@pytest.mark.parametrize("delta", ["1e-400", "1e-6", "0.25"])
+@pytest.mark.parametrize(
+    "delta",  # about 10 s each: two of the three with -m slow
+    [
+        pytest.param("1e-400", marks=pytest.mark.slow),
+        "1e-6",
+        pytest.param("0.25", marks=pytest.mark.slow),
+    ],
+)
 def test_a_nearly_noiseless_gaussian_has_epsilon_past_the_floats(sigma2, delta):
     assert A.gaussian_epsilon(sigma2, delta) == math.inf
     assert compose(Gaussian(sigma2), Laplace(2)).epsilon(delta) == math.inf

@@ -34,6 +34,9 @@ FEW = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
+# the monotonicity sweeps read δ at hundreds of ε per program: fewer programs (CI runs the
+# suite on four Pythons)
+SWEEP = settings(FEW, max_examples=8)
 
 
 def _program(rel):
@@ -132,7 +135,7 @@ def _check_monotone(program, lo, hi):
         assert values[i + 1] <= values[i], (program, points[i], values[i], points[i + 1])
 
 
-@FEW
+@SWEEP
 @given(_programs, st.sampled_from([1e-3, 1e-12, 1e-40]))
 def test_delta_never_rises_with_epsilon(rel, delta):
     program = _program(rel)
@@ -143,7 +146,7 @@ def test_delta_never_rises_with_epsilon(rel, delta):
     _check_monotone(program, 0.0, hi)
 
 
-@FEW
+@SWEEP
 @given(_programs, st.sampled_from([1e-3, 1e-12, 1e-40]))
 def test_delta_never_rises_with_epsilon_on_the_grid(rel, delta):
     with _gridded():
@@ -401,6 +404,7 @@ def _grid_shift(program, eps):
     return Fraction(0) if a is not None else n * Fraction(h)
 
 
+@pytest.mark.slow  # 700-digit references: about 40 s in all
 @pytest.mark.parametrize("name", ADVERSARIAL)
 def test_on_the_grid_the_bound_is_at_most_the_truth_shifted_by_n_h(name):
     """Where the grid is used (long programs) the 0.1% is not reached in these regimes; the

@@ -102,7 +102,8 @@ def test_theorem7_left_of_the_centre_at_one_query():
             )
             / z
         )
-        assert A.gaussian_delta(s, eps, sens) == pytest.approx(float(truth), rel=1e-12)
+        # one coordinate moved by exactly sens: the vector [sens] (a scalar ≥ 2 is the ℓ2 ball)
+        assert A.gaussian_delta(s, eps, [sens]) == pytest.approx(float(truth), rel=1e-12)
 
 
 def test_calibration_at_k_10_million():
