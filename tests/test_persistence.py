@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dgauss
+from _offer import sensitivity_of, values_for
 from dgauss import PrivacyBudgetError, accounting
-from dgauss.accounting import Gaussian, L2Ball, Laplace, compose
+from dgauss.accounting import Gaussian, Laplace, compose
 
 COPIES = {
     "copy": copy.copy,
@@ -27,22 +28,6 @@ COPIES = {
     "pickle": lambda obj: pickle.loads(pickle.dumps(obj)),
     "json": lambda acc: dgauss.Accountant.from_json(acc.to_json()),
 }
-
-
-def values_for(release) -> list[int]:
-    """Zeros to noise, enough that a Gaussian ℓ2 ball is charged whole (the Accountant cuts
-    a ball to as many coordinates as a release noises)."""
-    sens = release.sensitivity
-    return [0] * (sens.radius**2 if isinstance(sens, accounting.L2Ball) else 1)
-
-
-def sensitivity_of(release):
-    """What a mechanism takes to make ``release``: an ℓ2 ball as itself, a Gaussian vector
-    as a list (even of one entry: [2] is not the ball 2), a Laplace Δ as an int."""
-    sens = release.sensitivity
-    if isinstance(sens, L2Ball):
-        return sens
-    return sens[0] if len(sens) == 1 and isinstance(release, Laplace) else list(sens)
 
 
 def spend(acc: dgauss.Accountant, release) -> bool:

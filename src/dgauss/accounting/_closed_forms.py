@@ -583,6 +583,17 @@ def gaussian_rho(sigma2: Number, sensitivity: Sensitivity = 1) -> Fraction:
     return norm2(_gaussian_sensitivity(sensitivity)) / (2 * s)
 
 
+def _reduced(mu: tuple[int, ...], k: int) -> tuple[int, dict[int, int], int]:
+    """Theorem 15's reduction of k copies of μ: g = gcd μ, how many coordinates carry each
+    magnitude of μ/g ({b: n_b}), and S = ‖μ/g‖²·k."""
+    g = math.gcd(*mu)
+    counts: dict[int, int] = {}
+    for x in mu:
+        if x:
+            counts[abs(x) // g] = counts.get(abs(x) // g, 0) + k
+    return g, counts, sum(b * b * n for b, n in counts.items())
+
+
 def _gaussian_log_delta(
     s: Fraction, eps: Fraction, mu: tuple[int, ...], k: int, memo: dict | None = None
 ) -> mpfr:
@@ -602,12 +613,7 @@ def _gaussian_log_delta(
     """
     rho = Fraction(k * sum(x * x for x in mu)) / (2 * s)
     upper = _cdp_log_delta(rho, eps)
-    g = math.gcd(*mu)
-    counts: dict = {}
-    for x in mu:
-        if x:
-            counts[abs(x) // g] = counts.get(abs(x) // g, 0) + k
-    S = sum(b * b * n for b, n in counts.items())
+    g, counts, S = _reduced(mu, k)
     error = lattice_error_bound_vector(counts, s)
     if error is not None:
         key = (g, S)
@@ -1163,12 +1169,7 @@ def _log_delta_below(
     backwards (see :func:`_log_delta_above`) gives δ_7(v, ε, D) ≥ (a/b)^{3/2}·δ_7(v·a/s,
     ε·b/a, D) for v = s·S.
     """
-    g = math.gcd(*mu)
-    counts: dict = {}
-    for x in mu:
-        if x:
-            counts[abs(x) // g] = counts.get(abs(x) // g, 0) + k
-    S = sum(m * m * n for m, n in counts.items())
+    g, counts, S = _reduced(mu, k)
     penalty = (_AR.q(b / a).log() * Fraction(3, 2)).hi
     eps = e * b / a
     best = mpfr("-inf")
