@@ -379,8 +379,9 @@ def test_a_merged_bound_is_never_below_a_fresh_composition(kinds, n):
     """The accountant admits on a merged bound (the kept PLD with the new releases merged in,
     at the kept tilt and grid): it must be an upper bound.  A fresh composition is within
     0.1% of the truth here (docs/accounting.md), so the merged ln δ may not be below it by
-    more than that.  (It may be far above: the accountant never refuses on it.)  Checked on
-    programs grown by 1 release and by 20%."""
+    more than that.  (It may be far above: the accountant refuses only on a lower bound,
+    test_a_refusal_without_composing_is_a_fresh_compositions.)  Checked on programs grown
+    by 1 release and by 20%."""
     from dgauss.accounting import _compose
 
     sequence = [kinds[i % len(kinds)] for i in range(n)]
@@ -391,3 +392,110 @@ def test_a_merged_bound_is_never_below_a_fresh_composition(kinds, n):
         merged = pld.extended(_compose._coordinates(sequence[base_n : base_n + extra]))
         fresh = compose(*sequence[: base_n + extra]).delta(1, log=True)
         assert merged.log_delta_at(Fraction(1)) >= fresh - 2e-3
+
+
+# Programs whose fresh composition reads different routes: many kinds on a grid (the
+# accountant's refusal without composing applies), Laplace-heavy programs that the exact
+# atoms or a lattice answer far below any grid (a guard that let the kept grid refuse them
+# refuses what the fresh composition admits), one strong Laplace just past its pure ε, where
+# basic composition answers below the grid, and an ℓ2-free vector release.
+REFUSAL_PROGRAMS = [
+    ([Gaussian(300 + 7 * i) if i % 5 else Laplace(20 + i) for i in range(40)], "1"),
+    ([Gaussian(900), Gaussian(1300), Laplace(45), Gaussian(2000)] * 12, "1"),
+    (
+        [Laplace("5.06", k=2), Laplace("36.46"), Gaussian("1751.13"), Laplace("12.52")]
+        + [Laplace("29.97", k=5)],
+        "0.9424157303370787",
+    ),
+    ([Laplace("8.52", k=2), Gaussian("3672.73", k=2), Laplace("22.3", k=2)], "0.855"),
+    ([Laplace("0.39", k=2), Gaussian("1272.97", k=5), Gaussian("1084.6")], "5.5476575"),
+    ([Laplace(1), Gaussian(10**4), Gaussian(2 * 10**4)], "1.05"),
+    ([Gaussian("512.5", [1, 2]), Laplace(70, 2)] * 10, "2"),
+]
+
+
+@pytest.mark.parametrize("program, eps", REFUSAL_PROGRAMS)
+def test_a_refusal_without_composing_is_a_fresh_compositions(program, eps):
+    """An offer the kept composition (extended by it) refuses without composing afresh
+    (Accountant._grid_refuses) is one the fresh composition refuses too, at budgets just
+    above and below the fresh composition's own δ: the plain rule's decision, for every
+    release of the program offered once more."""
+    from dgauss import mechanisms
+    from dgauss.accounting import _compose
+
+    e = Fraction(eps)
+    base = mechanisms._Program()
+    for release in program:
+        base.add(release)
+    pld = base.composition()._shared_grid_pld(e)
+    assert pld is not None
+    refused_cheaply = 0
+    for extra in {mechanisms._unit(r) for r in program}:
+        candidate = base.plus(extra)
+        step = pld.extended(_compose._coordinates([extra]))
+        fresh = candidate.composition().delta(e, log=True)
+        scale = Fraction(math.exp(fresh))
+        for factor in (Fraction(1, 10**6), Fraction(1, 10**3), Fraction(3, 10), 2):
+            for budget in (scale * (1 + factor), scale / (1 + factor)):  # fits, and not
+                if not 0 < budget < 1:
+                    continue
+                acc = dgauss.Accountant(epsilon=e, delta=budget)
+                refuses = acc._grid_refuses(candidate, step)
+                assert not (refuses and acc._composition_fits(candidate.composition())[0])
+                refused_cheaply += refuses
+    if len(program) >= 40:  # long programs on a grid: the cheap refusal applies
+        assert refused_cheaply > 0
+
+
+def test_refusals_near_a_full_budget_do_not_compose_afresh(monkeypatch):
+    """Sixty kinds offered until the budget is full, then each offered again: the plain
+    rule's decisions; and once a composition of the releases made is kept, a refusal merges
+    the offer into it instead of composing the program afresh (at most one fresh
+    composition for the refusals, and one after a restore, which keeps none)."""
+    from dgauss import mechanisms
+
+    kinds = [Gaussian(700 + 17 * i) if i % 5 else Laplace(12 + i) for i in range(60)]
+    budget = {"epsilon": "1", "delta": "1e-6"}
+    acc, made, _ = run(budget, kinds)
+    assert len(made) < len(kinds)  # the budget filled
+    fresh = []
+    real = mechanisms.Accountant._composes
+
+    def counted(self, program, look_ahead=False):
+        fresh.append(program)
+        return real(self, program, look_ahead)
+
+    monkeypatch.setattr(mechanisms.Accountant, "_composes", counted)
+    restored = pickle.loads(pickle.dumps(acc))
+    for who in (acc, restored):
+        fresh.clear()
+        for release in kinds[:20]:
+            expected = plain_rule(budget, [*made, release])
+            assert offer(who, release) == expected
+            assert not expected
+        assert len(fresh) <= 1
+
+
+def test_basic_composition_that_fits_stops_a_refusal_without_composing(monkeypatch):
+    """The one route besides the grids and zCDP that could admit: when basic composition
+    fits, the kept composition does not refuse (no program was found where it beats the
+    grid, so the route's answer is planted here)."""
+    import gmpy2
+
+    from dgauss import mechanisms
+    from dgauss.accounting import _compose
+
+    program, eps = REFUSAL_PROGRAMS[0]
+    e = Fraction(eps)
+    base = mechanisms._Program()
+    for release in program:
+        base.add(release)
+    extra = mechanisms._unit(program[1])
+    candidate = base.plus(extra)
+    step = base.composition()._shared_grid_pld(e).extended(_compose._coordinates([extra]))
+    budget = Fraction(math.exp(candidate.composition().delta(e, log=True))) / 2
+    acc = dgauss.Accountant(epsilon=e, delta=budget)
+    assert acc._grid_refuses(candidate, step)
+    fits = gmpy2.mpfr(math.log(budget) - 1)
+    monkeypatch.setattr(_compose.Composition, "_basic_log_delta", lambda self, e, cap=None: fits)
+    assert not acc._grid_refuses(candidate, step)

@@ -1364,9 +1364,13 @@ class Accountant:
     #   else the composition of the grouped program (accounting.compose, which composes
     #   identical releases as one k-fold release and so gives what composing every release
     #   gives).  Before composing afresh, the candidate is merged into the PLD kept from the
-    #   last composition (same tilt and grid: _compose._PLD.extended), a valid bound too;
-    #   it admits when that fits (it never refuses: at the kept tilt, far from the larger
-    #   program's saddle point, that bound can be loose by orders of magnitude).
+    #   last composition (same tilt and grid: _compose._PLD.extended; after a refusal
+    #   with none kept, as after a restore, that of the releases made), a valid bound; it
+    #   admits when that fits.  It refuses when even a lower bound on its gridded δ̃ is over
+    #   the budget and a fresh composition could read no smaller δ (_grid_refuses: its
+    #   grids no finer, basic composition over the budget too); otherwise (at the kept
+    #   tilt, far from the larger program's saddle point, the upper bound can be loose by
+    #   orders of magnitude) the candidate is composed afresh.
     #   After a fresh composition admits a long program, the accountant guesses how much
     #   more the budget holds (from ln δ, which scales about as 1/ρ) and certifies a
     #   program with every repeated kind grown by that share: the releases inside it are
@@ -1394,15 +1398,19 @@ class Accountant:
         candidate = program.plus(release)
         step = self._extended(candidate)
         if step is not None:
-            # an upper bound: it may admit, never refuse (at the kept tilt, far from the
-            # larger program's saddle point, it can be loose by orders of magnitude)
-            log_delta = step.log_delta_at(b[1])
+            log_delta = step.log_delta_at(b[1])  # an upper bound: it admits
             if self._log_fits(gmpy2.mpfr(log_delta)):
                 self._base = self._proof = (candidate, step)
                 return True
+            if self._grid_refuses(candidate, step):
+                self._refused.add(release)
+                return False
         fits = self._composes(candidate, look_ahead=True)
         if not fits:
             self._refused.add(release)
+            if self._base is None and program.counts:  # (restored): the next offers merge
+                pld = program.composition()._shared_grid_pld(b[1])
+                self._base = (program.plus(), pld)
         return fits
 
     def _extended(self, candidate: _Program) -> Any:
@@ -1411,7 +1419,7 @@ class Accountant:
         if self._base is None:
             return None
         done, pld = self._base
-        if not done.within(candidate):
+        if pld is None or not done.within(candidate):
             return None
         more = _Program()
         for unit, n in candidate.counts.items():
@@ -1420,6 +1428,23 @@ class Accountant:
         if any(isinstance(r.sensitivity, _acc.L2Ball) for r in more.releases()):
             return None  # an ℓ2 ball is its worst vectors' programs, not one PLD (compose)
         return pld.extended(_compose._coordinates(more.releases()))
+
+    def _grid_refuses(self, candidate: _Program, pld) -> bool:
+        """Whether a fresh composition of ``candidate`` would refuse it, known without
+        composing it: ``pld`` (the kept composition extended to it) holds a lower bound on
+        its gridded δ̃ at ε above the budget; a fresh composition would read the PLD route
+        only from grids no finer than pld's (Composition._grids_no_finer: each δ̃ at least
+        pld's, so each bound above the budget); and basic composition, the one other route
+        past zCDP (checked first), does not fit either."""
+        eps = self._budget[1]
+        log_budget = float(_cf._AR.q(self._budget[2]).log().hi)
+        if not pld.log_delta_low_at(eps) > log_budget + 1e-9:
+            return False
+        composition = candidate.composition()
+        if not composition._grids_no_finer(eps, pld.h):
+            return False
+        basic = composition._basic_log_delta(eps)
+        return basic is None or not self._log_fits(basic)
 
     def _decide(self, program: _Program) -> bool:
         """Whether ``program`` (a whole program: what was released and what would be) fits."""
@@ -1484,7 +1509,7 @@ class Accountant:
         fits, log_delta = self._composition_fits(composition)
         if fits and look_ahead:
             pld = composition._shared_grid_pld(self._budget[1])
-            self._base = None if pld is None else (program, pld)
+            self._base = (program, pld)  # pld None: out of the route's range
             self._look_ahead(program, log_delta)
         return fits
 

@@ -810,7 +810,8 @@ class _PLD(_Readout):
         if a is not None:
             h = 2.0 ** math.floor(math.log2(h))
         try:
-            return cls(coords, alpha, h, None)
+            with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+                return cls(coords, alpha, h, None)
         except (ArithmeticError, MemoryError, ValueError, OverflowError):
             return None
 
@@ -820,7 +821,8 @@ class _PLD(_Readout):
         if not _power_of_two(self.h):
             return None
         try:
-            return _PLD(more, self.alpha, self.h, None, start=self.root)
+            with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+                return _PLD(more, self.alpha, self.h, None, start=self.root)
         except (ArithmeticError, MemoryError, ValueError, OverflowError):
             return None
 
@@ -829,6 +831,15 @@ class _PLD(_Readout):
         ef = float(e) if e < _PLD_MAX_EPS else _PLD_MAX_EPS
         e_lo = ef if Fraction(ef) <= e else math.nextafter(ef, -math.inf)
         return min(self.log_delta(e_lo), 0.0)
+
+    def log_delta_low_at(self, e: Fraction) -> float:
+        """A lower bound on ln δ̃(e) of this grid's composition (:meth:`log_delta_low`, read
+        at a float ε rounded up; −inf past the route's largest ε)."""
+        if e >= _PLD_MAX_EPS:
+            return _NEG_INF
+        ef = float(e)
+        e_hi = ef if Fraction(ef) >= e else math.nextafter(ef, math.inf)
+        return self.log_delta_low(e_hi)
 
 
 #: The exact route (every atom of the composed loss, no grid) is used when the composed atoms
@@ -1228,6 +1239,29 @@ class Composition:
                     return pld
         ef = float(epsilon) if epsilon < _PLD_MAX_EPS else _PLD_MAX_EPS
         return _PLD.on_shared_grid(self._coords, ef)
+
+    def _grids_no_finer(self, epsilon: Fraction, h: float) -> bool:
+        """Whether every bound this composition could give on δ(ε) other than basic
+        composition and zCDP comes from grids of spacing at least h (h a power of 2): the
+        PLD route alone answers (several kinds of release, none an ℓ2 ball), and neither
+        the exact atoms nor a lattice are among the grids its bucket and the earlier ones
+        read.  The ladder's spacings are powers of 2 too, so each of those grids is h's
+        coarsened, and its gridded δ̃ at least h's (connecting the dots on nested grids)."""
+        if not _power_of_two(h) or epsilon >= _PLD_MAX_EPS:
+            return False
+        if self._cases is not None or self._zcdp_only or not self._in_range:
+            return False
+        if self.pure_epsilon is not None or self._one_sigma2() is not None:
+            return False
+        if self._one_scale() is not None:
+            return False
+        ef = float(epsilon)
+        if Fraction(ef) > epsilon:
+            ef = math.nextafter(ef, -math.inf)  # as _other_routes reads it
+        ladder = self._ladder()
+        j = ladder.bucket(ef)
+        # the bucket's spacing is the smallest of buckets 0 … j (they never grow with j)
+        return not ladder.exact and not ladder.on_lattice[j] and ladder.h[j] >= h
 
     # ---- routes ----------------------------------------------------------------------
     def _one_sigma2(self) -> tuple[Fraction, tuple[int, ...], int] | None:
