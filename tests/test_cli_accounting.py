@@ -147,6 +147,18 @@ def test_calibrate_prints_the_accounting(capsys, eps, delta, k, sensitivity):
         assert f"l1 norm {l1}" in out
 
 
+@pytest.mark.parametrize("bound, shown", [(1, False), (2, True), (5, True)])
+def test_calibrate_says_what_a_bound_sensitivity_means_for_each_noise(capsys, bound, shown):
+    """A bound Δ ≥ 2 is a ball in each noise's own norm: ℓ2 for the Gaussian rows, ℓ1 for the
+    Laplace's (the two rows compare different neighbours); the output says so."""
+    out = run(capsys, "calibrate", "--eps", "1", "--delta", "1e-6", "--sensitivity", str(bound))
+    note = (
+        f"the Gaussian accounts every integer difference vector of l2 norm <= {bound}, "
+        f"the Laplace of l1 norm <= {bound}"
+    )
+    assert (note in out) == shown, out
+
+
 def test_calibrate_reference_numbers(capsys):
     """The paper's numbers at eps = 1, delta = 1e-6, k = 100 (on the 4-digit grid)."""
     rows = calibrate_rows(run(capsys, "calibrate", "--eps", "1", "--delta", "1e-6", "--k", "100"))

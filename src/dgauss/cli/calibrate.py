@@ -118,6 +118,12 @@ def _calibration(args: argparse.Namespace) -> list[str]:
     lines = [
         f"dgauss calibrate: (eps, delta) = ({eps}, {delta}) over {queries.describe()}{laplace_note}"
     ]
+    if not isinstance(queries.sensitivity, tuple) and queries.sensitivity > 1:
+        # a bound: each noise accounts its own norm's ball
+        lines.append(
+            f"  (a bound: the Gaussian accounts every integer difference vector of l2 norm "
+            f"<= {queries.sensitivity}, the Laplace of l1 norm <= {queries.l1})"
+        )
     lines += _table(header, rows, right=(2, 3, 4))
     exact, zcdp, laplace = (r.variance for r in routes)
     if exact is not None and zcdp is not None:
