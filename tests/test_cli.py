@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import statistics
 import subprocess
 import sys
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -180,8 +182,8 @@ def test_summary(capsys):
     )
     captured = capsys.readouterr()
     first, moments_line, destination = captured.out.splitlines()
-    assert first.startswith("dgauss: 20,000 samples of N_Z(0, 100) by inversion in ")
-    assert first.endswith(" million samples/s")
+    assert first.startswith("dgauss: 20,000 samples of N_Z(0, 100) by inversion: ")
+    assert re.search(r" million samples/s \([\d.]+ s sampling, [\d.]+ s in all\)$", first)
     samples = api_draws(dgauss.sample_gaussian, 100, 20000, 7000, 1).tolist()
     mean = float(statistics.mean(samples))
     variance = float(statistics.variance(samples))
@@ -193,11 +195,49 @@ def test_summary(capsys):
     assert "seed" in captured.err  # the warning about seeded output
 
 
+def test_the_rate_is_the_samplers(monkeypatch, capsys):
+    """The printed rate is the samples over the time spent drawing them, not over the run:
+    with summing made slow (0.2 s per chunk) and drawing not, the rate printed is the draws'."""
+    import dgauss.cli.sample as sample_cli
+
+    real_add = sample_cli.Moments.add
+
+    def slow_add(self, chunk):
+        time.sleep(0.2)
+        real_add(self, chunk)
+
+    monkeypatch.setattr(sample_cli.Moments, "add", slow_add)
+    args = ["sample", "--sigma2", "100", "-n", "40000", "--chunk", "10000", "--seed", "1"]
+    assert cli.main(args) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    found = re.search(
+        r": ([\d.]+) million samples/s \(([\d.]+) s sampling, ([\d.]+) s in all", first
+    )
+    assert found, first
+    rate, drawing, elapsed = (float(g) for g in found.groups())
+    assert elapsed >= 0.75  # four chunks summed, 0.2 s each
+    assert drawing < 0.5 * elapsed  # the sleep is not counted as sampling
+    assert rate > 40000 / 1e6 / elapsed * 1.5  # so the rate is not samples / whole run
+
+
+def test_a_failed_write_is_reported(monkeypatch, capsys):
+    """An OSError while keeping a chunk reaches the user as the error it is."""
+    import dgauss.cli.sample as sample_cli
+
+    def failing_add(self, chunk):
+        raise OSError("disk full (planted)")
+
+    monkeypatch.setattr(sample_cli.Moments, "add", failing_add)
+    args = ["sample", "--sigma2", "100", "-n", "40000", "--chunk", "10000", "--seed", "1"]
+    assert cli.main(args) == 1
+    assert "disk full (planted)" in capsys.readouterr().err
+
+
 def test_method_is_passed_on_checked_and_named(tmp_path, capsys):
     path = tmp_path / "noise.npy"
     args = ["sample", "--sigma2", "100", "-n", "5000", "--seed", "3", "--method", "rejection"]
     assert cli.main([*args, "-o", str(path)]) == 0
-    assert " by rejection in " in capsys.readouterr().out
+    assert " by rejection: " in capsys.readouterr().out
     rejection = api_draws(dgauss.sample_gaussian, 100, 5000, 5000, 3, method="rejection")
     np.testing.assert_array_equal(np.load(path), rejection)
     # the default reads the bits differently (by inversion)
