@@ -39,11 +39,18 @@ def test_ci_runs_exactly_the_quick_start():
     section = readme.split("## Quick start", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
     quick_start = [line for line in block.splitlines() if line.strip()]
-    # a venv first (one line), then exactly two commands
-    assert len(quick_start) == 3 and quick_start[0].startswith("python3 -m venv ")
+    # exactly two commands: a venv made and entered, the install and the main job in one
+    # line; then the tests, in that venv
+    assert len(quick_start) == 2
+    setup, tests = quick_start
+    steps = [step.strip() for step in setup.split("&&")]
+    assert steps[0].startswith("python3 -m venv ") and steps[1].startswith(". ")
+    assert any("pip install" in step for step in steps)
+    assert steps[-1].startswith("python3 -m dgauss sample ")
+    assert tests == "python3 -m pytest"
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    start = ci.index(quick_start[0])
-    assert ci[start : start + 3] == quick_start
+    start = ci.index(setup)
+    assert ci[start : start + 2] == quick_start
 
 
 def _readme_example(heading: str) -> tuple[str, dict]:
