@@ -537,7 +537,9 @@ def _merge(a: _Node, b: _Node) -> _Node:
         rounding = 2 * min(len(a.v), len(b.v)) * _U * na_true * nb_true
     else:
         size = 1 << (n - 1).bit_length()
-        v = np.fft.irfft(np.fft.rfft(a.v, size) * np.fft.rfft(b.v, size), size)[:n]
+        fa = np.fft.rfft(a.v, size)
+        fb = fa if b is a else np.fft.rfft(b.v, size)  # a square (_power): one transform
+        v = np.fft.irfft(fa * fb, size)[:n]
         rounding = _fft_error(size) * na_true * nb_true
     err = a.err * nb_true + b.err * na_true + rounding
     np.maximum(v, 0.0, out=v)
