@@ -441,3 +441,28 @@ def test_account_and_calibrate_errors(tmp_path):
     assert done.returncode == 2 and "what is left" in done.stderr
     empty = dgauss_run("account", "--ledger", ledger)
     assert empty.returncode == 0 and "nothing released yet" in empty.stdout
+
+
+def test_the_readme_ledger_example_runs_as_written(tmp_path, table):
+    """The README's ledger block, command by command, and the numbers in its comments."""
+    readme = open(os.path.join(os.path.dirname(SRC), "README.md"), encoding="utf-8").read()
+    section = readme.split("### Command line", 1)[1].split("\n### ", 1)[0]
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", section, re.S) if "--ledger" in b)
+    commands = [line.split("#")[0].split() for line in block.splitlines() if line.strip()]
+    assert [c[:2] for c in commands] == [["dgauss", "account"]] + [["dgauss", "noise"]] * 2 + [
+        ["dgauss", "account"]
+    ]
+    outputs = []
+    for command in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", *command],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,  # where the fixture wrote t.csv
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout + done.stderr)
+    assert "sigma2 = 35.73" in block and all("sigma2 = 35.73," in out for out in outputs[1:3])
+    assert "delta = 9.967e-7 at eps = 1" in block and "delta = 9.967e-7 at eps = 1" in outputs[3]

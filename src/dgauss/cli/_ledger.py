@@ -411,13 +411,21 @@ def noise_lines(args: argparse.Namespace, mech, acc: dgauss.Accountant | None) -
     if getattr(mech, "k", 1) > 1:
         lines.append(
             f"  one of k = {mech.k} planned releases: rho and (eps, delta) above are of all "
-            f"{mech.k} together; this one alone: rho = {_rho_text(mech.rho / mech.k)}"
+            f"{mech.k} together;"
         )
+        lines.append(f"  this one alone: rho = {_rho_text(mech.rho / mech.k)}")
     if args.share is not None:
         lines.append(f"  one of {args.share} equal release(s) that fit what was left of the ledger")
-    if acc is not None:
-        n = len(acc.spent.releases)
-        lines.append(f"  ledger {args.ledger}: recorded as release {n}; {_spent_text(acc)}")
+    if acc is not None:  # the composed delta is account's: a fresh composition may take seconds
+        budget, n = _budget(acc), len(acc.spent.releases)
+        lines.append(
+            f"  ledger {args.ledger}: recorded as release {n}; "
+            f"{'it fits' if n == 1 else f'all {n} fit'} its {_budget_words(budget)}"
+        )
+        lines.append(
+            f"  (zCDP: rho = {_rho_text(acc.spent.rho)} in all; the composed guarantee: "
+            f"dgauss account --ledger {args.ledger})"
+        )
     return lines
 
 
@@ -661,7 +669,7 @@ def _calibrate(args: argparse.Namespace) -> list[str]:
     return [
         f"dgauss calibrate: the ledger {shown}, {_budget_words(budget)}, {made}",
         f"  the least noise with which {queries.k} more release{'s' if queries.k != 1 else ''}"
-        f" (sensitivity {queries.text}) fit what is left:",
+        f" (sensitivity {queries.text}) fit{'s' if queries.k == 1 else ''} what is left:",
         *_table(header, rows, right=(2, 3, 4)),
         f"  (each parameter is the smallest with {accounting.GRID_DIGITS} significant digits "
         "with which K more such releases fit,",
