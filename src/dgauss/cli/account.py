@@ -10,6 +10,7 @@ from fractions import Fraction
 
 from dgauss import _params, accounting
 from dgauss._rounding import PRIVACY_DIGITS, _delta_text, _rounded_up
+from dgauss.cli import _ledger
 from dgauss.cli._common import (
     _QUERIES_HELP,
     _accounting_errors,
@@ -85,6 +86,7 @@ def _add_account(commands: argparse._SubParsersAction) -> None:
         help=f"comma-separated 0 < delta < 1 at which to print eps (default {DEFAULT_DELTA})",
     )
     _add_query_options(account)
+    _ledger.add_account_options(account)
     _one_line_errors(account)
 
 
@@ -100,6 +102,8 @@ def _is_program(args: argparse.Namespace) -> bool:
 
 def run_account(args: argparse.Namespace) -> int:
     """Carry out ``dgauss account``; see :func:`main` for the exit status."""
+    if _ledger.wanted(args):
+        return _ledger.run_account(args, (DEFAULT_EPS, DEFAULT_DELTA))
     return _accounting_errors("account", lambda: _account(args))
 
 

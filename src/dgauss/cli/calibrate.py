@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dgauss import accounting
+from dgauss.cli import _ledger
 from dgauss.cli._common import (
     _QUERIES_HELP,
     INTERVAL_ALPHA,
@@ -39,12 +40,13 @@ def _add_calibrate(commands: argparse._SubParsersAction) -> None:
     )
     calibrate.set_defaults(command=run_calibrate)
     calibrate.add_argument(
-        "--eps", "--epsilon", required=True, metavar="EPS", help="the target epsilon, > 0"
+        "--eps", "--epsilon", metavar="EPS", help="the target epsilon, > 0 (required)"
     )
     calibrate.add_argument(
-        "--delta", required=True, metavar="DELTA", help="the target delta, 0 < DELTA < 1, e.g. 1e-6"
+        "--delta", metavar="DELTA", help="the target delta, 0 < DELTA < 1, e.g. 1e-6 (required)"
     )
     _add_query_options(calibrate)
+    _ledger.add_calibrate_options(calibrate)
     _one_line_errors(calibrate)
 
 
@@ -61,11 +63,19 @@ class Route:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     """Carry out ``dgauss calibrate``; see :func:`main` for the exit status."""
+    if args.ledger is not None:
+        return _ledger.run_calibrate(args)
     return _accounting_errors("calibrate", lambda: _calibration(args))
 
 
 def _calibration(args: argparse.Namespace) -> list[str]:
     """The lines ``calibrate`` prints."""
+    missing = [name for name, value in (("--eps", args.eps), ("--delta", args.delta)) if not value]
+    if missing:
+        raise ValueError(
+            f"{' and '.join(missing)} required: the target (or --ledger FILE: what is left "
+            "of its budget)"
+        )
     queries = _queries(args)
     eps, delta = args.eps.strip(), args.delta.strip()
     sens, k = queries.sensitivity, queries.k

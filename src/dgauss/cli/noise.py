@@ -14,6 +14,7 @@ import numpy as np
 import dgauss
 from dgauss import _params, accounting
 from dgauss._rounding import _delta_text, _rounded_up
+from dgauss.cli import _ledger
 from dgauss.cli._common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -21,6 +22,7 @@ from dgauss.cli._common import (
     Progress,
     _approx,
     _one_line_errors,
+    _positive_int,
     _rho_text,
 )
 from dgauss.cli._io import _atomic, _suffix
@@ -91,13 +93,14 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
         "--clip-min", metavar="LO", help="clip the noisy values below at LO, e.g. 0 for counts"
     )
     noise.add_argument("-o", "--output", metavar="PATH", help="write here (.csv or .npy)")
+    _ledger.add_noise_options(noise, _positive_int)
     _one_line_errors(noise)
 
 
 def run_noise(args: argparse.Namespace) -> int:
     """Carry out ``dgauss noise``; see :func:`main` for the exit status."""
     try:
-        mech = _noise_mechanism(args)
+        mech = _ledger.noise_mechanism(args, lambda: _noise_mechanism(args))
         clip = (
             None
             if args.clip_min is None
@@ -107,23 +110,45 @@ def run_noise(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         print(f"dgauss noise: error: {_noise_option_message(exc)}", file=sys.stderr)
         return EXIT_USAGE
+    except _ledger.LedgerError as exc:
+        print(f"dgauss noise: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     steps = _Steps(args)
+    ledger = None  # the accountant, once the release is recorded in --ledger
+    written = False
     try:
         try:
             table = _read_noise_input(args, steps)
+            if args.ledger is not None:  # recorded before any noise is drawn
+                mech, ledger = _ledger.record(
+                    args, mech, table.count, lambda: _noise_mechanism(args)
+                )
             steps.at(1, 0, f"noising {table.count:,} values")
             released = table.noised(mech, clip)
             steps.at(2, 0, "writing")
             _write_noise_output(args, released, steps)
+            written = True
         finally:
             steps.close()  # the bar's line ends before any message
+            if ledger is not None and not written:
+                print(
+                    f"dgauss noise: the release is recorded in the ledger {args.ledger} but "
+                    "its output was not written: its budget stays spent (the safe side)",
+                    file=sys.stderr,
+                )
     except InputError as exc:
         print(f"dgauss noise: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except _ledger.LedgerError as exc:
+        print(f"dgauss noise: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except _ledger.Refused as exc:
+        print(f"dgauss noise: refused: {exc}", file=sys.stderr)
+        return _ledger.EXIT_REFUSED
     except KeyboardInterrupt:
         print("dgauss noise: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    for line in _noise_report(mech, args, table.count):
+    for line in _noise_report(mech, args, table.count) + _ledger.noise_lines(args, mech, ledger):
         print(line, file=sys.stderr)
     return 0
 
@@ -188,7 +213,9 @@ def _noise_mechanism(args: argparse.Namespace):
                 raise ValueError("--delta goes with --epsilon, not with --scale")
             return dgauss.LaplaceMechanism(scale=args.scale.strip(), sensitivity=sens)
         delta = "0" if args.delta is None else args.delta.strip()
-        return dgauss.LaplaceMechanism(epsilon=args.epsilon.strip(), delta=delta, sensitivity=sens)
+        return dgauss.LaplaceMechanism(
+            epsilon=args.epsilon.strip(), delta=delta, sensitivity=sens, k=args.k
+        )
     if args.scale is not None:
         raise ValueError("--scale sets Laplace noise: add --laplace, or use --sigma2")
     given = [
@@ -213,6 +240,7 @@ def _noise_mechanism(args: argparse.Namespace):
         epsilon=None if args.epsilon is None else args.epsilon.strip(),
         delta=None if args.delta is None else args.delta.strip(),
         sensitivity=sens,
+        k=args.k,  # > 1 only with --rho or --epsilon: calibrated for all k (_ledger checks)
         accounting=args.accounting,
     )
 
@@ -348,7 +376,7 @@ def _noise_report(mech, args: argparse.Namespace, count: int) -> list[str]:
         ]
         if args.epsilon is not None:
             eps = args.epsilon.strip()
-            at = _delta_text(accounting.gaussian_delta, mech.sigma2, eps, mech.sensitivity)
+            at = _delta_text(accounting.gaussian_delta, mech.sigma2, eps, mech.sensitivity, mech.k)
             lines.append(f"  delta = {at} at eps = {eps}")
     else:
         lines = [
