@@ -6,7 +6,6 @@ from __future__ import annotations
 import doctest
 import pathlib
 import re
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -218,7 +217,6 @@ def test_the_examples_are_found_and_counted():
 def test_the_example_runs(example: Example):
     if example.not_run:
         pytest.skip(f"marked '# not run: {example.not_run}'")
-    start = time.perf_counter()
     if example.kind == "doctest":
         test = doctest.DocTestParser().get_doctest(
             example.source, {}, example.id, example.page, example.line
@@ -231,9 +229,6 @@ def test_the_example_runs(example: Example):
         # leading blank lines keep the traceback's line numbers those of the page
         code = compile("\n" * example.line + example.source, example.page, "exec")
         exec(code, {"__name__": "__doc_example__"})
-    elapsed = time.perf_counter() - start
-    # examples must stay quick to read and to run (they take well under a second each)
-    assert elapsed < 10, f"{example.id} took {elapsed:.1f} s"
 
 
 def test_the_extraction_on_a_made_up_page(tmp_path):

@@ -42,6 +42,7 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator
 from fractions import Fraction
+from typing import Any
 
 import dgauss
 from dgauss import accounting
@@ -632,7 +633,7 @@ def _calibrate(args: argparse.Namespace) -> list[str]:
     made = "nothing released yet" if n == 0 else f"{n} release{'s' if n != 1 else ''} made"
     header = ["route", "parameter", "variance", "std dev", "95% interval"]
     rows = []
-    for name, symbol, calibrate, variance, interval, sens in (
+    routes: tuple[tuple[str, str, Any, Any, Any, Any], ...] = (
         (
             "discrete Gaussian",
             "sigma2",
@@ -649,7 +650,8 @@ def _calibrate(args: argparse.Namespace) -> list[str]:
             accounting.laplace_interval,
             queries.l1,
         ),
-    ):
+    )
+    for name, symbol, calibrate, variance, interval, sens in routes:
         try:
             param = calibrate(sens, queries.k)
         except dgauss.PrivacyBudgetError as exc:
