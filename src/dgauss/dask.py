@@ -386,9 +386,9 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
     kind, param, granularity = mech._kind, mech._param, mech.granularity
     if out is not None:
         raise TypeError("out= is not supported for a Dask collection (it is noised lazily)")
-    clip_, overflow_ = _mech._check_clip(clip), _mech._check_overflow(overflow)
+    clip_, overflow_ = _mech._check_clip(clip, granularity), _mech._check_overflow(overflow)
     seed = _seed(rng)
-    _params.workers(workers, None)
+    _params.workers(workers, _block_rng(seed, 0))  # a seeded block is one stream: 1 worker
     int64_safe = _driver.int64_safe(kind, param)
     float_out = granularity is not None
     common = (int(kind), param, int64_safe, granularity, clip_, overflow_, workers)
@@ -397,6 +397,8 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
         if columns is not None:
             raise TypeError("columns= chooses count columns of a DataFrame, not of an array")
         _check_values_dtype(values.dtype, granularity, "values")
+        if not np.isnan(values.size):  # known unless some chunk sizes are unknown
+            _mech._check_sensitivity(mech, int(values.size))
         dtype = _result_dtype(values.dtype.kind, int64_safe, overflow_, float_out)
         take()
         _watch(seed)

@@ -118,21 +118,38 @@ def _object_ints(arr: np.ndarray, name: str) -> None:
             raise TypeError(f"{name} must hold integers; found {type(v).__name__} {v!r}")
 
 
+#: What an object array may hold with a granularity: exact numbers (never bool, never text).
+_NUMBERS = (int, np.integer, float, np.floating, Fraction, decimal.Decimal)
+
+
+def _exact(v, name: str) -> Fraction:
+    """One value of an object array, at its exact value (a float at its binary value)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, _NUMBERS):
+        raise TypeError(f"{name} must hold numbers; found {type(v).__name__} {v!r}")
+    if isinstance(v, np.floating):
+        if not np.isfinite(v):
+            raise ValueError(f"{name} must be finite to lie on a lattice, found {v!r}")
+        return Fraction(*v.as_integer_ratio())  # long doubles too
+    if isinstance(v, (float, decimal.Decimal)) and not math.isfinite(v):
+        raise ValueError(f"{name} must be finite to lie on a lattice, found {v!r}")
+    return Fraction(v)
+
+
 def _on_lattice(arr: np.ndarray, g: Fraction, name: str) -> np.ndarray:
-    """arr / g as integers (int64, or object where they are large), or ValueError if a value
-    is not an exact multiple of g; float values are taken at their exact binary value."""
+    """arr / g as a flat (C order) array of integers (int64, or object where they are large),
+    or ValueError if a value is not an exact multiple of g; float values are taken at their
+    exact binary value."""
     if arr.dtype.kind == "f":
         if not np.isfinite(arr).all():
             raise ValueError(f"{name} must be finite to lie on a lattice")
         pow2 = g.numerator & (g.numerator - 1) == 0 and g.denominator & (g.denominator - 1) == 0
         if pow2 and arr.dtype.itemsize <= 8:
-            q = arr.astype(np.float64) / float(g)  # exact: division by a power of two
+            q = arr.astype(np.float64).reshape(-1) / float(g)  # exact: a power of two
             if np.all(q == np.floor(q)) and np.all(np.abs(q) < 2.0**53):
                 return q.astype(np.int64)
     out = np.empty(arr.size, dtype=object)
     for i, v in enumerate(arr.flat):
-        exact = Fraction(*v.as_integer_ratio()) if isinstance(v, np.floating) else Fraction(v)
-        x = exact / g  # a float at its exact binary value (long doubles too)
+        x = _exact(v, name) / g
         if x.denominator != 1:
             raise ValueError(
                 f"{name} has a value not on the lattice granularity*Z: {v!r} is not a "
@@ -183,7 +200,7 @@ def _pandas_array(values, g: Fraction | None, columns) -> tuple[np.ndarray, list
             else np.dtype(getattr(dt, "numpy_dtype", np.dtype(object))).kind
         )
         text = isinstance(dt, np.dtype) and kind in "SU" or type(dt).__name__ == "StringDtype"
-        if kind == "b" or text or (kind not in "iuf" and not _all_ints(part)):
+        if kind == "b" or text or (kind not in "iuf" and not _all_numbers(part)):
             hint = " (choose the count columns with columns=[...])" if frame else ""
             raise ValueError(f"{label} holds {part.dtype} values, not integer counts{hint}")
         if kind == "f" and g is None:
@@ -192,17 +209,35 @@ def _pandas_array(values, g: Fraction | None, columns) -> tuple[np.ndarray, list
                 "e.g. granularity=1 for whole numbers) or integer counts; floats are never "
                 "rounded"
             )
-    arr = np.asarray(values.to_numpy())
-    if arr.dtype.kind == "O" and frame:
-        arr = arr.astype(object)
+    arr = _frame_values(parts) if frame and len(parts) > 1 else np.asarray(values.to_numpy())
     return arr, chosen
 
 
-def _all_ints(part) -> bool:
-    return all(
-        type(v) is not bool and isinstance(v, (int, np.integer, float, np.floating))
-        for v in part.tolist()
-    )
+def _frame_values(parts: list) -> np.ndarray:
+    """A DataFrame's columns as one 2-D array, exactly: in their common NumPy dtype when each
+    converts to it without rounding (pandas would round int64 counts beyond 2**53 beside a
+    float column, and give float64 for int64 beside uint64), else as exact Python numbers."""
+    arrays = [np.asarray(part.to_numpy()) for part in parts]
+    if all(a.dtype.kind in "iuf" for a in arrays):
+        common = np.result_type(*(a.dtype for a in arrays))
+        if common.kind in "iu":
+            return np.column_stack(arrays).astype(common, copy=False)
+        floats = any(a.dtype.kind == "f" for a in arrays)  # else int64 beside uint64
+        ints = [a for a in arrays if a.dtype.kind in "iu" and a.size]
+        if floats and all(_exact_in(a, common) for a in ints):
+            return np.column_stack(arrays).astype(common, copy=False)  # ints beside floats
+    return np.column_stack([a.astype(object) for a in arrays])
+
+
+def _exact_in(ints: np.ndarray, floats: np.dtype) -> bool:
+    """Whether every integer of ``ints`` (not empty) is exact in the float dtype ``floats``."""
+    limit = 2 ** (np.finfo(floats).nmant + 1)
+    return -limit <= int(ints.min()) and int(ints.max()) <= limit
+
+
+def _all_numbers(part) -> bool:
+    """Whether an object column holds numbers only (ints, or on a lattice any exact number)."""
+    return all(type(v) is not bool and isinstance(v, _NUMBERS) for v in part.tolist())
 
 
 def _prepare(values, g: Fraction | None, name: str = "values", columns=None) -> _Prepared:
@@ -224,6 +259,9 @@ def _prepare(values, g: Fraction | None, name: str = "values", columns=None) -> 
     elif isinstance(values, (float, np.floating)):
         scalar = True
         arr = np.asarray(values)
+    elif isinstance(values, (Fraction, decimal.Decimal)):  # on a lattice, with a granularity
+        scalar = True
+        arr = np.array(values, dtype=object)
     elif isinstance(values, (list, tuple)):
         arr = np.array(values, dtype=object)
         if arr.size and all(isinstance(v, (float, np.floating)) for v in arr.flat):
@@ -285,9 +323,14 @@ def _restore(prep: _Prepared, result: np.ndarray):
 
 
 def _clipped(result: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
-    """Clip in place (int64) or elementwise (exact ints)."""
+    """Clip in place (int64) or elementwise (exact ints; also when a bound lies beyond int64
+    on the far side, so that every value becomes that bound)."""
     if result.dtype != object:
-        return np.clip(result, lo, hi, out=result)
+        if (lo is None or lo <= INT64_MAX) and (hi is None or hi >= INT64_MIN):
+            lo = None if lo is None else max(lo, INT64_MIN)  # a bound beyond int64 on the
+            hi = None if hi is None else min(hi, INT64_MAX)  # near side clips nothing
+            return np.clip(result, lo, hi, out=result)
+        result = result.astype(object)
     low = -math.inf if lo is None else lo
     high = math.inf if hi is None else hi
     return np.array([min(max(v, low), high) for v in result], dtype=object)
@@ -295,23 +338,52 @@ def _clipped(result: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
 
 def _times(lattice: np.ndarray, g: Fraction) -> np.ndarray:
     """lattice * g as float64, each the double nearest the exact product (vectorized when g
-    is dyadic and the integers are below 2**53, where one rounding gives exactly that)."""
+    is dyadic and the integers are below 2**53, where one rounding gives exactly that), or
+    OverflowError where a product lies beyond the float64 range."""
     dyadic = g.denominator & (g.denominator - 1) == 0 and g.numerator < 2**53
     if lattice.dtype != object and dyadic and lattice.size and np.abs(lattice).max() < 2**53:
-        return lattice.astype(np.float64) * float(g)
-    return np.array([float(int(v) * g) for v in lattice.tolist()], dtype=np.float64)
+        with np.errstate(over="ignore"):
+            result = lattice.astype(np.float64) * float(g)
+    else:
+        result = np.array([_float(int(v) * g) for v in lattice.tolist()], dtype=np.float64)
+    if not np.isfinite(result).all():
+        raise OverflowError(
+            "a value plus its noise lies beyond the float64 range (about 1.8e308), which "
+            "a result with a granularity cannot hold"
+        )
+    return result
 
 
-def _check_clip(clip) -> tuple[int | None, int | None] | None:
+def _float(q: Fraction) -> float:
+    """The double nearest ``q``, or inf beyond the float64 range."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf
+
+
+def _check_clip(clip, g: Fraction | None = None) -> tuple[int | None, int | None] | None:
+    """``clip`` as bounds in lattice steps: integers as given without a granularity; with a
+    granularity g, any rational bounds in the values' units, narrowed to the multiples of g
+    between them (the clipped values stay on the lattice g*Z)."""
     if clip is None:
         return None
     if not isinstance(clip, (tuple, list)) or len(clip) != 2:
         raise TypeError("clip must be None or a pair (lo, hi), either of them None")
-    lo = None if clip[0] is None else _params.integer(clip[0], "clip[0]")
-    hi = None if clip[1] is None else _params.integer(clip[1], "clip[1]")
+    exact = _params.integer if g is None else _params.to_fraction
+    lo = None if clip[0] is None else exact(clip[0], "clip[0]")
+    hi = None if clip[1] is None else exact(clip[1], "clip[1]")
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"clip must have lo <= hi, got {clip!r}")
-    return lo, hi
+    if g is None:
+        return lo, hi
+    steps = (None if lo is None else math.ceil(lo / g), None if hi is None else math.floor(hi / g))
+    if steps[0] is not None and steps[1] is not None and steps[0] > steps[1]:
+        raise ValueError(
+            f"clip={clip!r} holds no multiple of granularity {g} (clipped values stay "
+            "on the lattice granularity*Z)"
+        )
+    return steps
 
 
 def _check_overflow(overflow: str) -> str:
@@ -322,32 +394,37 @@ def _check_overflow(overflow: str) -> str:
 
 def _add_int64(noise: np.ndarray, flat: np.ndarray, overflow: str) -> np.ndarray:
     """noise + flat (any integer dtype), in place in ``noise`` (int64) when every sum fits
-    int64 -- in one pass for int64 values, checked by the noise's range for narrower ones --
-    else OverflowError, or exact Python ints with ``overflow="object"``."""
+    int64 -- in one pass for int64 values, checked by the noise's range for narrower ones,
+    exactly otherwise (uint64 values beyond int64, noise near int64's ends) -- else
+    OverflowError, or exact Python ints with ``overflow="object"``."""
     from dgauss import _core
 
-    if flat.dtype == np.uint64 and flat.size and int(flat.max()) > INT64_MAX:
-        bad = 0  # a value beyond int64: some sum may fit, but not as an int64 array
-    elif flat.dtype in (np.int64, np.uint64):
-        bad = _core.add_int64_checked(noise, flat.view(np.int64))
+    big = flat.dtype == np.uint64 and flat.size > 0 and int(flat.max()) > INT64_MAX
+    if flat.dtype in (np.int64, np.uint64) and not big:
+        if _core.add_int64_checked(noise, flat.view(np.int64)) < 0:
+            return noise
+        exact = None  # a sum leaves int64 (noise is as it was)
     else:  # |values| < 2**32: a sum leaves int64 only if the noise is that close to its ends
         lo, hi = (int(noise.min()), int(noise.max())) if noise.size else (0, 0)
-        bad = -1 if INT64_MIN + 2**32 <= lo and hi <= INT64_MAX - 2**32 else 0
-        if bad < 0:
+        if not big and INT64_MIN + 2**32 <= lo and hi <= INT64_MAX - 2**32:
             np.add(noise, flat, out=noise, casting="unsafe")
-    if bad < 0:
-        return noise
+            return noise
+        exact = flat.astype(object) + noise.astype(object)
+        if all(INT64_MIN <= v <= INT64_MAX for v in exact):
+            noise[...] = exact
+            return noise
     if overflow == "object":
-        return flat.astype(object) + noise.astype(object)
+        return exact if exact is not None else flat.astype(object) + noise.astype(object)
     raise OverflowError(
         "a value plus its noise leaves int64 (the values reach "
         f"{_fmt(Fraction(int(flat.max())))}); pass overflow='object' for exact Python ints"
     )
 
 
-def _check_out(out, prep: _Prepared, float_out: bool) -> None:
+def _check_out(out, prep: _Prepared, float_out: bool, overflow: str = "raise") -> None:
     """``out``: None, or a writeable ndarray of the values' shape that can hold the result
-    (float64 with a granularity, else int64 or object); checked before any noise is drawn."""
+    (float64 with a granularity, else int64 or object, and object with ``overflow="object"``);
+    checked before any noise is drawn."""
     if out is None:
         return
     if not isinstance(out, np.ndarray):
@@ -359,6 +436,11 @@ def _check_out(out, prep: _Prepared, float_out: bool) -> None:
         raise TypeError(f"out must have dtype {' or '.join(allowed)}, not {out.dtype}")
     if not out.flags.writeable:
         raise ValueError("out must be writeable")
+    if overflow == "object" and out.dtype != object and not float_out:
+        raise TypeError(
+            f"out has dtype {out.dtype}, which cannot hold the exact Python ints that "
+            "overflow='object' returns beyond int64: pass an object out, or overflow='raise'"
+        )
 
 
 def _noise_into(kind: Kind, param: Fraction, count: int, rng, dtype, workers, out=None):
@@ -384,7 +466,7 @@ def _add(
     flat = prep.flat
     n = flat.size
     float_out = granularity is not None
-    _check_out(out, prep, float_out)
+    _check_out(out, prep, float_out, overflow)
     # the noise, in one batch, before the values are looked at
     target = None
     if (
@@ -394,7 +476,7 @@ def _add(
         and out.flags.c_contiguous
         and int64_safe
         and flat.dtype != object
-        and not (prep.source is not None and np.shares_memory(out, prep.source))
+        and not np.may_share_memory(out, flat)  # out=values: add before overwriting
     ):
         target = out.reshape(-1)  # the noise goes straight into out; values added in place
     noise = _noise_into(
@@ -410,7 +492,8 @@ def _add(
     # values + noise, exactly
     result: np.ndarray
     if noise.dtype != object and flat.dtype != object:
-        result = _add_int64(noise, flat, overflow)
+        # with a granularity the result is float64: the lattice may leave int64 on the way
+        result = _add_int64(noise, flat, "object" if float_out else overflow)
     else:
         result = flat.astype(object) + noise.astype(object)
     if clip is not None:
@@ -425,8 +508,9 @@ def _add(
             if out.dtype == np.int64 and all(INT64_MIN <= v <= INT64_MAX for v in result):
                 result = result.astype(np.int64)
             else:
-                raise TypeError(
-                    f"out has dtype {out.dtype} but the result needs exact Python ints (object)"
+                raise OverflowError(
+                    "a value plus its noise leaves int64, the dtype of out; pass an object "
+                    "out for exact Python ints"
                 )
         np.copyto(out, result.reshape(out.shape))  # out may be any view, contiguous or not
         return out
@@ -439,6 +523,45 @@ def _is_dask(values) -> bool:
     return module.split(".")[0] == "dask" and hasattr(values, "__dask_graph__")
 
 
+def _check_draw(rng, workers) -> None:
+    """``rng`` and ``workers`` as the sampler will take them (checked before the release)."""
+    _params.workers(workers, _params.bit_generator(rng))
+
+
+def _check_sensitivity(mech, size: int | None) -> None:
+    """A Gaussian's difference vector μ (Theorem 15) moves at most ``size`` values: one
+    person's effect on an array cannot have more nonzero coordinates than the array has."""
+    mu = getattr(mech, "_sensitivity", None)
+    if isinstance(mu, tuple) and size is not None and size >= 1:
+        moved = sum(1 for x in mu if x != 0)
+        if moved > size:
+            raise ValueError(
+                f"sensitivity, the difference vector {mech.sensitivity!r}, moves {moved} "
+                f"values, but values has only {size}: give one person's effect on these "
+                "values (or an int, the l2 bound)"
+            )
+
+
+#: The largest finite float64.
+_FLOAT_MAX = Fraction(np.finfo(np.float64).max)
+
+
+def _check_float_range(flat: np.ndarray, g: Fraction) -> None:
+    """With a granularity the result is float64: every value (``flat``, in steps of g) must
+    lie in its range before the noise is added."""
+    if flat.size == 0:
+        return
+    if flat.dtype == object:
+        top = max(abs(int(v)) for v in flat)
+    else:
+        top = max(abs(int(flat.min())), abs(int(flat.max())))
+    if top * g > _FLOAT_MAX:
+        raise ValueError(
+            "values reach beyond the float64 range (about 1.8e308) that the result of a "
+            "granularity holds"
+        )
+
+
 def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns):
     """One release of ``mech`` (a :class:`GaussianMechanism` or :class:`LaplaceMechanism`):
     check every argument, ``take()`` the release (count it, spend the budget: it raises to
@@ -449,10 +572,15 @@ def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns
         from dgauss import dask as _dask  # the optional extra, on first use
 
         return _dask._noised(mech, values, take, rng, out, clip, overflow, workers, columns)
-    prep = _prepare(values, mech.granularity, columns=columns)
-    clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
-    _check_out(out, prep, mech.granularity is not None)
-    take(len(prep.flat))
+    g = mech.granularity
+    prep = _prepare(values, g, columns=columns)
+    clip_, overflow_ = _check_clip(clip, g), _check_overflow(overflow)
+    _check_out(out, prep, g is not None, overflow_)
+    _check_draw(rng, workers)
+    _check_sensitivity(mech, prep.flat.size)
+    if g is not None:
+        _check_float_range(prep.flat, g)
+    take(prep.flat.size)
     return _add(
         prep,
         mech._kind,
