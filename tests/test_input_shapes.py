@@ -918,3 +918,35 @@ def test_clip_beyond_int64_on_the_far_side():
     assert got.dtype == object and got.tolist() == [2**70, 2**70]
     got = dgauss.add_gaussian_noise(np.array([1, 2]), sigma2=1, clip=(-(2**70), 2**70))
     assert got.dtype == np.int64
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_a_lattice_beyond_int64_is_no_overflow_with_a_granularity(dtype):
+    """With a granularity the result is float64: the lattice integers may leave int64 on the
+    way (overflow= is about int64 results) and come back as the double nearest the sum."""
+    values = np.array([INT64_MAX, 2**63 + 5 if dtype == "uint64" else INT64_MIN], dtype=dtype)
+    seed, noise = _seed_where(
+        lambda n, rng: dgauss.sample_gaussian(9, n, rng=rng), 2, lambda z: z[0] > 0 and z[1] < 0
+    )
+    got = dgauss.add_gaussian_noise(
+        values, sigma2=9, granularity=1, rng=np.random.default_rng(seed)
+    )
+    assert got.dtype == np.float64
+    assert got.tolist() == [float(int(v) + z) for v, z in zip(values, noise, strict=True)]
+
+
+def test_uint64_values_beyond_int64_whose_sums_fit_give_int64():
+    """overflow="raise" refuses results beyond int64, not values: 2**63 plus negative noise is
+    an int64 result."""
+    values = np.array([2**63 + 1, 2**63, 3], dtype=np.uint64)
+    seed, noise = _seed_where(
+        lambda n, rng: dgauss.sample_gaussian(9, n, rng=rng), 3, lambda z: max(z[:2]) < -1
+    )
+    got = dgauss.add_gaussian_noise(values, sigma2=9, rng=np.random.default_rng(seed))
+    assert got.dtype == np.int64
+    assert got.tolist() == [int(v) + z for v, z in zip(values, noise, strict=True)]
+    seed, _ = _seed_where(
+        lambda n, rng: dgauss.sample_gaussian(9, n, rng=rng), 3, lambda z: z[1] >= 0
+    )
+    with pytest.raises(OverflowError, match="int64"):  # a result beyond int64 is refused
+        dgauss.add_gaussian_noise(values, sigma2=9, rng=np.random.default_rng(seed))
