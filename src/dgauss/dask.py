@@ -17,7 +17,9 @@ Every promise of the in-memory API holds block by block:
   count the whole collection as **one** release, whose sensitivity is that of the whole
   collection, not of a block.  Every argument is checked and the release is counted (an
   Accountant refuses an overspend with :class:`~dgauss.PrivacyBudgetError`) before the graph is
-  built; nothing is drawn until the collection is computed.
+  built; nothing is drawn until the collection is computed.  The values themselves are read
+  only then: a value off the lattice of ``granularity``, a missing value or an overflow
+  raises when its block is computed, after the release was counted.
 * **Randomness**: with ``rng=None`` (the default) each block reads the operating system's
   CSPRNG on the worker that computes it, so no two blocks share bits, across threads,
   processes, forks and machines.  With ``rng`` a :class:`numpy.random.SeedSequence` (or an int

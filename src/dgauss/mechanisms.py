@@ -14,21 +14,47 @@ Fraction(1, 1)
 >>> noisy.dtype, noisy.shape
 (dtype('int64'), (4,))
 
-The rules every entry point follows:
+The rules every entry point follows (the functions, the mechanisms' calls, the Accountant's
+``add_*_noise``):
 
-* **Inputs**: any integer dtype, Python ints and lists, object arrays of Python ints,
-  pandas Series and DataFrames (returned with their index and columns).  Floats, bools and
-  anything else are refused, unless a ``granularity`` g is given: then values must be exact
-  multiples of g (never rounded), the mechanism counts sensitivity, σ² and scale in steps of
-  g, adds g·(integer noise), and returns float64.
-* **The input is never modified** unless ``out=`` is the input itself.
+* **Inputs**, of any shape: Python ints, floats, lists and nested lists; NumPy arrays of any
+  integer dtype, 0-d to N-D, C- or Fortran-ordered or strided views; object arrays of Python
+  ints; pandas Series and DataFrames (returned with their index and columns; ``columns=``
+  chooses the count columns, the others come back as they were); Dask arrays, DataFrames
+  and Series (noised lazily, :mod:`dgauss.dask`).  The result has the input's shape and
+  form (a Python scalar for a scalar, an ndarray for a list).  Floats, bools and anything
+  else are refused, unless a ``granularity`` g is given: then values (floats, ints,
+  Fractions, Decimals) must be exact multiples of g (never rounded), the mechanism counts
+  sensitivity, σ² and scale in steps of g, adds g·(integer noise), and returns float64,
+  each value the double nearest the exact value + g·noise.
+* **One noise value per element**, drawn in one batch in C order (a DataFrame's rows, each
+  across the columns in the order of ``columns=``): with a seeded ``rng`` the noise is that
+  of one ``sample_gaussian(σ², n, rng=rng)`` (``sample_laplace``) of n values.
+* **The input is never modified** unless ``out=`` is the input itself.  ``out``: an ndarray
+  of the values' shape, of any layout, int64 or object (float64 with a granularity; object
+  with ``overflow="object"``).
 * **Overflow is never silent**: small and unsigned dtypes give int64 results (negatives
   allowed); a result outside int64 raises ``OverflowError``, or with ``overflow="object"``
-  comes back as an object array of exact Python ints.
+  comes back as an object array of exact Python ints.  Object arrays, and Python ints
+  beyond int64, come back as exact Python ints.  With a granularity the integers are exact
+  on the way and ``overflow`` does not apply; a result beyond float64 raises
+  ``OverflowError``.
+* ``clip=(lo, hi)`` clips the noisy values (e.g. ``(0, None)`` for counts): post-processing,
+  free privacy-wise.  Integers, in the values' units; with a granularity any rationals,
+  narrowed to the multiples of g between them (the result stays on the lattice).
+* **Every check runs before the budget is taken**: the input (shape, dtype, lattice, missing
+  values, columns) and every option (``clip``, ``out``, ``overflow``, ``sensitivity``,
+  ``rng``, ``workers``) are checked before a release is counted; a refused call leaves a
+  mechanism's count and an Accountant's spent, remaining and ledger as they were.
+* **What can fail after the draw** is an overflow (``OverflowError``: a value + noise beyond
+  int64 with ``overflow="raise"`` or beyond an int64 ``out``, or beyond float64 with a
+  granularity).  The release is then counted: whether it overflows depends on the values
+  and the noise, so the error is itself an output.  Nothing is returned, the input is as
+  it was, and ``out`` holds what it held or the noise alone, never a value.  A Dask
+  collection's values are read when it is computed: a value off the lattice, a missing
+  value or an overflow raises then, after the release was counted.
 * **Timing**: the noise of a call is drawn in one batch before the data are touched; see the
   README's security notes for what the time of a call can still reveal.
-* ``clip=(lo, hi)`` clips the noisy values (e.g. ``(0, None)`` for counts): post-processing,
-  free privacy-wise.
 """
 
 from __future__ import annotations
@@ -783,11 +809,14 @@ class GaussianMechanism:
         workers=None,
         columns=None,
     ):
-        """``values`` plus independent N_Z(0, σ²) noise on every value (see the module
-        docstring for inputs, overflow, ``out`` and ``clip``).  ``rng``: None for the OS
-        CSPRNG (use it for real data); a NumPy generator only for reproducible simulations.
-        ``columns``: a DataFrame's count columns to noise (the others are returned as they
-        are); by default every column, each of which must hold integer counts."""
+        """``values`` plus independent N_Z(0, σ²) noise on every value: one of the k
+        releases (see the module docstring for inputs of every shape, overflow, ``out`` and
+        ``clip``; the keywords and what is returned and raised as for
+        :func:`add_gaussian_noise`).  ``rng``: None for the OS CSPRNG (use it for real
+        data); a NumPy generator only for reproducible simulations.  ``columns``: a
+        DataFrame's count columns to noise (the others are returned as they are); by
+        default every column, each of which must hold integer counts.  A call refused on
+        its input is not counted; one that overflows after the draw is."""
         take = self._releases.take
         return _release(self, values, take, rng, out, clip, overflow, workers, columns)
 
@@ -871,8 +900,8 @@ class LaplaceMechanism:
         workers=None,
         columns=None,
     ):
-        """``values`` plus independent Lap_Z(t) noise on every value (see the module
-        docstring; ``columns`` as for :class:`GaussianMechanism`)."""
+        """``values`` plus independent Lap_Z(t) noise on every value: one of the k releases
+        (as for :class:`GaussianMechanism`'s call)."""
         take = self._releases.take
         return _release(self, values, take, rng, out, clip, overflow, workers, columns)
 
@@ -904,13 +933,58 @@ def add_gaussian_noise(
     """``values`` plus N_Z(0, σ²) noise on every value: one release of a
     :class:`GaussianMechanism` (the keywords as there and in its call).
 
-    **Privacy**: the noise is set in exactly one way (``sigma2``, ``rho`` or ``epsilon`` with
-    ``delta``); the release is ρ-zCDP with ρ = k‖Δ‖²/(2σ²) and (ε, δ)-DP for the exact δ of
-    Theorems 7/15 (a calibrated σ² never gives less privacy than asked).
+    Parameters
+    ----------
+    values : int, float, list, numpy.ndarray, pandas or Dask object
+        Counts of any shape (0-d to N-D, any layout), Series or DataFrame, or a Dask
+        collection; floats (and Fractions) only with a ``granularity``.  See the module
+        docstring for the rules every entry point follows.
+    sigma2, rho, epsilon, delta, sensitivity, k, accounting, granularity
+        As for :class:`GaussianMechanism` (the noise set in exactly one way).
+    rng : None or numpy.random.Generator
+        None for the OS CSPRNG (use it for real data); a seeded generator for reproducible
+        simulations (a Dask collection takes a SeedSequence or int seed instead).
+    out : numpy.ndarray, optional
+        Where to write the result: the values' shape, any layout; int64 or object (object
+        with ``overflow="object"``), float64 with a granularity.  May be ``values`` itself.
+    clip : (lo, hi), optional
+        Clip the noisy values (post-processing): integers; with a granularity, rationals in
+        the values' units narrowed to the multiples of g between them.
+    overflow : "raise" or "object"
+        A result beyond int64: ``OverflowError``, or an object array of exact Python ints.
+    workers : int, optional
+        Threads drawing the noise (OS randomness only).
+    columns : label or list of labels, optional
+        A DataFrame's count columns to noise (the others are returned as they are).
+
+    Returns
+    -------
+    The noisy values in the input's form: a Python int (float) for a scalar, an ndarray of
+    the input's shape (int64; object for exact Python ints; float64 with a granularity), a
+    Series or DataFrame with its index and columns, a lazy Dask collection, or ``out``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On any bad input or option, naming it, before the release is counted or any noise
+        drawn.
+    OverflowError
+        After the draw, on a value + noise beyond int64 (``overflow="raise"`` or an int64
+        ``out``) or beyond float64 (with a granularity); the release is counted, since the
+        error depends on the values and the noise.
+
+    Notes
+    -----
+    **Privacy**: the release is ρ-zCDP with ρ = k‖Δ‖²/(2σ²) and (ε, δ)-DP for the exact δ of
+    Theorems 7/15 (a calibrated σ² never gives less privacy than asked), Δ the sensitivity
+    in steps of the granularity.  The noise is exact: every element gets an independent
+    draw from the discrete Gaussian N_Z(0, σ²).
 
     >>> import dgauss
     >>> dgauss.add_gaussian_noise([5, 0, 2], sigma2=4).shape
     (3,)
+    >>> dgauss.add_gaussian_noise([[1.5, 2.0]], sigma2=4, granularity=0.5).dtype
+    dtype('float64')
     """
     mech = GaussianMechanism(
         sigma2=sigma2,
@@ -946,8 +1020,14 @@ def add_laplace_noise(
     """``values`` plus Lap_Z(t) noise on every value: one release of a
     :class:`LaplaceMechanism` (the keywords as there and in its call).
 
+    ``values``, ``rng``, ``out``, ``clip``, ``overflow``, ``workers`` and ``columns``, what
+    is returned and what is raised (every check before the release is counted; only an
+    overflow after the draw, the release then counted) are as for
+    :func:`add_gaussian_noise`; ``sensitivity`` is the ℓ1 bound Δ, an int.
+
     **Privacy**: ``scale`` t, or ``epsilon`` (pure ε-DP, t = kΔ/ε; with ``delta`` > 0 the
-    smallest t whose exact δ at ε is at most ``delta``).
+    smallest t whose exact δ at ε is at most ``delta``).  Every element gets an independent
+    exact draw from Lap_Z(t).
     """
     mech = LaplaceMechanism(
         scale=scale,
@@ -1925,6 +2005,13 @@ class Accountant:
         """Noise ``values`` with a :class:`GaussianMechanism` (the keywords as there; one
         release) and spend its privacy.  The release is admitted only if the composition of
         everything released plus this one fits the budget, checked before any noise is drawn.
+
+        Inputs of every shape and every option as for :func:`dgauss.add_gaussian_noise`.
+        Every check on them runs first: a call refused on its input (``TypeError``,
+        ``ValueError``) or on the budget (:class:`PrivacyBudgetError`) leaves ``spent``,
+        ``remaining`` and the ledger as they were.  An ``OverflowError`` after the draw
+        (a value + noise beyond int64 or float64) leaves the release spent: the error
+        depends on the values and the noise.
         """
         mech = GaussianMechanism(
             sigma2=sigma2,
@@ -1956,7 +2043,8 @@ class Accountant:
         columns=None,
     ):
         """Noise ``values`` with a :class:`LaplaceMechanism` (the keywords as there; one
-        release) and spend its privacy, admitted as for :meth:`add_gaussian_noise`."""
+        release) and spend its privacy, admitted, checked and charged as for
+        :meth:`add_gaussian_noise`."""
         mech = LaplaceMechanism(
             scale=scale,
             epsilon=epsilon,
