@@ -950,3 +950,32 @@ def test_uint64_values_beyond_int64_whose_sums_fit_give_int64():
     )
     with pytest.raises(OverflowError, match="int64"):  # a result beyond int64 is refused
         dgauss.add_gaussian_noise(values, sigma2=9, rng=np.random.default_rng(seed))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+def test_ndarray_subclasses_are_plain_arrays_and_masked_values_are_refused():
+    matrix = np.matrix([[1.0, 2.5], [3.0, 4.0]])
+    got = dgauss.add_gaussian_noise(
+        matrix, sigma2=4, granularity="0.5", rng=np.random.default_rng(3)
+    )
+    noise = dgauss.sample_gaussian(4, 4, rng=np.random.default_rng(3)).tolist()
+    assert type(got) is np.ndarray and got.shape == (2, 2)
+    assert got.ravel().tolist() == [v + z / 2 for v, z in zip([1, 2.5, 3, 4], noise, strict=True)]
+    plain = np.ma.masked_array([[1, 2], [3, 4]], mask=False)
+    assert dgauss.add_laplace_noise(plain, scale=1).shape == (2, 2)
+    acc = dgauss.Accountant(rho=1)
+    with pytest.raises(ValueError, match="values has 1 masked value"):
+        acc.add_laplace_noise(np.ma.masked_array([[1, 2], [3, 4]], mask=[[0, 1], [0, 0]]), scale=1)
+    assert len(acc.spent.releases) == 0
+
+
+def test_pandas_extension_dtypes_on_a_lattice():
+    frame = pd.DataFrame(
+        {"n": pd.array([1, 2], dtype="Int64"), "x": pd.array([1.5, -2.0], dtype="Float64")}
+    )
+    got = dgauss.add_gaussian_noise(
+        frame, sigma2=4, granularity="0.5", rng=np.random.default_rng(6)
+    )
+    noise = dgauss.sample_gaussian(4, 4, rng=np.random.default_rng(6)).tolist()
+    assert got["n"].tolist() == [1 + noise[0] / 2, 2 + noise[2] / 2]
+    assert got["x"].tolist() == [1.5 + noise[1] / 2, -2.0 + noise[3] / 2]

@@ -129,7 +129,7 @@ class _Prepared:
     shape: tuple[int, ...]
     scalar: bool
     pandas: Any  # the Series / DataFrame the values came from, or None
-    source: np.ndarray | None  # the caller's ndarray (for out= aliasing), or None
+    source: np.ndarray | None  # the caller's ndarray (an object one stays object), or None
     columns: list | None = None  # the DataFrame columns noised (columns=), or None for all
 
 
@@ -276,7 +276,13 @@ def _prepare(values, g: Fraction | None, name: str = "values", columns=None) -> 
     if pandas is not None:
         arr, chosen = _pandas_array(values, g, columns)
     elif isinstance(values, np.ndarray):
-        arr = values
+        masked = np.ma.count_masked(values) if isinstance(values, np.ma.MaskedArray) else 0
+        if masked:
+            raise ValueError(
+                f"{name} has {masked} masked value{'s' if masked != 1 else ''}; fill or drop "
+                "them before noising"
+            )
+        arr = np.asarray(values)  # a subclass (np.matrix, a masked array) as a plain array
     elif isinstance(values, (bool, np.bool_)):
         raise TypeError(f"{name} must be integers, not bool")
     elif isinstance(values, (int, np.integer)):
