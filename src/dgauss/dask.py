@@ -399,8 +399,6 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
         if columns is not None:
             raise TypeError("columns= chooses count columns of a DataFrame, not of an array")
         _check_values_dtype(values.dtype, granularity, "values")
-        if not np.isnan(values.size):  # known unless some chunk sizes are unknown
-            _mech._check_sensitivity(mech, int(values.size))
         dtype = _result_dtype(values.dtype.kind, int64_safe, overflow_, float_out)
         take()
         _watch(seed)

@@ -560,20 +560,6 @@ def _check_draw(rng, workers) -> None:
     _params.workers(workers, _params.bit_generator(rng))
 
 
-def _check_sensitivity(mech, size: int | None) -> None:
-    """A Gaussian's difference vector μ (Theorem 15) moves at most ``size`` values: one
-    person's effect on an array cannot have more nonzero coordinates than the array has."""
-    mu = getattr(mech, "_sensitivity", None)
-    if isinstance(mu, tuple) and size is not None and size >= 1:
-        moved = sum(1 for x in mu if x != 0)
-        if moved > size:
-            raise ValueError(
-                f"sensitivity, the difference vector {mech.sensitivity!r}, moves {moved} "
-                f"values, but values has only {size}: give one person's effect on these "
-                "values (or an int, the l2 bound)"
-            )
-
-
 #: The largest finite float64.
 _FLOAT_MAX = Fraction(np.finfo(np.float64).max)
 
@@ -609,7 +595,6 @@ def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns
     clip_, overflow_ = _check_clip(clip, g), _check_overflow(overflow)
     _check_out(out, prep, g is not None, overflow_)
     _check_draw(rng, workers)
-    _check_sensitivity(mech, prep.flat.size)
     if g is not None:
         _check_float_range(prep.flat, g)
     take(prep.flat.size)
