@@ -17,7 +17,9 @@ Every promise of the in-memory API holds block by block:
   count the whole collection as **one** release, whose sensitivity is that of the whole
   collection, not of a block.  Every argument is checked and the release is counted (an
   Accountant refuses an overspend with :class:`~dgauss.PrivacyBudgetError`) before the graph is
-  built; nothing is drawn until the collection is computed.
+  built; nothing is drawn until the collection is computed.  The values themselves are read
+  only then: a value off the lattice of ``granularity``, a missing value or an overflow
+  raises when its block is computed, after the release was counted.
 * **Randomness**: with ``rng=None`` (the default) each block reads the operating system's
   CSPRNG on the worker that computes it, so no two blocks share bits, across threads,
   processes, forks and machines.  With ``rng`` a :class:`numpy.random.SeedSequence` (or an int
@@ -386,9 +388,9 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
     kind, param, granularity = mech._kind, mech._param, mech.granularity
     if out is not None:
         raise TypeError("out= is not supported for a Dask collection (it is noised lazily)")
-    clip_, overflow_ = _mech._check_clip(clip), _mech._check_overflow(overflow)
+    clip_, overflow_ = _mech._check_clip(clip, granularity), _mech._check_overflow(overflow)
     seed = _seed(rng)
-    _params.workers(workers, None)
+    _params.workers(workers, _block_rng(seed, 0))  # a seeded block is one stream: 1 worker
     int64_safe = _driver.int64_safe(kind, param)
     float_out = granularity is not None
     common = (int(kind), param, int64_safe, granularity, clip_, overflow_, workers)

@@ -14,21 +14,47 @@ Fraction(1, 1)
 >>> noisy.dtype, noisy.shape
 (dtype('int64'), (4,))
 
-The rules every entry point follows:
+The rules every entry point follows (the functions, the mechanisms' calls, the Accountant's
+``add_*_noise``):
 
-* **Inputs**: any integer dtype, Python ints and lists, object arrays of Python ints,
-  pandas Series and DataFrames (returned with their index and columns).  Floats, bools and
-  anything else are refused, unless a ``granularity`` g is given: then values must be exact
-  multiples of g (never rounded), the mechanism counts sensitivity, σ² and scale in steps of
-  g, adds g·(integer noise), and returns float64.
-* **The input is never modified** unless ``out=`` is the input itself.
+* **Inputs**, of any shape: Python ints, floats, lists and nested lists; NumPy arrays of any
+  integer dtype, 0-d to N-D, C- or Fortran-ordered or strided views; object arrays of Python
+  ints; pandas Series and DataFrames (returned with their index and columns; ``columns=``
+  chooses the count columns, the others come back as they were); Dask arrays, DataFrames
+  and Series (noised lazily, :mod:`dgauss.dask`).  The result has the input's shape and
+  form (a Python scalar for a scalar, an ndarray for a list).  Floats, bools and anything
+  else are refused, unless a ``granularity`` g is given: then values (floats, ints,
+  Fractions, Decimals) must be exact multiples of g (never rounded), the mechanism counts
+  sensitivity, σ² and scale in steps of g, adds g·(integer noise), and returns float64,
+  each value the double nearest the exact value + g·noise.
+* **One noise value per element**, drawn in one batch in C order (a DataFrame's rows, each
+  across the columns in the order of ``columns=``): with a seeded ``rng`` the noise is that
+  of one ``sample_gaussian(σ², n, rng=rng)`` (``sample_laplace``) of n values.
+* **The input is never modified** unless ``out=`` is the input itself.  ``out``: an ndarray
+  of the values' shape, of any layout, int64 or object (float64 with a granularity; object
+  with ``overflow="object"``).
 * **Overflow is never silent**: small and unsigned dtypes give int64 results (negatives
   allowed); a result outside int64 raises ``OverflowError``, or with ``overflow="object"``
-  comes back as an object array of exact Python ints.
+  comes back as an object array of exact Python ints.  Object arrays, and Python ints
+  beyond int64, come back as exact Python ints.  With a granularity the integers are exact
+  on the way and ``overflow`` does not apply; a result beyond float64 raises
+  ``OverflowError``.
+* ``clip=(lo, hi)`` clips the noisy values (e.g. ``(0, None)`` for counts): post-processing,
+  free privacy-wise.  Integers, in the values' units; with a granularity any rationals,
+  narrowed to the multiples of g between them (the result stays on the lattice).
+* **Every check runs before the budget is taken**: the input (shape, dtype, lattice, missing
+  values, columns) and every option (``clip``, ``out``, ``overflow``, ``sensitivity``,
+  ``rng``, ``workers``) are checked before a release is counted; a refused call leaves a
+  mechanism's count and an Accountant's spent, remaining and ledger as they were.
+* **What can fail after the draw** is an overflow (``OverflowError``: a value + noise beyond
+  int64 with ``overflow="raise"`` or beyond an int64 ``out``, or beyond float64 with a
+  granularity).  The release is then counted: whether it overflows depends on the values
+  and the noise, so the error is itself an output.  Nothing is returned, the input is as
+  it was, and ``out`` holds what it held or the noise alone, never a value.  A Dask
+  collection's values are read when it is computed: a value off the lattice, a missing
+  value or an overflow raises then, after the release was counted.
 * **Timing**: the noise of a call is drawn in one batch before the data are touched; see the
   README's security notes for what the time of a call can still reveal.
-* ``clip=(lo, hi)`` clips the noisy values (e.g. ``(0, None)`` for counts): post-processing,
-  free privacy-wise.
 """
 
 from __future__ import annotations
@@ -103,7 +129,7 @@ class _Prepared:
     shape: tuple[int, ...]
     scalar: bool
     pandas: Any  # the Series / DataFrame the values came from, or None
-    source: np.ndarray | None  # the caller's ndarray (for out= aliasing), or None
+    source: np.ndarray | None  # the caller's ndarray (an object one stays object), or None
     columns: list | None = None  # the DataFrame columns noised (columns=), or None for all
 
 
@@ -118,21 +144,38 @@ def _object_ints(arr: np.ndarray, name: str) -> None:
             raise TypeError(f"{name} must hold integers; found {type(v).__name__} {v!r}")
 
 
+#: What an object array may hold with a granularity: exact numbers (never bool, never text).
+_NUMBERS = (int, np.integer, float, np.floating, Fraction, decimal.Decimal)
+
+
+def _exact(v, name: str) -> Fraction:
+    """One value of an object array, at its exact value (a float at its binary value)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, _NUMBERS):
+        raise TypeError(f"{name} must hold numbers; found {type(v).__name__} {v!r}")
+    if isinstance(v, np.floating):
+        if not np.isfinite(v):
+            raise ValueError(f"{name} must be finite to lie on a lattice, found {v!r}")
+        return Fraction(*v.as_integer_ratio())  # long doubles too
+    if isinstance(v, (float, decimal.Decimal)) and not math.isfinite(v):
+        raise ValueError(f"{name} must be finite to lie on a lattice, found {v!r}")
+    return Fraction(v)
+
+
 def _on_lattice(arr: np.ndarray, g: Fraction, name: str) -> np.ndarray:
-    """arr / g as integers (int64, or object where they are large), or ValueError if a value
-    is not an exact multiple of g; float values are taken at their exact binary value."""
+    """arr / g as a flat (C order) array of integers (int64, or object where they are large),
+    or ValueError if a value is not an exact multiple of g; float values are taken at their
+    exact binary value."""
     if arr.dtype.kind == "f":
         if not np.isfinite(arr).all():
             raise ValueError(f"{name} must be finite to lie on a lattice")
         pow2 = g.numerator & (g.numerator - 1) == 0 and g.denominator & (g.denominator - 1) == 0
         if pow2 and arr.dtype.itemsize <= 8:
-            q = arr.astype(np.float64) / float(g)  # exact: division by a power of two
+            q = arr.astype(np.float64).reshape(-1) / float(g)  # exact: a power of two
             if np.all(q == np.floor(q)) and np.all(np.abs(q) < 2.0**53):
                 return q.astype(np.int64)
     out = np.empty(arr.size, dtype=object)
     for i, v in enumerate(arr.flat):
-        exact = Fraction(*v.as_integer_ratio()) if isinstance(v, np.floating) else Fraction(v)
-        x = exact / g  # a float at its exact binary value (long doubles too)
+        x = _exact(v, name) / g
         if x.denominator != 1:
             raise ValueError(
                 f"{name} has a value not on the lattice granularity*Z: {v!r} is not a "
@@ -183,7 +226,7 @@ def _pandas_array(values, g: Fraction | None, columns) -> tuple[np.ndarray, list
             else np.dtype(getattr(dt, "numpy_dtype", np.dtype(object))).kind
         )
         text = isinstance(dt, np.dtype) and kind in "SU" or type(dt).__name__ == "StringDtype"
-        if kind == "b" or text or (kind not in "iuf" and not _all_ints(part)):
+        if kind == "b" or text or (kind not in "iuf" and not _all_numbers(part)):
             hint = " (choose the count columns with columns=[...])" if frame else ""
             raise ValueError(f"{label} holds {part.dtype} values, not integer counts{hint}")
         if kind == "f" and g is None:
@@ -192,17 +235,35 @@ def _pandas_array(values, g: Fraction | None, columns) -> tuple[np.ndarray, list
                 "e.g. granularity=1 for whole numbers) or integer counts; floats are never "
                 "rounded"
             )
-    arr = np.asarray(values.to_numpy())
-    if arr.dtype.kind == "O" and frame:
-        arr = arr.astype(object)
+    arr = _frame_values(parts) if frame and len(parts) > 1 else np.asarray(values.to_numpy())
     return arr, chosen
 
 
-def _all_ints(part) -> bool:
-    return all(
-        type(v) is not bool and isinstance(v, (int, np.integer, float, np.floating))
-        for v in part.tolist()
-    )
+def _frame_values(parts: list) -> np.ndarray:
+    """A DataFrame's columns as one 2-D array, exactly: in their common NumPy dtype when each
+    converts to it without rounding (pandas would round int64 counts beyond 2**53 beside a
+    float column, and give float64 for int64 beside uint64), else as exact Python numbers."""
+    arrays = [np.asarray(part.to_numpy()) for part in parts]
+    if all(a.dtype.kind in "iuf" for a in arrays):
+        common = np.result_type(*(a.dtype for a in arrays))
+        if common.kind in "iu":
+            return np.column_stack(arrays).astype(common, copy=False)
+        floats = any(a.dtype.kind == "f" for a in arrays)  # else int64 beside uint64
+        ints = [a for a in arrays if a.dtype.kind in "iu" and a.size]
+        if floats and all(_exact_in(a, common) for a in ints):
+            return np.column_stack(arrays).astype(common, copy=False)  # ints beside floats
+    return np.column_stack([a.astype(object) for a in arrays])
+
+
+def _exact_in(ints: np.ndarray, floats: np.dtype) -> bool:
+    """Whether every integer of ``ints`` (not empty) is exact in the float dtype ``floats``."""
+    limit = 2 ** (np.finfo(floats).nmant + 1)
+    return -limit <= int(ints.min()) and int(ints.max()) <= limit
+
+
+def _all_numbers(part) -> bool:
+    """Whether an object column holds numbers only (ints, or on a lattice any exact number)."""
+    return all(type(v) is not bool and isinstance(v, _NUMBERS) for v in part.tolist())
 
 
 def _prepare(values, g: Fraction | None, name: str = "values", columns=None) -> _Prepared:
@@ -215,7 +276,13 @@ def _prepare(values, g: Fraction | None, name: str = "values", columns=None) -> 
     if pandas is not None:
         arr, chosen = _pandas_array(values, g, columns)
     elif isinstance(values, np.ndarray):
-        arr = values
+        masked = np.ma.count_masked(values) if isinstance(values, np.ma.MaskedArray) else 0
+        if masked:
+            raise ValueError(
+                f"{name} has {masked} masked value{'s' if masked != 1 else ''}; fill or drop "
+                "them before noising"
+            )
+        arr = np.asarray(values)  # a subclass (np.matrix, a masked array) as a plain array
     elif isinstance(values, (bool, np.bool_)):
         raise TypeError(f"{name} must be integers, not bool")
     elif isinstance(values, (int, np.integer)):
@@ -224,6 +291,9 @@ def _prepare(values, g: Fraction | None, name: str = "values", columns=None) -> 
     elif isinstance(values, (float, np.floating)):
         scalar = True
         arr = np.asarray(values)
+    elif isinstance(values, (Fraction, decimal.Decimal)):  # on a lattice, with a granularity
+        scalar = True
+        arr = np.array(values, dtype=object)
     elif isinstance(values, (list, tuple)):
         arr = np.array(values, dtype=object)
         if arr.size and all(isinstance(v, (float, np.floating)) for v in arr.flat):
@@ -285,9 +355,14 @@ def _restore(prep: _Prepared, result: np.ndarray):
 
 
 def _clipped(result: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
-    """Clip in place (int64) or elementwise (exact ints)."""
+    """Clip in place (int64) or elementwise (exact ints; also when a bound lies beyond int64
+    on the far side, so that every value becomes that bound)."""
     if result.dtype != object:
-        return np.clip(result, lo, hi, out=result)
+        if (lo is None or lo <= INT64_MAX) and (hi is None or hi >= INT64_MIN):
+            lo = None if lo is None else max(lo, INT64_MIN)  # a bound beyond int64 on the
+            hi = None if hi is None else min(hi, INT64_MAX)  # near side clips nothing
+            return np.clip(result, lo, hi, out=result)
+        result = result.astype(object)
     low = -math.inf if lo is None else lo
     high = math.inf if hi is None else hi
     return np.array([min(max(v, low), high) for v in result], dtype=object)
@@ -295,23 +370,52 @@ def _clipped(result: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
 
 def _times(lattice: np.ndarray, g: Fraction) -> np.ndarray:
     """lattice * g as float64, each the double nearest the exact product (vectorized when g
-    is dyadic and the integers are below 2**53, where one rounding gives exactly that)."""
+    is dyadic and the integers are below 2**53, where one rounding gives exactly that), or
+    OverflowError where a product lies beyond the float64 range."""
     dyadic = g.denominator & (g.denominator - 1) == 0 and g.numerator < 2**53
     if lattice.dtype != object and dyadic and lattice.size and np.abs(lattice).max() < 2**53:
-        return lattice.astype(np.float64) * float(g)
-    return np.array([float(int(v) * g) for v in lattice.tolist()], dtype=np.float64)
+        with np.errstate(over="ignore"):
+            result = lattice.astype(np.float64) * float(g)
+    else:
+        result = np.array([_float(int(v) * g) for v in lattice.tolist()], dtype=np.float64)
+    if not np.isfinite(result).all():
+        raise OverflowError(
+            "a value plus its noise lies beyond the float64 range (about 1.8e308), which "
+            "a result with a granularity cannot hold"
+        )
+    return result
 
 
-def _check_clip(clip) -> tuple[int | None, int | None] | None:
+def _float(q: Fraction) -> float:
+    """The double nearest ``q``, or inf beyond the float64 range."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf
+
+
+def _check_clip(clip, g: Fraction | None = None) -> tuple[int | None, int | None] | None:
+    """``clip`` as bounds in lattice steps: integers as given without a granularity; with a
+    granularity g, any rational bounds in the values' units, narrowed to the multiples of g
+    between them (the clipped values stay on the lattice g*Z)."""
     if clip is None:
         return None
     if not isinstance(clip, (tuple, list)) or len(clip) != 2:
         raise TypeError("clip must be None or a pair (lo, hi), either of them None")
-    lo = None if clip[0] is None else _params.integer(clip[0], "clip[0]")
-    hi = None if clip[1] is None else _params.integer(clip[1], "clip[1]")
+    exact = _params.integer if g is None else _params.to_fraction
+    lo = None if clip[0] is None else exact(clip[0], "clip[0]")
+    hi = None if clip[1] is None else exact(clip[1], "clip[1]")
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"clip must have lo <= hi, got {clip!r}")
-    return lo, hi
+    if g is None:
+        return lo, hi
+    steps = (None if lo is None else math.ceil(lo / g), None if hi is None else math.floor(hi / g))
+    if steps[0] is not None and steps[1] is not None and steps[0] > steps[1]:
+        raise ValueError(
+            f"clip={clip!r} holds no multiple of granularity {g} (clipped values stay "
+            "on the lattice granularity*Z)"
+        )
+    return steps
 
 
 def _check_overflow(overflow: str) -> str:
@@ -322,32 +426,37 @@ def _check_overflow(overflow: str) -> str:
 
 def _add_int64(noise: np.ndarray, flat: np.ndarray, overflow: str) -> np.ndarray:
     """noise + flat (any integer dtype), in place in ``noise`` (int64) when every sum fits
-    int64 -- in one pass for int64 values, checked by the noise's range for narrower ones --
-    else OverflowError, or exact Python ints with ``overflow="object"``."""
+    int64 -- in one pass for int64 values, checked by the noise's range for narrower ones,
+    exactly otherwise (uint64 values beyond int64, noise near int64's ends) -- else
+    OverflowError, or exact Python ints with ``overflow="object"``."""
     from dgauss import _core
 
-    if flat.dtype == np.uint64 and flat.size and int(flat.max()) > INT64_MAX:
-        bad = 0  # a value beyond int64: some sum may fit, but not as an int64 array
-    elif flat.dtype in (np.int64, np.uint64):
-        bad = _core.add_int64_checked(noise, flat.view(np.int64))
+    big = flat.dtype == np.uint64 and flat.size > 0 and int(flat.max()) > INT64_MAX
+    if flat.dtype in (np.int64, np.uint64) and not big:
+        if _core.add_int64_checked(noise, flat.view(np.int64)) < 0:
+            return noise
+        exact = None  # a sum leaves int64 (noise is as it was)
     else:  # |values| < 2**32: a sum leaves int64 only if the noise is that close to its ends
         lo, hi = (int(noise.min()), int(noise.max())) if noise.size else (0, 0)
-        bad = -1 if INT64_MIN + 2**32 <= lo and hi <= INT64_MAX - 2**32 else 0
-        if bad < 0:
+        if not big and INT64_MIN + 2**32 <= lo and hi <= INT64_MAX - 2**32:
             np.add(noise, flat, out=noise, casting="unsafe")
-    if bad < 0:
-        return noise
+            return noise
+        exact = flat.astype(object) + noise.astype(object)
+        if all(INT64_MIN <= v <= INT64_MAX for v in exact):
+            noise[...] = exact
+            return noise
     if overflow == "object":
-        return flat.astype(object) + noise.astype(object)
+        return exact if exact is not None else flat.astype(object) + noise.astype(object)
     raise OverflowError(
         "a value plus its noise leaves int64 (the values reach "
         f"{_fmt(Fraction(int(flat.max())))}); pass overflow='object' for exact Python ints"
     )
 
 
-def _check_out(out, prep: _Prepared, float_out: bool) -> None:
+def _check_out(out, prep: _Prepared, float_out: bool, overflow: str = "raise") -> None:
     """``out``: None, or a writeable ndarray of the values' shape that can hold the result
-    (float64 with a granularity, else int64 or object); checked before any noise is drawn."""
+    (float64 with a granularity, else int64 or object, and object with ``overflow="object"``);
+    checked before any noise is drawn."""
     if out is None:
         return
     if not isinstance(out, np.ndarray):
@@ -359,6 +468,11 @@ def _check_out(out, prep: _Prepared, float_out: bool) -> None:
         raise TypeError(f"out must have dtype {' or '.join(allowed)}, not {out.dtype}")
     if not out.flags.writeable:
         raise ValueError("out must be writeable")
+    if overflow == "object" and out.dtype != object and not float_out:
+        raise TypeError(
+            f"out has dtype {out.dtype}, which cannot hold the exact Python ints that "
+            "overflow='object' returns beyond int64: pass an object out, or overflow='raise'"
+        )
 
 
 def _noise_into(kind: Kind, param: Fraction, count: int, rng, dtype, workers, out=None):
@@ -384,7 +498,7 @@ def _add(
     flat = prep.flat
     n = flat.size
     float_out = granularity is not None
-    _check_out(out, prep, float_out)
+    _check_out(out, prep, float_out, overflow)
     # the noise, in one batch, before the values are looked at
     target = None
     if (
@@ -394,7 +508,7 @@ def _add(
         and out.flags.c_contiguous
         and int64_safe
         and flat.dtype != object
-        and not (prep.source is not None and np.shares_memory(out, prep.source))
+        and not np.may_share_memory(out, flat)  # out=values: add before overwriting
     ):
         target = out.reshape(-1)  # the noise goes straight into out; values added in place
     noise = _noise_into(
@@ -410,7 +524,8 @@ def _add(
     # values + noise, exactly
     result: np.ndarray
     if noise.dtype != object and flat.dtype != object:
-        result = _add_int64(noise, flat, overflow)
+        # with a granularity the result is float64: the lattice may leave int64 on the way
+        result = _add_int64(noise, flat, "object" if float_out else overflow)
     else:
         result = flat.astype(object) + noise.astype(object)
     if clip is not None:
@@ -425,8 +540,9 @@ def _add(
             if out.dtype == np.int64 and all(INT64_MIN <= v <= INT64_MAX for v in result):
                 result = result.astype(np.int64)
             else:
-                raise TypeError(
-                    f"out has dtype {out.dtype} but the result needs exact Python ints (object)"
+                raise OverflowError(
+                    "a value plus its noise leaves int64, the dtype of out; pass an object "
+                    "out for exact Python ints"
                 )
         np.copyto(out, result.reshape(out.shape))  # out may be any view, contiguous or not
         return out
@@ -439,6 +555,31 @@ def _is_dask(values) -> bool:
     return module.split(".")[0] == "dask" and hasattr(values, "__dask_graph__")
 
 
+def _check_draw(rng, workers) -> None:
+    """``rng`` and ``workers`` as the sampler will take them (checked before the release)."""
+    _params.workers(workers, _params.bit_generator(rng))
+
+
+#: The largest finite float64.
+_FLOAT_MAX = Fraction(np.finfo(np.float64).max)
+
+
+def _check_float_range(flat: np.ndarray, g: Fraction) -> None:
+    """With a granularity the result is float64: every value (``flat``, in steps of g) must
+    lie in its range before the noise is added."""
+    if flat.size == 0:
+        return
+    if flat.dtype == object:
+        top = max(abs(int(v)) for v in flat)
+    else:
+        top = max(abs(int(flat.min())), abs(int(flat.max())))
+    if top * g > _FLOAT_MAX:
+        raise ValueError(
+            "values reach beyond the float64 range (about 1.8e308) that the result of a "
+            "granularity holds"
+        )
+
+
 def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns):
     """One release of ``mech`` (a :class:`GaussianMechanism` or :class:`LaplaceMechanism`):
     check every argument, ``take()`` the release (count it, spend the budget: it raises to
@@ -449,10 +590,14 @@ def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns
         from dgauss import dask as _dask  # the optional extra, on first use
 
         return _dask._noised(mech, values, take, rng, out, clip, overflow, workers, columns)
-    prep = _prepare(values, mech.granularity, columns=columns)
-    clip_, overflow_ = _check_clip(clip), _check_overflow(overflow)
-    _check_out(out, prep, mech.granularity is not None)
-    take(len(prep.flat))
+    g = mech.granularity
+    prep = _prepare(values, g, columns=columns)
+    clip_, overflow_ = _check_clip(clip, g), _check_overflow(overflow)
+    _check_out(out, prep, g is not None, overflow_)
+    _check_draw(rng, workers)
+    if g is not None:
+        _check_float_range(prep.flat, g)
+    take(prep.flat.size)
     return _add(
         prep,
         mech._kind,
@@ -655,11 +800,14 @@ class GaussianMechanism:
         workers=None,
         columns=None,
     ):
-        """``values`` plus independent N_Z(0, σ²) noise on every value (see the module
-        docstring for inputs, overflow, ``out`` and ``clip``).  ``rng``: None for the OS
-        CSPRNG (use it for real data); a NumPy generator only for reproducible simulations.
-        ``columns``: a DataFrame's count columns to noise (the others are returned as they
-        are); by default every column, each of which must hold integer counts."""
+        """``values`` plus independent N_Z(0, σ²) noise on every value: one of the k
+        releases (see the module docstring for inputs of every shape, overflow, ``out`` and
+        ``clip``; the keywords and what is returned and raised as for
+        :func:`add_gaussian_noise`).  ``rng``: None for the OS CSPRNG (use it for real
+        data); a NumPy generator only for reproducible simulations.  ``columns``: a
+        DataFrame's count columns to noise (the others are returned as they are); by
+        default every column, each of which must hold integer counts.  A call refused on
+        its input is not counted; one that overflows after the draw is."""
         take = self._releases.take
         return _release(self, values, take, rng, out, clip, overflow, workers, columns)
 
@@ -743,8 +891,8 @@ class LaplaceMechanism:
         workers=None,
         columns=None,
     ):
-        """``values`` plus independent Lap_Z(t) noise on every value (see the module
-        docstring; ``columns`` as for :class:`GaussianMechanism`)."""
+        """``values`` plus independent Lap_Z(t) noise on every value: one of the k releases
+        (as for :class:`GaussianMechanism`'s call)."""
         take = self._releases.take
         return _release(self, values, take, rng, out, clip, overflow, workers, columns)
 
@@ -776,13 +924,58 @@ def add_gaussian_noise(
     """``values`` plus N_Z(0, σ²) noise on every value: one release of a
     :class:`GaussianMechanism` (the keywords as there and in its call).
 
-    **Privacy**: the noise is set in exactly one way (``sigma2``, ``rho`` or ``epsilon`` with
-    ``delta``); the release is ρ-zCDP with ρ = k‖Δ‖²/(2σ²) and (ε, δ)-DP for the exact δ of
-    Theorems 7/15 (a calibrated σ² never gives less privacy than asked).
+    Parameters
+    ----------
+    values : int, float, list, numpy.ndarray, pandas or Dask object
+        Counts of any shape (0-d to N-D, any layout), Series or DataFrame, or a Dask
+        collection; floats (and Fractions) only with a ``granularity``.  See the module
+        docstring for the rules every entry point follows.
+    sigma2, rho, epsilon, delta, sensitivity, k, accounting, granularity
+        As for :class:`GaussianMechanism` (the noise set in exactly one way).
+    rng : None or numpy.random.Generator
+        None for the OS CSPRNG (use it for real data); a seeded generator for reproducible
+        simulations (a Dask collection takes a SeedSequence or int seed instead).
+    out : numpy.ndarray, optional
+        Where to write the result: the values' shape, any layout; int64 or object (object
+        with ``overflow="object"``), float64 with a granularity.  May be ``values`` itself.
+    clip : (lo, hi), optional
+        Clip the noisy values (post-processing): integers; with a granularity, rationals in
+        the values' units narrowed to the multiples of g between them.
+    overflow : "raise" or "object"
+        A result beyond int64: ``OverflowError``, or an object array of exact Python ints.
+    workers : int, optional
+        Threads drawing the noise (OS randomness only).
+    columns : label or list of labels, optional
+        A DataFrame's count columns to noise (the others are returned as they are).
+
+    Returns
+    -------
+    The noisy values in the input's form: a Python int (float) for a scalar, an ndarray of
+    the input's shape (int64; object for exact Python ints; float64 with a granularity), a
+    Series or DataFrame with its index and columns, a lazy Dask collection, or ``out``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On any bad input or option, naming it, before the release is counted or any noise
+        drawn.
+    OverflowError
+        After the draw, on a value + noise beyond int64 (``overflow="raise"`` or an int64
+        ``out``) or beyond float64 (with a granularity); the release is counted, since the
+        error depends on the values and the noise.
+
+    Notes
+    -----
+    **Privacy**: the release is ρ-zCDP with ρ = k‖Δ‖²/(2σ²) and (ε, δ)-DP for the exact δ of
+    Theorems 7/15 (a calibrated σ² never gives less privacy than asked), Δ the sensitivity
+    in steps of the granularity.  The noise is exact: every element gets an independent
+    draw from the discrete Gaussian N_Z(0, σ²).
 
     >>> import dgauss
     >>> dgauss.add_gaussian_noise([5, 0, 2], sigma2=4).shape
     (3,)
+    >>> dgauss.add_gaussian_noise([[1.5, 2.0]], sigma2=4, granularity=0.5).dtype
+    dtype('float64')
     """
     mech = GaussianMechanism(
         sigma2=sigma2,
@@ -818,8 +1011,14 @@ def add_laplace_noise(
     """``values`` plus Lap_Z(t) noise on every value: one release of a
     :class:`LaplaceMechanism` (the keywords as there and in its call).
 
+    ``values``, ``rng``, ``out``, ``clip``, ``overflow``, ``workers`` and ``columns``, what
+    is returned and what is raised (every check before the release is counted; only an
+    overflow after the draw, the release then counted) are as for
+    :func:`add_gaussian_noise`; ``sensitivity`` is the ℓ1 bound Δ, an int.
+
     **Privacy**: ``scale`` t, or ``epsilon`` (pure ε-DP, t = kΔ/ε; with ``delta`` > 0 the
-    smallest t whose exact δ at ε is at most ``delta``).
+    smallest t whose exact δ at ε is at most ``delta``).  Every element gets an independent
+    exact draw from Lap_Z(t).
     """
     mech = LaplaceMechanism(
         scale=scale,
@@ -1797,6 +1996,13 @@ class Accountant:
         """Noise ``values`` with a :class:`GaussianMechanism` (the keywords as there; one
         release) and spend its privacy.  The release is admitted only if the composition of
         everything released plus this one fits the budget, checked before any noise is drawn.
+
+        Inputs of every shape and every option as for :func:`dgauss.add_gaussian_noise`.
+        Every check on them runs first: a call refused on its input (``TypeError``,
+        ``ValueError``) or on the budget (:class:`PrivacyBudgetError`) leaves ``spent``,
+        ``remaining`` and the ledger as they were.  An ``OverflowError`` after the draw
+        (a value + noise beyond int64 or float64) leaves the release spent: the error
+        depends on the values and the noise.
         """
         mech = GaussianMechanism(
             sigma2=sigma2,
@@ -1828,7 +2034,8 @@ class Accountant:
         columns=None,
     ):
         """Noise ``values`` with a :class:`LaplaceMechanism` (the keywords as there; one
-        release) and spend its privacy, admitted as for :meth:`add_gaussian_noise`."""
+        release) and spend its privacy, admitted, checked and charged as for
+        :meth:`add_gaussian_noise`."""
         mech = LaplaceMechanism(
             scale=scale,
             epsilon=epsilon,
