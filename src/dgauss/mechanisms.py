@@ -158,7 +158,9 @@ def _exact(v, name: str) -> Fraction:
         return Fraction(*v.as_integer_ratio())  # long doubles too
     if isinstance(v, (float, decimal.Decimal)) and not math.isfinite(v):
         raise ValueError(f"{name} must be finite to lie on a lattice, found {v!r}")
-    return Fraction(v)
+    if isinstance(v, np.integer):
+        return Fraction(int(v))
+    return Fraction(v)  # int, float, Fraction or Decimal: exact
 
 
 def _on_lattice(arr: np.ndarray, g: Fraction, name: str) -> np.ndarray:
@@ -408,7 +410,10 @@ def _check_clip(clip, g: Fraction | None = None) -> tuple[int | None, int | None
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"clip must have lo <= hi, got {clip!r}")
     if g is None:
-        return lo, hi
+        return (
+            None if lo is None else int(lo),
+            None if hi is None else int(hi),
+        )  # (integers already: _params.integer)
     steps = (None if lo is None else math.ceil(lo / g), None if hi is None else math.floor(hi / g))
     if steps[0] is not None and steps[1] is not None and steps[0] > steps[1]:
         raise ValueError(
