@@ -57,6 +57,26 @@ class Terminated(BaseException):
         return 128 + self.signum
 
 
+def _write_stdout(text: str) -> None:
+    """Write ``text`` to stdout whole, or raise (BrokenPipeError when the reader went away).
+
+    A large write to a pipe whose reader leaves midway returns short from the buffered
+    layer, and ``sys.stdout.write`` drops that count: the rest would be lost without an
+    error (exit status 0 after ``| head -1``).  Here every short write is followed up, so
+    the closed pipe is seen.
+    """
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a plain text stream (a test's StringIO)
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()  # what print() left in the text layer goes first
+    data = memoryview(text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+    while data:
+        written = buffer.write(data)
+        data = data[written if written is not None else 0 :]
+    buffer.flush()
+
+
 #: The signals a run turns into :class:`Terminated` (SIGINT is Python's KeyboardInterrupt).
 _TERMINATING = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
 

@@ -25,6 +25,7 @@ from dgauss.cli._common import (
     _integer_text,
     _one_line_errors,
     _rho_text,
+    _write_stdout,
 )
 from dgauss.cli._io import Output, _atomic, _suffix
 
@@ -613,6 +614,6 @@ def _write_noise_output(
             steps.at(2, (i + PROGRESS_ROWS) / len(table.rows), "writing")
     text = buffer.getvalue()
     if path is None:
-        sys.stdout.write(text)
+        _write_stdout(text)  # whole, or BrokenPipeError (``| head``)
     else:
         _atomic(path, "w", lambda f: f.write(text), output)
