@@ -106,8 +106,8 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
         metavar="G",
         help="values on the lattice G*Z, G > 0 an exact decimal or fraction (1 for whole "
         "numbers written as 7.0, 0.5, 1/3): each must be an exact multiple of G (never "
-        "rounded); --sigma2, --scale, --sensitivity and --clip-min's steps count multiples "
-        "of G, and the output stays on the lattice",
+        "rounded); --sigma2, --scale and --sensitivity count steps of G, --clip-min is a "
+        "value on the lattice, and the output stays on the lattice",
     )
     _one_line_errors(noise)
 
