@@ -215,6 +215,26 @@ def test_a_signal_at_the_rename_reports_the_file_as_written(tmp_path, capsys, mo
 
 
 @posix_only
+def test_a_signal_during_the_summary_reports_the_file_as_written(tmp_path, capsys, monkeypatch):
+    from dgauss.cli import sample as sample_module
+
+    real_summary = sample_module._summary
+
+    def summary_then_signal(*args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real_summary(*args)
+
+    monkeypatch.setattr(sample_module, "_summary", summary_then_signal)
+    out = tmp_path / "x.txt"
+    status, _, err = run(capsys, "sample", "--sigma2", 1, "-n", 300, "-o", out)
+    assert status == 143
+    assert (
+        err.strip() == f"dgauss sample: terminated by SIGTERM after 300 samples; {out} was written"
+    )
+    assert len(out.read_text().split()) == 300
+
+
+@posix_only
 def test_a_signal_right_after_the_temporary_file_is_made_removes_it(tmp_path, capsys, monkeypatch):
     import tempfile
 

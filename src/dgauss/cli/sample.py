@@ -262,7 +262,15 @@ def run_sample(args: argparse.Namespace) -> int:
         print(f"dgauss sample: {how} after {moments.count:,} samples{fate}", file=sys.stderr)
         return EXIT_INTERRUPTED if isinstance(stop, KeyboardInterrupt) else stop.status
     progress.close()
-    print("\n".join(_summary(dist, moments, time.perf_counter() - start, args.output)))
+    try:
+        print("\n".join(_summary(dist, moments, time.perf_counter() - start, args.output)))
+    except Terminated as stop:  # after the run: the output is complete
+        fate = "" if output is None else f"; {output.fate()}"
+        print(
+            f"dgauss sample: terminated by {stop.name} after {moments.count:,} samples{fate}",
+            file=sys.stderr,
+        )
+        return stop.status
     return 0
 
 
