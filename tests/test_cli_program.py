@@ -54,7 +54,8 @@ def test_account_program_from_options_prints_the_composition(capsys):
         "1e-6,1e-300",
     )
     assert status == 0, err
-    assert "a program of 3 release(s)" in out and "sigma2 = 71.41, sensitivity 1, k = 4" in out
+    assert "a program of 6 releases in 3 entries\n" in out
+    assert "sigma2 = 71.41, sensitivity 1, k = 4" in out
     deltas = table(out, "eps")
     for eps in ("0.5", "1", "2"):
         printed, route = deltas[eps]

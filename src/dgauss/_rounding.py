@@ -51,6 +51,18 @@ def _rounded_up(value, digits: int = PRIVACY_DIGITS) -> str:
     return _short(up)
 
 
+def _rounded_down(value, digits: int = PRIVACY_DIGITS) -> str:
+    """``value`` (a float or Fraction >= 0) rounded down to ``digits`` significant digits:
+    for what is left of a budget, which must never read larger than it is."""
+    q = Fraction(value)
+    with decimal.localcontext() as ctx:
+        ctx.prec = digits
+        ctx.rounding = decimal.ROUND_FLOOR
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        down = decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)
+    return _short(down)
+
+
 def _rounded_up_from_log(log_value: float, digits: int = PRIVACY_DIGITS) -> str:
     """e**log_value rounded up to ``digits`` significant digits, at any magnitude (7.4e-549);
     beyond a million decimal places, as ``e^-1.797e308``."""

@@ -76,7 +76,7 @@ import numpy as np
 from dgauss import _driver, _params
 from dgauss import accounting as _acc
 from dgauss._kinds import Kind
-from dgauss._rounding import _delta_text, _rounded_up
+from dgauss._rounding import _delta_text, _rounded_down, _rounded_up
 from dgauss.accounting import _closed_forms as _cf
 from dgauss.accounting import _compose
 from dgauss.accounting._neighbours import norm2 as _norm2
@@ -1124,7 +1124,29 @@ class PrivacyLoss:
         return self._composition.route(epsilon)
 
     def __repr__(self) -> str:
-        return f"PrivacyLoss({len(self.releases)} releases, rho={_decimal(self.rho)})"
+        """E.g. ``PrivacyLoss(2 releases, delta=9.967e-7 at epsilon=1, rho=0.02799)``: the
+        guarantee in the budget's terms (rounded up, as :meth:`delta` gives it), then ρ."""
+        n = len(self.releases)
+        text = f"PrivacyLoss({n} release{'s' if n != 1 else ''}"
+        b = self._budget
+        if n and b is not None and b[0] == "approx":
+            delta = _trimmed(_delta_text(self.delta, b[1]))
+            text += f", delta={delta} at epsilon={_trimmed(_decimal(b[1]))}"
+        elif n and b is not None and b[0] == "pure":
+            text += f", epsilon={_trimmed(_rounded_up(self.epsilon(0)))}"
+        return text + f", rho={_trimmed(_rounded_up(self.rho))})"
+
+
+def _trimmed(text: str) -> str:
+    """A printed number without padding: '0.3750' -> '0.375', '1.000' -> '1', '1e-06' -> '1e-6'
+    (the digits kept are those printed, so a number rounded up or down stays so)."""
+    mantissa, e, exponent = text.partition("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    if e:
+        sign = "-" if exponent.startswith("-") else ""
+        exponent = sign + (exponent.lstrip("+-").lstrip("0") or "0")
+    return mantissa + e + exponent
 
 
 @dataclass(frozen=True)
@@ -1139,6 +1161,26 @@ class Remaining:
     rho: Fraction | None = None
     epsilon: float | None = None
     delta: float | None = None
+
+    def __repr__(self) -> str:
+        """E.g. ``Remaining(epsilon=1.590e-4 of 1, delta=3.370e-9 of 1e-6)``: each value
+        rounded down (never reading more than is left), beside the budget it is left of
+        when an :class:`Accountant` gave it; fields that do not apply are left out."""
+        budget = getattr(self, "_of", None) or {}
+        parts = [
+            f"{name}={_trimmed(_rounded_down(value))}"
+            + (f" of {_trimmed(_decimal(budget[name]))}" if name in budget else "")
+            for name, value in (("rho", self.rho), ("epsilon", self.epsilon), ("delta", self.delta))
+            if value is not None
+        ]
+        return f"Remaining({', '.join(parts)})"
+
+    def _left_of(self, budget: tuple) -> Remaining:
+        """This, knowing the budget it is left of (for the repr only: not a field, not
+        compared)."""
+        names = {"rho": ("rho",), "pure": ("epsilon",), "approx": ("epsilon", "delta")}[budget[0]]
+        object.__setattr__(self, "_of", dict(zip(names, budget[1:], strict=True)))
+        return self
 
 
 #: Most compositions an Accountant spends looking ahead after one admission.
@@ -1827,6 +1869,9 @@ class Accountant:
     @property
     def remaining(self) -> Remaining:
         """What is left, in the budget's own terms (:class:`Remaining`)."""
+        return self._remaining()._left_of(self._budget)
+
+    def _remaining(self) -> Remaining:
         spent, b = self.spent, self._budget
         if b[0] == "rho":
             return Remaining(rho=max(b[1] - spent.rho, Fraction(0)))

@@ -26,7 +26,15 @@ from collections.abc import Sequence
 
 import dgauss
 from dgauss._rounding import PRIVACY_DIGITS, TINY_DELTA, _rounded_up, _rounded_up_from_log
-from dgauss.cli._common import EXIT_FAILURE, EXIT_USAGE, Progress, _grid_text
+from dgauss.cli._common import (
+    EXIT_FAILURE,
+    EXIT_PIPE,
+    EXIT_USAGE,
+    Progress,
+    Terminated,
+    _grid_text,
+    _terminations,
+)
 from dgauss.cli.account import _add_account
 from dgauss.cli.calibrate import _add_calibrate
 from dgauss.cli.noise import _add_noise
@@ -61,22 +69,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         The exit status: 0 on success, 2 for a usage error, 1 if writing the
         output or reading randomness failed (or the accounting could not compute
-        a result), 130 if interrupted.
+        a result), 130 if interrupted (Ctrl-C), 143 on SIGTERM and 129 on SIGHUP
+        (128 + the signal; no partial or temporary file is left), 141 (128 +
+        SIGPIPE) when the reader of stdout went away (``| head -1``), quietly.
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # an option the subcommand does not know: its own usage, not the top one
+            getattr(args, "subparser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help, --version or a usage error, already reported
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    try:
-        status = args.command(args)
-        sys.stdout.flush()
-    except OSError as exc:  # stdout closed (``| head``) or full (``> /dev/full``)
-        with contextlib.suppress(OSError):  # and do not fail again at interpreter exit
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        print(f"dgauss: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_FAILURE
+    name = getattr(args, "subparser", parser).prog
+    with _terminations():
+        try:
+            status = args.command(args)
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader went away (``| head -1``): end quietly
+            _stdout_to_devnull()
+            return EXIT_PIPE
+        except OSError as exc:  # stdout full (``> /dev/full``) or another write failure
+            _stdout_to_devnull()
+            print(f"dgauss: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        except Terminated as signalled:  # a command that says no more than this
+            print(f"{name}: terminated by {signalled.name}", file=sys.stderr)
+            return signalled.status
     return status
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so that the interpreter's flush at exit fails no more."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,4 +118,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(commands)
     _add_account(commands)
     _add_noise(commands)
+    for command in commands.choices.values():  # for its usage line on an unknown option
+        command.set_defaults(subparser=command)
     return parser

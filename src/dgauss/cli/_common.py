@@ -4,12 +4,16 @@ and the rounding-up of printed privacy numbers."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import decimal
 import re
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from dgauss import _params, accounting
 from dgauss._rounding import _pad
@@ -23,6 +27,91 @@ EXIT_FAILURE = 1
 
 
 EXIT_INTERRUPTED = 130
+
+#: Exit status when the reader of stdout went away (``| head -1``): 128 + SIGPIPE, what a
+#: shell reports for a tool that SIGPIPE ended (``yes | head -1`` under ``set -o pipefail``).
+EXIT_PIPE = 128 + 13
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived (:func:`_terminations`): raised in the main thread like
+    KeyboardInterrupt, so that every cleanup runs; the command exits with :attr:`status`.
+
+    Parameters
+    ----------
+    signum : int
+        The signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        """The signal's name, e.g. ``SIGTERM``."""
+        return signal.Signals(self.signum).name
+
+    @property
+    def status(self) -> int:
+        """The conventional exit status, 128 + the signal's number (143 for SIGTERM)."""
+        return 128 + self.signum
+
+
+def _write_stdout(text: str) -> None:
+    """Write ``text`` to stdout whole, or raise (BrokenPipeError when the reader went away).
+
+    A large write to a pipe whose reader leaves midway returns short from the buffered
+    layer, and ``sys.stdout.write`` drops that count: the rest would be lost without an
+    error (exit status 0 after ``| head -1``).  Here every short write is followed up, so
+    the closed pipe is seen.
+    """
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a plain text stream (a test's StringIO)
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()  # what print() left in the text layer goes first
+    data = memoryview(text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+    while data:
+        written = buffer.write(data)
+        data = data[written if written is not None else 0 :]
+    buffer.flush()
+
+
+#: The signals a run turns into :class:`Terminated` (SIGINT is Python's KeyboardInterrupt).
+_TERMINATING = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def _terminations() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` while the block runs.
+
+    Only a signal left at its default action is taken over: one that is ignored (``nohup``
+    ignores SIGHUP) stays ignored, and so does one an embedding program handles.  Once one
+    arrived, further ones are ignored until the block ends, so that the cleanup it starts
+    (removing a temporary file) is not cut short.  Outside the main thread, nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken: dict[int, Any] = {}  # the signal -> its previous handler
+
+    def handler(signum: int, frame: object) -> None:
+        for number in taken:
+            signal.signal(number, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    for number in _TERMINATING:
+        previous = signal.getsignal(number)
+        if previous == signal.SIG_DFL:
+            taken[number] = previous
+            signal.signal(number, handler)
+    try:
+        yield
+    finally:
+        for number, previous in taken.items():
+            signal.signal(number, previous)
+
 
 #: Significant digits of the mean and variance in the summary.
 SUMMARY_DIGITS = 6
@@ -95,13 +184,13 @@ def _approx(value: Fraction | None) -> str:
 
 
 def _nonnegative_int(text: str) -> int:
-    return _int_at_least(text, 0)
+    return _int_option(text, 0)
 
 
 def _workers(text: str) -> int:
     """argparse type: a positive int or -1 (every core)."""
     try:
-        value = int(text)
+        value = _exact_integer(text)
     except ValueError:
         value = 0
     if (value < 1 and value != -1) or value > _params.MAX_WORKERS:
@@ -112,18 +201,79 @@ def _workers(text: str) -> int:
 
 
 def _positive_int(text: str) -> int:
-    return _int_at_least(text, 1)
+    return _int_option(text, 1)
 
 
-def _int_at_least(text: str, low: int) -> int:
-    """argparse type: an int >= ``low`` (argparse adds the option's name to the error)."""
+def _count_option(text: str) -> int:
+    """argparse type: a count of samples or rows, 0 to INT64_MAX."""
+    return _int_option(text, 0, INT64_MAX)
+
+
+def _chunk_option(text: str) -> int:
+    """argparse type: a chunk size, 1 to INT64_MAX."""
+    return _int_option(text, 1, INT64_MAX)
+
+
+def _k_option(text: str) -> int:
+    """argparse type: a number of queries, 1 to the accounting's MAX_K."""
+    return _int_option(text, 1, accounting.MAX_K)
+
+
+#: The largest count an integer option takes where it sizes an array or a file (-n, --chunk).
+INT64_MAX = (1 << 63) - 1
+
+#: An integer with Python's digit grouping: underscores only between two digits.
+_GROUPED = re.compile(r"\s*[+-]?[0-9](?:_?[0-9])*\s*\Z", re.ASCII)
+
+#: What an integer option takes, for its error messages.
+INTEGER_FORMS = "an integer such as 1000, 10_000_000 or 1e7"
+
+
+def _exact_integer(text: str) -> int:
+    """An integer as typed on the command line: digits (``10000000``), Python's grouping
+    (``10_000_000``), or any exact number of _params whose value is an integer (``1e7``,
+    ``1E7``, ``2.5e6``).  Never rounded: ``1.5e0`` is refused.  ValueError saying what was
+    found, without the option's name (the caller adds it)."""
+    stripped = text.strip()
+    if "_" in stripped:
+        if not _GROUPED.match(stripped):
+            raise ValueError(
+                f"must be {INTEGER_FORMS} (an underscore only between two digits), got {text!r}"
+            )
+        stripped = stripped.replace("_", "")
     try:
-        value = int(text)
+        value = _params.to_fraction(stripped, "the value")
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        raise ValueError(f"must be {INTEGER_FORMS}, got {_params.show(text)}") from None
+    if value.denominator != 1:
+        raise ValueError(
+            f"must be {INTEGER_FORMS}, got {_params.show(text)}, which is not a whole number "
+            "(never rounded)"
+        )
+    return value.numerator
+
+
+def _int_option(text: str, low: int, high: int | None = None) -> int:
+    """argparse type: an integer (:func:`_exact_integer`) from ``low`` to ``high``
+    (argparse adds the option's name to the error)."""
+    try:
+        value = _exact_integer(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if value < low:
         raise argparse.ArgumentTypeError(f"must be >= {low}, got {text!r}")
+    if high is not None and value > high:
+        raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {_params.show(text)}")
     return value
+
+
+def _integer_text(text: str, name: str) -> int:
+    """An integer option that is not an argparse type (--mu, --clip-min, --sensitivity):
+    :func:`_exact_integer`, its ValueError naming ``name``."""
+    try:
+        return _exact_integer(text)
+    except ValueError as exc:
+        raise ValueError(f"{name} {exc}") from None
 
 
 #: The interval ``calibrate`` prints holds the noise with probability 1 - INTERVAL_ALPHA.
@@ -156,7 +306,7 @@ _QUERIES_HELP = (
 def _add_query_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--k",
-        type=_positive_int,
+        type=_k_option,
         default=1,
         metavar="K",
         help="the number of queries answered (composition; default 1)",
@@ -206,11 +356,11 @@ class Queries:
         return f"{queries}, sensitivity {self.text}"
 
 
-#: An integer as the command line takes it (digits, an optional sign).
-_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
-
 #: Most digits of an integer on the command line (Python's int() refuses beyond 4,300).
 _MAX_INTEGER_DIGITS = 4000
+
+#: Most bits of such an integer (about 4,200 digits, below Python's limit of 4,300 for str()).
+_MAX_INTEGER_BITS = 14_000
 
 
 def _sensitivity_text(text: str, name: str) -> int | tuple[int, ...]:
@@ -222,23 +372,27 @@ def _sensitivity_text(text: str, name: str) -> int | tuple[int, ...]:
         "a positive integer (a bound) or a comma-separated difference vector of integers "
         "such as 1,-1,2"
     )
+    entries = []
     for part in parts:
-        if not _INTEGER.match(part):
-            raise ValueError(f"{name} must be {hint}, got {_params.show(text)}")
         if len(part) > _MAX_INTEGER_DIGITS:
             raise ValueError(f"{name} has an entry of more than {_MAX_INTEGER_DIGITS} digits")
+        try:
+            entries.append(_exact_integer(part))  # 1e3 and 1_000 too, never rounded
+        except ValueError:
+            raise ValueError(f"{name} must be {hint}, got {_params.show(text)}") from None
+        if entries[-1].bit_length() > _MAX_INTEGER_BITS:  # 1e5000 is short to type
+            raise ValueError(f"{name} has an entry over {_MAX_INTEGER_BITS:,} bits")
     if len(parts) == 1:
-        value = int(parts[0])
+        value = entries[0]
         if value < 1:
             raise ValueError(
                 f"{name} must be {hint}, got {_params.show(text)}: one number is a bound on "
                 "the difference, so it is positive (only a vector's entries may be negative)"
             )
         return value
-    entries = tuple(int(part) for part in parts)
     if not any(entries):
         raise ValueError(f"{name} must have a nonzero entry (all zero means no privacy loss)")
-    return entries
+    return tuple(entries)
 
 
 def _queries(args: argparse.Namespace) -> Queries:

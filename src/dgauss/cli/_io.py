@@ -1,4 +1,4 @@
-"""Output files: chunked .npy/.txt writers and atomic replacement."""
+"""Output files: chunked .npy/.txt writers and atomic replacement, safe against signals."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import contextlib
 import errno
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
+from typing import IO
 
 import gmpy2
 import numpy as np
@@ -67,39 +69,94 @@ def _suffix(path: str) -> str:
     return os.path.splitext(path)[1].lower()
 
 
+#: The signals held while a finished output is renamed into place (and its temporary file
+#: created), so that what the command then reports about it is true.
+_HELD = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
 @contextlib.contextmanager
-def _open_output(path: str | None, count: int) -> Iterator[Write]:
+def _signals_held() -> Iterator[None]:
+    """Defer SIGINT, SIGTERM and SIGHUP (delivered, and their handlers run, on leaving)."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: nothing to hold
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+class Output:
+    """Where a command's result goes: a temporary file beside ``path``, renamed over it on
+    success; ``committed`` says whether that happened (for what an interrupted run reports).
+
+    A failure, an interrupt (Ctrl-C) or SIGTERM/SIGHUP (turned into exceptions by the
+    command line) before the rename removes the temporary file: an existing file at
+    ``path`` is left as it was, and no partial or hidden file remains.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.committed = False
+        self._temporary: str | None = None
+
+    @contextlib.contextmanager
+    def open(self, mode: str) -> Iterator[IO]:
+        """The temporary file, open in ``mode``; renamed over ``path`` when the block ends
+        without an exception."""
+        try:
+            with _signals_held():  # a signal now would leave the file unnamed to the cleanup
+                fd, self._temporary = tempfile.mkstemp(
+                    prefix=".dgauss-",
+                    suffix=_suffix(self.path),
+                    dir=os.path.dirname(os.path.abspath(self.path)),
+                )
+            encoding = None if "b" in mode else "ascii" if mode == "w-ascii" else "utf-8"
+            with os.fdopen(fd, mode.replace("-ascii", ""), encoding=encoding) as f:
+                yield f
+            mask = os.umask(0)  # mkstemp made it 0600; give it the usual mode
+            os.umask(mask)
+            os.chmod(self._temporary, 0o666 & ~mask)
+            with _signals_held():  # renamed and recorded as such, or neither
+                os.replace(self._temporary, self.path)
+                self.committed = True
+        except BaseException as exc:
+            if not self.committed and self._temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._temporary)
+            if isinstance(exc, OSError):
+                raise _disk_error(exc, self.path) from None
+            raise
+
+    def fate(self) -> str:
+        """What became of the output, for the message of an interrupted run."""
+        return f"{self.path} was written" if self.committed else f"{self.path} was not written"
+
+
+@contextlib.contextmanager
+def _open_output(path: str | None, count: int, output: Output | None = None) -> Iterator[Write]:
     """A function writing one chunk to ``path`` (checked already), or discarding it.
 
     The chunks go to a temporary file beside ``path``, renamed over it only when the
-    run completes: a failed or interrupted run leaves an existing file untouched and
-    no partial one (a ``.npy`` header would otherwise claim the full count).
+    run completes (:class:`Output`, given as ``output`` to learn whether it was): a failed,
+    interrupted or terminated run leaves an existing file untouched and no partial one (a
+    ``.npy`` header would otherwise claim the full count).
     """
     if path is None:
         yield lambda chunk: None
         return
-    fd, temporary = tempfile.mkstemp(
-        prefix=".dgauss-", suffix=_suffix(path), dir=os.path.dirname(os.path.abspath(path))
-    )
-    try:
-        if _suffix(path) == ".npy":
-            with os.fdopen(fd, "wb") as f:
-                header = {"descr": "<i8", "fortran_order": False, "shape": (count,)}
-                np.lib.format.write_array_header_1_0(f, header)
-                yield lambda chunk: _write_npy_chunk(f, chunk)
-        else:
-            with os.fdopen(fd, "w", encoding="ascii") as f:
-                yield lambda chunk: f.writelines(line + "\n" for line in _decimal_lines(chunk))
-        mask = os.umask(0)  # mkstemp made it 0600; give it the usual mode
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)
-        os.replace(temporary, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(exc, OSError):
-            raise _disk_error(exc, path) from None
-        raise
+    output = output if output is not None else Output(path)
+    if _suffix(path) == ".npy":
+        with output.open("wb") as f:
+            header = {"descr": "<i8", "fortran_order": False, "shape": (count,)}
+            np.lib.format.write_array_header_1_0(f, header)
+            yield lambda chunk: _write_npy_chunk(f, chunk)
+    else:
+        with output.open("w-ascii") as f:
+            yield lambda chunk: f.writelines(line + "\n" for line in _decimal_lines(chunk))
 
 
 def _decimal_lines(chunk: np.ndarray) -> list[str]:
@@ -114,22 +171,9 @@ def _digits(value: int) -> str:
     return gmpy2.mpz(value).digits()
 
 
-def _atomic(path: str, mode: str, write: Callable) -> None:
-    """Write to a temporary file beside ``path``, then rename it over ``path``: a failure
-    leaves an existing file as it was and no partial one."""
-    fd, temporary = tempfile.mkstemp(
-        prefix=".dgauss-", suffix=_suffix(path), dir=os.path.dirname(os.path.abspath(path))
-    )
-    try:
-        with os.fdopen(fd, mode) as f:
-            write(f)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)
-        os.replace(temporary, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(exc, OSError):
-            raise _disk_error(exc, path) from None
-        raise
+def _atomic(path: str, mode: str, write: Callable, output: Output | None = None) -> None:
+    """Write to a temporary file beside ``path``, then rename it over ``path`` (:class:`Output`,
+    given as ``output`` to learn whether it was): a failure leaves an existing file as it
+    was and no partial one."""
+    with (output if output is not None else Output(path)).open(mode) as f:
+        write(f)

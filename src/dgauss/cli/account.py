@@ -277,6 +277,15 @@ def _describe(release) -> str:
     )
 
 
+def _program_size(releases: list) -> str:
+    """'3 releases', or '6 releases in 2 entries' when an entry stands for k > 1 of them."""
+    total = sum(release.k for release in releases)
+    text = f"{total:,} release{'s' if total != 1 else ''}"
+    if total != len(releases):
+        text += f" in {len(releases):,} entr{'ies' if len(releases) != 1 else 'y'}"
+    return text
+
+
 def _account_program(args: argparse.Namespace) -> list[str]:
     """The lines ``account`` prints for a program of releases."""
     if args.sigma2 is not None:
@@ -300,7 +309,7 @@ def _account_program(args: argparse.Namespace) -> list[str]:
         releases += _from_file(args.program)
     program = accounting.compose(*releases)
     epsilons, deltas = _values(args.eps), _values(args.delta)
-    lines = [f"dgauss account: a program of {len(releases)} release(s)"]
+    lines = [f"dgauss account: a program of {_program_size(releases)}"]
     lines += [f"  {i}. {_describe(r)}" for i, r in enumerate(releases, 1)]
     lines.append(f"  zCDP: rho = {_rho_text(program.rho)} in all")
     if program.pure_epsilon is not None:

@@ -8,6 +8,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -20,12 +21,15 @@ from dgauss.cli._common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     Progress,
+    Terminated,
     _approx,
+    _integer_text,
     _one_line_errors,
     _positive_int,
     _rho_text,
+    _write_stdout,
 )
-from dgauss.cli._io import _atomic, _suffix
+from dgauss.cli._io import Output, _atomic, _suffix
 
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 
@@ -94,18 +98,29 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
     )
     noise.add_argument("-o", "--output", metavar="PATH", help="write here (.csv or .npy)")
     _ledger.add_noise_options(noise, _positive_int)
+    noise.add_argument(
+        "--overwrite-input",
+        action="store_true",
+        help="allow -o to be the input file itself (replaced whole once the release is ready; "
+        "refused otherwise, so that true counts are never overwritten by mistake)",
+    )
+    noise.add_argument(
+        "--granularity",
+        metavar="G",
+        help="values on the lattice G*Z, G > 0 an exact decimal or fraction (1 for whole "
+        "numbers written as 7.0, 0.5, 1/3): each must be an exact multiple of G (never "
+        "rounded); --sigma2, --scale and --sensitivity count steps of G, --clip-min is a "
+        "value on the lattice, and the output stays on the lattice",
+    )
     _one_line_errors(noise)
 
 
 def run_noise(args: argparse.Namespace) -> int:
     """Carry out ``dgauss noise``; see :func:`main` for the exit status."""
     try:
+        args.granularity = _granularity_option(args.granularity)
         mech = _ledger.noise_mechanism(args, lambda: _noise_mechanism(args))
-        clip = (
-            None
-            if args.clip_min is None
-            else (_params.integer(args.clip_min.strip(), "--clip-min"), None)
-        )
+        clip = None if args.clip_min is None else (_clip_steps(args), None)
         _check_noise_output(args)
     except (ValueError, TypeError) as exc:
         print(f"dgauss noise: error: {_noise_option_message(exc)}", file=sys.stderr)
@@ -116,6 +131,7 @@ def run_noise(args: argparse.Namespace) -> int:
     steps = _Steps(args)
     ledger = None  # the accountant, once the release is recorded in --ledger
     written = False
+    output = None if args.output is None else Output(args.output)
     try:
         try:
             table = _read_noise_input(args, steps)
@@ -126,7 +142,8 @@ def run_noise(args: argparse.Namespace) -> int:
             steps.at(1, 0, f"noising {table.count:,} values")
             released = table.noised(mech, clip)
             steps.at(2, 0, "writing")
-            _write_noise_output(args, released, steps)
+            steps.writing = True
+            _write_noise_output(args, released, steps, output)
             written = True
         finally:
             steps.close()  # the bar's line ends before any message
@@ -145,12 +162,40 @@ def run_noise(args: argparse.Namespace) -> int:
     except _ledger.Refused as exc:
         print(f"dgauss noise: refused: {exc}", file=sys.stderr)
         return _ledger.EXIT_REFUSED
-    except KeyboardInterrupt:
-        print("dgauss noise: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except (KeyboardInterrupt, Terminated) as stop:
+        if output is not None:
+            fate = output.fate()
+        elif steps.writing:
+            fate = "the output on stdout may be incomplete"
+        else:
+            fate = "nothing was written"
+        how = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"terminated by {stop.name}"
+        print(f"dgauss noise: {how}; {fate}", file=sys.stderr)
+        return EXIT_INTERRUPTED if isinstance(stop, KeyboardInterrupt) else stop.status
     for line in _noise_report(mech, args, table.count) + _ledger.noise_lines(args, mech, ledger):
         print(line, file=sys.stderr)
     return 0
+
+
+def _granularity_option(text: str | None) -> Fraction | None:
+    """--granularity as an exact rational > 0 (a decimal or a fraction, never via a float)."""
+    if text is None:
+        return None
+    return _params.positive(text.strip(), "--granularity")
+
+
+def _clip_steps(args: argparse.Namespace) -> int:
+    """--clip-min in steps of the granularity (the value itself without one)."""
+    g = args.granularity
+    if g is None:
+        return _integer_text(args.clip_min, "--clip-min")
+    low = _params.to_fraction(args.clip_min.strip(), "--clip-min") / g
+    if low.denominator != 1:
+        raise ValueError(
+            f"--clip-min must be a multiple of --granularity {_lattice_text(1, g)}, "
+            f"got {args.clip_min!r}"
+        )
+    return low.numerator
 
 
 #: An input file above this size gets a progress bar (on a terminal): about a second's work.
@@ -168,6 +213,7 @@ class _Steps:
         big = os.path.isfile(args.input) and os.path.getsize(args.input) > PROGRESS_BYTES
         self.bar = Progress(3 * 1000, enabled=big and not args.no_progress and sys.stderr.isatty())
         self.start = time.perf_counter()
+        self.writing = False  # whether the output has begun (for an interrupted run's message)
 
     def at(self, step: int, fraction: float, note: str) -> None:
         """Step ``step`` (0, 1, 2) is ``fraction`` done."""
@@ -188,6 +234,7 @@ def _noise_option_message(exc: Exception) -> str:
         ("epsilon", "--epsilon"),
         ("delta", "--delta"),
         ("sensitivity", "--sensitivity"),
+        ("granularity", "--granularity"),
     ):
         text = (
             re.sub(rf"\b{name}=?(?=\b)", option, text, count=1) if text.startswith(name) else text
@@ -196,7 +243,7 @@ def _noise_option_message(exc: Exception) -> str:
 
 
 def _noise_mechanism(args: argparse.Namespace):
-    sens = _params.integer(args.sensitivity.strip(), "--sensitivity")
+    sens = _integer_text(args.sensitivity, "--sensitivity")
     if sens < 1:
         raise ValueError(f"--sensitivity must be a positive integer, got {args.sensitivity!r}")
     if args.laplace:
@@ -248,11 +295,27 @@ def _noise_mechanism(args: argparse.Namespace):
 def _check_noise_output(args: argparse.Namespace) -> None:
     if args.output is not None and _suffix(args.output) not in (".csv", ".npy"):
         raise ValueError(f"-o must end in .csv or .npy, got {args.output!r}")
+    if args.output is not None and not args.overwrite_input and _same_file(args.output, args.input):
+        raise ValueError(
+            f"-o {args.output} is the input file: its true values would be replaced by noisy "
+            "ones; write elsewhere, or give --overwrite-input to replace it on purpose"
+        )
     is_npy = _suffix(args.input) == ".npy"
     if is_npy and args.column:
         raise ValueError("--column is for CSV input; a .npy input is noised whole")
     if not is_npy and not args.column:
         raise ValueError("name the CSV column(s) to noise with --column")
+
+
+def _same_file(output: str, given: str) -> bool:
+    """Whether ``output`` names the file ``given``: the same path once symbolic links and
+    ``..`` are resolved, or another name (a hard link) of the same file."""
+    if os.path.realpath(output) == os.path.realpath(given):
+        return True
+    try:
+        return os.path.samefile(output, given)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 @dataclass
@@ -263,6 +326,7 @@ class _NoiseTable:
     rows: list[list[str]] | None
     columns: list[int]
     array: np.ndarray | None
+    granularity: Fraction | None = None  # values are lattice integers: steps of it
 
     @property
     def count(self) -> int:
@@ -272,8 +336,10 @@ class _NoiseTable:
         return len(self.rows) * len(self.columns)
 
     def noised(self, mech, clip) -> _NoiseTable:
+        g = self.granularity
         if self.array is not None:
-            return _NoiseTable(None, None, [], mech(self.array, clip=clip, overflow="object"))
+            noisy = mech(self.array, clip=clip, overflow="object")
+            return _NoiseTable(None, None, [], noisy, g)
         assert self.rows is not None
         values = [int(row[j]) for row in self.rows for j in self.columns]
         noisy = mech(np.array(values, dtype=object), clip=clip, overflow="object")
@@ -281,8 +347,8 @@ class _NoiseTable:
         it = iter(noisy.tolist())
         for row in rows:
             for j in self.columns:
-                row[j] = str(next(it))
-        return _NoiseTable(self.header, rows, self.columns, None)
+                row[j] = str(next(it)) if g is None else _lattice_text(next(it), g)
+        return _NoiseTable(self.header, rows, self.columns, None, g)
 
 
 #: The delimiters a CSV header is sniffed for, in order of preference on a tie.
@@ -320,8 +386,18 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable:
             array = np.load(path, allow_pickle=False)
         except (ValueError, OSError) as exc:
             raise InputError(f"{path} is not a readable .npy array: {exc}") from None
+        g = args.granularity
+        if g is not None and array.dtype.kind in "iuf":
+            from dgauss.mechanisms import _on_lattice
+
+            try:  # floats at their exact binary value, never rounded
+                return _NoiseTable(None, None, [], _on_lattice(array, g, path), g)
+            except ValueError as exc:
+                unit = _lattice_text(1, g)
+                raise InputError(str(exc).replace("granularity*Z", f"{unit}*Z")) from None
         if array.dtype.kind not in "iu":
-            raise InputError(f"{path} holds {array.dtype} values; counts must be integers")
+            hint = " (--granularity G takes values on a lattice)" if array.dtype.kind == "f" else ""
+            raise InputError(f"{path} holds {array.dtype} values; counts must be integers{hint}")
         return _NoiseTable(None, None, [], array)
     try:
         # utf-8-sig: a byte-order mark (Excel's, many offices') is not part of the first name
@@ -345,6 +421,8 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable:
             raise InputError(f"no column {name!r} in {path}; its columns are: {', '.join(names)}")
         columns.append(names.index(name))
     steps.at(0, 0.5, f"checking {len(rows):,} rows")
+    bad = _BadCells(path, args.granularity, len(columns) > 1)
+    g = args.granularity
     for number, row in enumerate(rows, start=2):
         if number % PROGRESS_ROWS == 0:
             steps.at(0, 0.5 + number / len(rows) / 2, f"checking {len(rows):,} rows")
@@ -354,15 +432,135 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable:
             )
         for j in columns:
             cell = row[j].strip()
-            if not _INTEGER.match(cell):
-                raise InputError(
-                    f"{path}, line {number}, column {names[j]!r}: {row[j]!r} is not an integer "
-                    "(counts are never rounded)"
-                )
-            row[j] = cell
+            if g is None and _INTEGER.match(cell):
+                row[j] = cell
+                continue
+            steps_of_g = None if g is None else _on_lattice_text(cell, g)
+            if steps_of_g is None:
+                bad.add(cell, number, names[j])
+            else:
+                row[j] = str(steps_of_g)
+    if bad.count:
+        raise InputError(bad.message())
     if not rows:
         raise InputError(f"{path} has a header but no rows")
-    return _NoiseTable(header, rows, columns, None)
+    return _NoiseTable(header, rows, columns, None, g)
+
+
+#: Cells that mean "no value" in the exports of spreadsheets, R, pandas and SQL.
+_MISSING = frozenset(
+    ["na", "n/a", "nan", "null", "none", "<na>", "#n/a", "nat", "missing", "-", ".", "?"]
+)
+
+#: How many line numbers a message gives of each kind of bad cell.
+_LINES_SHOWN = 5
+
+
+def _number(text: str) -> Fraction | None:
+    """``text`` as an exact rational (a decimal such as 7.0, 1e3, 2.5, or a fraction such as
+    7/3), or None when it is not a number."""
+    try:
+        return _params.to_fraction(text, "cell")
+    except (ValueError, TypeError):
+        return None
+
+
+def _cell_value(text: str) -> Fraction:
+    """A cell already checked to be a number, at its exact value."""
+    value = _number(text)
+    assert value is not None, text
+    return value
+
+
+def _on_lattice_text(cell: str, g: Fraction) -> int | None:
+    """The cell's value in steps of ``g`` (exactly: 7.0 with g = 1 is 7), or None when it is
+    no number or not a multiple of ``g``."""
+    value = _number(cell)
+    if value is None:
+        return None
+    steps = value / g
+    return steps.numerator if steps.denominator == 1 else None
+
+
+def _lattice_text(steps: int, g: Fraction) -> str:
+    """``steps * g`` exactly: a decimal with as many places as ``g`` has (g = 0.5: 3.5, 4.0;
+    g = 1: 7) when ``g`` is a terminating decimal, else a fraction (g = 1/3: 7/3, 2)."""
+    value = steps * g
+    den, twos, fives = g.denominator, 0, 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    places = max(twos, fives)
+    if den != 1:
+        return str(value)
+    scaled = value * 10**places  # an integer: 10**places is a multiple of g's denominator
+    digits = str(abs(scaled.numerator)).rjust(places + 1, "0")
+    sign = "-" if value < 0 else ""
+    if not places:
+        return sign + digits
+    return f"{sign}{digits[:-places]}.{digits[-places:]}"
+
+
+class _BadCells:
+    """The cells of a CSV's noised columns that are not values to release, by kind (empty,
+    missing, not a whole number, not on the lattice, text), with their first line numbers."""
+
+    def __init__(self, path: str, granularity: Fraction | None, several: bool) -> None:
+        self.path = path
+        self.g = granularity
+        self.several = several  # name the column beside each line
+        self.count = 0
+        self.kinds: dict[str, list] = {}  # kind -> [count, example, [places]]
+
+    def add(self, cell: str, line: int, column: str) -> None:
+        if not cell:
+            kind = "empty"
+        elif cell.lower() in _MISSING:
+            kind = "missing"
+        elif _number(cell) is None:
+            kind = "text"
+        else:
+            kind = "number" if self.g is None else "off the lattice"
+        self.count += 1
+        self.column = column
+        entry = self.kinds.setdefault(kind, [0, cell, []])
+        entry[0] += 1
+        if len(entry[2]) < _LINES_SHOWN:
+            entry[2].append(f"{line} ({column!r})" if self.several else str(line))
+
+    def message(self) -> str:
+        """One line: how many cells, and of each kind how many, an example and where."""
+        one = self.count == 1
+        if self.g is None:
+            what = "an integer" if one else "integers"
+            never = "counts are never rounded"
+        else:
+            what = "a multiple" if one else "multiples"
+            what += f" of --granularity {_lattice_text(1, self.g)}"
+            never = "values are never rounded"
+        parts = []
+        for kind, (count, example, places) in self.kinds.items():
+            label = {
+                "empty": ("empty", "empty"),
+                "missing": ("missing", "missing"),
+                "text": ("not a number", "not numbers"),
+                "number": ("a number not written as an integer", "numbers not written as integers"),
+                "off the lattice": ("a number off the lattice", "numbers off the lattice"),
+            }[kind][count > 1]
+            if kind != "empty":
+                label += f" ({example!r})" if count == 1 else f", such as {example!r}"
+            more = "" if count <= len(places) else f", and {count - len(places):,} more"
+            where = f"line{'s' if count > 1 else ''} {', '.join(places)}{more}"
+            parts.append(f"{count:,} {label}: {where}")
+        cells = "1 cell is" if one else f"{self.count:,} cells are"
+        hint = (
+            " (--granularity 1 takes whole numbers written as 7.0)"
+            if "number" in self.kinds
+            else ""
+        )
+        where = self.path if self.several else f"{self.path}, column {self.column!r}"
+        return f"{where}: {cells} not {what} ({never}): " + "; ".join(parts) + hint
 
 
 def _noise_report(mech, args: argparse.Namespace, count: int) -> list[str]:
@@ -389,36 +587,61 @@ def _noise_report(mech, args: argparse.Namespace, count: int) -> list[str]:
                 f"  eps = {_rounded_up(mech.epsilon(args.delta.strip()))} at delta = {args.delta}"
             )
     lo, hi = mech.interval(0.05)
+    g = args.granularity
+    if g is not None:
+        unit = _lattice_text(1, g)
+        param = "sigma2" if isinstance(mech, dgauss.GaussianMechanism) else "scale"
+        lines.append(
+            f"  on the lattice {unit}*Z: the noise is {unit} * "
+            f"{'N_Z(0, sigma2)' if param == 'sigma2' else 'Lap_Z(scale)'}; {param} and the "
+            f"sensitivity count steps of {unit}"
+        )
+        hi = _lattice_text(hi, g)
     lines.append(f"  95% error bars: each released value is within +-{hi} of the truth")
     if args.clip_min is not None:
         lines.append(f"  clipped below at {args.clip_min} (post-processing)")
     return lines
 
 
-def _write_noise_output(args: argparse.Namespace, table: _NoiseTable, steps: _Steps) -> None:
+def _write_noise_output(
+    args: argparse.Namespace, table: _NoiseTable, steps: _Steps, output: Output | None
+) -> None:
     import csv
     import io
 
     path = args.output
+    g = table.granularity
     if path is not None and _suffix(path) == ".npy":
         array = table.array
         if array is None:
             assert table.rows is not None
             array = np.array([[row[j] for j in table.columns] for row in table.rows], dtype=object)
-            array = np.array([[int(v) for v in r] for r in array.tolist()], dtype=object)
+            unit = Fraction(1) if g is None else g  # back to steps of g, exactly
+            array = np.array(
+                [[(_cell_value(v) / unit).numerator for v in r] for r in array.tolist()],
+                dtype=object,
+            )
             if len(table.columns) == 1:
                 array = array[:, 0]
-        if array.dtype == object:
+        if g is not None:  # float64, each the double nearest the lattice value (as the API)
+            from dgauss.mechanisms import _times
+
+            lattice = np.asarray(array, dtype=object).reshape(-1)
+            array = _times(lattice, g).reshape(np.shape(array))
+        elif array.dtype == object:
             if not all(-(2**63) <= int(v) < 2**63 for v in array.ravel()):
                 raise InputError("a released value does not fit int64; write .csv instead")
             array = array.astype(np.int64)
-        _atomic(path, "wb", lambda f: np.save(f, array, allow_pickle=False))
+        _atomic(path, "wb", lambda f: np.save(f, array, allow_pickle=False), output)
         return
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n", delimiter=args.delimiter or ",")
     if table.array is not None:
         writer.writerow(["value"])
-        writer.writerows([v] for v in table.array.ravel().tolist())
+        if g is None:
+            writer.writerows([v] for v in table.array.ravel().tolist())
+        else:
+            writer.writerows([_lattice_text(v, g)] for v in table.array.ravel().tolist())
     else:
         assert table.header is not None and table.rows is not None
         writer.writerow(table.header)
@@ -427,6 +650,6 @@ def _write_noise_output(args: argparse.Namespace, table: _NoiseTable, steps: _St
             steps.at(2, (i + PROGRESS_ROWS) / len(table.rows), "writing")
     text = buffer.getvalue()
     if path is None:
-        sys.stdout.write(text)
+        _write_stdout(text)  # whole, or BrokenPipeError (``| head``)
     else:
-        _atomic(path, "w", lambda f: f.write(text))
+        _atomic(path, "w", lambda f: f.write(text), output)

@@ -19,13 +19,23 @@ from dgauss.cli._common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     Progress,
+    Terminated,
     _add_noise_choice,
     _approx,
+    _chunk_option,
+    _count_option,
+    _integer_text,
     _nonnegative_int,
-    _positive_int,
     _workers,
 )
-from dgauss.cli._io import _INT64_MAX, _check_free_space, _digits, _open_output, _suffix
+from dgauss.cli._io import (
+    _INT64_MAX,
+    Output,
+    _check_free_space,
+    _digits,
+    _open_output,
+    _suffix,
+)
 
 DEFAULT_CHUNK = 1 << 20
 
@@ -138,7 +148,7 @@ def _add_sample(commands: argparse._SubParsersAction) -> None:
         dest="count",
         metavar="N",
         required=True,
-        type=_nonnegative_int,
+        type=_count_option,
         help="number of samples (any size; use -o to keep them)",
     )
     sample.add_argument(
@@ -159,7 +169,7 @@ def _add_sample(commands: argparse._SubParsersAction) -> None:
     )
     sample.add_argument(
         "--chunk",
-        type=_positive_int,
+        type=_chunk_option,
         default=DEFAULT_CHUNK,
         metavar="C",
         help=f"samples drawn per call (default {DEFAULT_CHUNK:,})",
@@ -224,10 +234,11 @@ def run_sample(args: argparse.Namespace) -> int:
         args.count,
         enabled=(not args.no_progress and sys.stderr.isatty() and args.count > args.chunk),
     )
+    output = None if args.output is None else Output(args.output)
     start = time.perf_counter()
     drawing = 0.0  # seconds inside the sampler: the rate printed
     try:
-        with _open_output(args.output, args.count) as write:
+        with _open_output(args.output, args.count, output) as write:
             for size in _chunk_sizes(args.count, args.chunk):
                 began = time.perf_counter()
                 chunk = dist.draw(size, rng, args.workers)
@@ -247,20 +258,29 @@ def run_sample(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated) as stop:
         progress.close()
-        unwritten = f"; {args.output} was not written" if args.output else ""
-        print(f"dgauss: interrupted after {moments.count:,} samples{unwritten}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        fate = "" if output is None else f"; {output.fate()}"
+        how = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"terminated by {stop.name}"
+        print(f"dgauss sample: {how} after {moments.count:,} samples{fate}", file=sys.stderr)
+        return EXIT_INTERRUPTED if isinstance(stop, KeyboardInterrupt) else stop.status
     progress.close()
     elapsed = time.perf_counter() - start
-    print("\n".join(_summary(dist, moments, drawing, elapsed, args.output)))
+    try:
+        print("\n".join(_summary(dist, moments, drawing, elapsed, args.output)))
+    except Terminated as stop:  # after the run: the output is complete
+        fate = "" if output is None else f"; {output.fate()}"
+        print(
+            f"dgauss sample: terminated by {stop.name} after {moments.count:,} samples{fate}",
+            file=sys.stderr,
+        )
+        return stop.status
     return 0
 
 
 def _distribution(args: argparse.Namespace) -> Distribution:
     """The validated request; ValueError/TypeError naming the bad option otherwise."""
-    mu = _params.integer(args.mu, "--mu")
+    mu = _integer_text(args.mu, "--mu")
     method = getattr(args, "method", "auto")
     if args.sigma2 is not None:
         sigma2 = _params.positive(args.sigma2, "--sigma2")
