@@ -1,0 +1,183 @@
+"""``dgauss noise`` on a large table: time and peak memory, plain path against pyarrow's.
+
+Makes a CSV of ``--rows`` rows (default 10^6; columns region, age band, sex and a count),
+once with ``,`` and once with ``;`` and a UTF-8 byte-order mark, and the same table as
+Parquet, then times ``dgauss noise FILE --column count --sigma2 100 -o OUT`` (one run each):
+
+* **command**: ``python -c`` running the CLI in a child process; its wall time (interpreter
+  start and imports included), the time of the CLI's ``main`` alone, its peak resident memory
+  (VmHWM, Linux) and that peak less the resident memory after the imports (the work's own
+  memory), as a multiple of the input file's size;
+* **in-process**: ``dgauss.cli.main`` called in this process (imports done), its time.
+
+``plain`` runs the command with pyarrow made unimportable (``sys.modules["pyarrow"] = None``),
+which is what a machine without the ``tables`` extra runs; ``pyarrow`` runs it as installed.
+Prints a Markdown table.
+
+    python benchmarks/bench_tables_io.py [--rows 1000000] [--paths plain,pyarrow]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # NumPy's idle BLAS threads spin otherwise
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+#: The child: imports, then the CLI's main, timed; its resident memory after the imports and
+#: its peak (Linux's /proc/self/status: VmRSS, VmHWM), as JSON.
+CHILD = """
+import json, sys, time
+if {plain}:
+    sys.modules["pyarrow"] = None  # unimportable: the plain path
+import dgauss, dgauss.cli
+if not {plain}:
+    import pyarrow, pyarrow.csv, pyarrow.compute, pyarrow.parquet
+
+def status(field):  # kB, from /proc (ru_maxrss would count the parent's memory at the fork)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field))
+
+before = status("VmRSS:")
+start = time.perf_counter()
+code = dgauss.cli.main({argv!r})
+seconds = time.perf_counter() - start
+after = status("VmHWM:")
+print(json.dumps(dict(status=code, seconds=seconds, before=before, after=after)),
+      file=open({report!r}, "w"))
+sys.exit(code)
+"""
+
+REGIONS = ["Piemonte", "Valle d'Aosta", "Lombardia", "Trentino-Alto Adige", "Veneto", "Lazio"]
+
+
+def make_table(rows: int, seed: int = 1) -> dict[str, np.ndarray]:
+    """The table's columns: strings (one region holds an apostrophe, none a delimiter) and
+    int64 counts from 0 to 10^6."""
+    rng = np.random.default_rng(seed)
+    ages = np.array([f"{a}-{a + 4}" for a in range(0, 100, 5)])
+    return {
+        "region": np.array(REGIONS)[rng.integers(0, len(REGIONS), rows)],
+        "age": ages[rng.integers(0, len(ages), rows)],
+        "sex": np.array(["F", "M"])[rng.integers(0, 2, rows)],
+        "count": rng.integers(0, 10**6, rows),
+    }
+
+
+def write_csv(path: str, table: dict[str, np.ndarray], delimiter: str, bom: bool) -> None:
+    with open(path, "w", encoding="utf-8-sig" if bom else "utf-8", newline="") as f:
+        f.write(delimiter.join(table) + "\n")
+        columns = [table[name].astype(str) for name in table]
+        for i in range(0, len(columns[0]), 1 << 16):
+            rows = zip(*(c[i : i + (1 << 16)] for c in columns), strict=True)
+            f.write("".join(delimiter.join(row) + "\n" for row in rows))
+
+
+def write_parquet(path: str, table: dict[str, np.ndarray]) -> bool:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return False
+    pq.write_table(pa.table({k: pa.array(v) for k, v in table.items()}), path)
+    return True
+
+
+def command(argv: list[str], plain: bool, folder: str) -> dict:
+    report = os.path.join(folder, "report.json")
+    code = CHILD.format(plain=plain, argv=argv, report=report)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv} failed ({done.returncode}): {done.stderr}")
+    with open(report) as f:
+        result = json.load(f)
+    result["wall"] = wall
+    return result
+
+
+def in_process(argv: list[str], plain: bool) -> float:
+    import contextlib
+    import io
+
+    import dgauss.cli
+
+    saved = sys.modules.get("pyarrow", "absent")
+    if plain:
+        sys.modules["pyarrow"] = None  # type: ignore[assignment]
+    try:
+        start = time.perf_counter()
+        with contextlib.redirect_stderr(io.StringIO()):
+            status = dgauss.cli.main(argv)
+        seconds = time.perf_counter() - start
+    finally:
+        if saved == "absent":
+            sys.modules.pop("pyarrow", None)
+        else:
+            sys.modules["pyarrow"] = saved  # type: ignore[assignment]
+    assert status == 0, argv
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=float, default=1e6)
+    parser.add_argument("--paths", default="plain,pyarrow")
+    args = parser.parse_args(argv)
+    rows = int(args.rows)
+    if rows != args.rows or rows < 1:
+        parser.error(f"--rows must be a positive integer, got {args.rows}")
+    paths = args.paths.split(",")
+    table = make_table(rows)
+    with tempfile.TemporaryDirectory() as folder:
+        inputs = []
+        for name, delimiter, bom in (("comma.csv", ",", False), ("semicolon-bom.csv", ";", True)):
+            path = os.path.join(folder, name)
+            write_csv(path, table, delimiter, bom)
+            inputs.append((name, path, ".csv"))
+        parquet = os.path.join(folder, "table.parquet")
+        if write_parquet(parquet, table):
+            inputs.append(("table.parquet", parquet, ".parquet"))
+        del table  # the children's peaks are their own; the parent's stays small
+        print(f"{rows:,} rows, `dgauss noise FILE --column count --sigma2 100 -o OUT`, one run")
+        print()
+        print(
+            "| input | MB | path | command s | main() s | in-process s | peak MB "
+            "| peak - imports MB | (peak - imports) / file |"
+        )
+        print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+        for name, path, suffix in inputs:
+            size = os.path.getsize(path)
+            for which in paths:
+                plain = which == "plain"
+                if plain and suffix == ".parquet":
+                    continue  # Parquet needs pyarrow
+                out = os.path.join(folder, "out" + suffix)
+                cli = ["noise", path, "--column", "count", "--sigma2", "100", "-o", out]
+                try:
+                    child = command(cli, plain, folder)
+                except RuntimeError as exc:
+                    print(f"| {name} | {size / 1e6:.1f} | {which} | failed: {exc} |")
+                    continue
+                inside = in_process(cli, plain)
+                peak = child["after"] * 1024
+                work = (child["after"] - child["before"]) * 1024
+                print(
+                    f"| {name} | {size / 1e6:.1f} | {which} | {child['wall']:.2f} "
+                    f"| {child['seconds']:.2f} | {inside:.2f} | {peak / 1e6:.0f} "
+                    f"| {work / 1e6:.0f} | {work / size:.2f} |"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
