@@ -4,10 +4,12 @@ Makes a CSV of ``--rows`` rows (default 10^6; columns region, age band, sex and 
 once with ``,`` and once with ``;`` and a UTF-8 byte-order mark, and the same table as
 Parquet, then times ``dgauss noise FILE --column count --sigma2 100 -o OUT`` (one run each):
 
-* **command**: ``python -c`` running the CLI in a child process; its wall time (interpreter
-  start and imports included), the time of the CLI's ``main`` alone, its peak resident memory
-  (VmHWM, Linux) and that peak less the resident memory after the imports (the work's own
-  memory), as a multiple of the input file's size;
+* **command**: the command in a child process, as a user runs it: its wall time, interpreter
+  start and imports included;
+* **main()**: in another child, after the imports and a warm-up run on a 1000-row file of the
+  same kind (pyarrow's code is paged in on first use), the CLI's ``main`` on the file: its
+  time, its peak resident memory (Linux's VmHWM) and that peak less the resident memory
+  before it (the work's own memory), also as a multiple of the input file's size;
 * **in-process**: ``dgauss.cli.main`` called in this process (imports done), its time.
 
 ``plain`` runs the command with pyarrow made unimportable (``sys.modules["pyarrow"] = None``),
@@ -32,10 +34,12 @@ import time
 
 import numpy as np
 
-#: The child: imports, then the CLI's main, timed; its resident memory after the imports and
-#: its peak (Linux's /proc/self/status: VmRSS, VmHWM), as JSON.
+#: The child: imports, a warm-up run on a small file of the same kind (pyarrow's code is paged
+#: in on first use), then the CLI's main on the file, timed; its resident memory before and
+#: its peak during that run (Linux: /proc/self/status's VmRSS, and VmHWM after resetting it),
+#: as JSON.
 CHILD = """
-import json, sys, time
+import contextlib, io, json, sys, time
 if {plain}:
     sys.modules["pyarrow"] = None  # unimportable: the plain path
 import dgauss, dgauss.cli
@@ -46,7 +50,11 @@ def status(field):  # kB, from /proc (ru_maxrss would count the parent's memory 
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith(field))
 
+with contextlib.redirect_stderr(io.StringIO()):
+    assert dgauss.cli.main({warmup!r}) == 0
 before = status("VmRSS:")
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # VmHWM := VmRSS
 start = time.perf_counter()
 code = dgauss.cli.main({argv!r})
 seconds = time.perf_counter() - start
@@ -91,18 +99,36 @@ def write_parquet(path: str, table: dict[str, np.ndarray]) -> bool:
     return True
 
 
-def command(argv: list[str], plain: bool, folder: str) -> dict:
-    report = os.path.join(folder, "report.json")
-    code = CHILD.format(plain=plain, argv=argv, report=report)
+#: The command as a user runs it (with pyarrow unimportable for the plain path).
+COMMAND = """
+import sys
+if {plain}:
+    sys.modules["pyarrow"] = None
+from dgauss.cli import main
+sys.exit(main({argv!r}))
+"""
+
+
+def wall(argv: list[str], plain: bool) -> float:
+    """Seconds the command takes in a child process, start to end."""
     start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", COMMAND.format(plain=plain, argv=argv)], capture_output=True
+    )
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv} failed ({done.returncode}): {done.stderr.decode()}")
+    return seconds
+
+
+def command(argv: list[str], warmup: list[str], plain: bool, folder: str) -> dict:
+    report = os.path.join(folder, "report.json")
+    code = CHILD.format(plain=plain, argv=argv, warmup=warmup, report=report)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    wall = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{argv} failed ({done.returncode}): {done.stderr}")
     with open(report) as f:
-        result = json.load(f)
-    result["wall"] = wall
-    return result
+        return json.load(f)
 
 
 def in_process(argv: list[str], plain: bool) -> float:
@@ -138,21 +164,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--rows must be a positive integer, got {args.rows}")
     paths = args.paths.split(",")
     table = make_table(rows)
+    small = {name: column[:1000] for name, column in table.items()}
     with tempfile.TemporaryDirectory() as folder:
         inputs = []
         for name, delimiter, bom in (("comma.csv", ",", False), ("semicolon-bom.csv", ";", True)):
             path = os.path.join(folder, name)
             write_csv(path, table, delimiter, bom)
+            write_csv(os.path.join(folder, "small-" + name), small, delimiter, bom)
             inputs.append((name, path, ".csv"))
         parquet = os.path.join(folder, "table.parquet")
         if write_parquet(parquet, table):
+            write_parquet(os.path.join(folder, "small-table.parquet"), small)
             inputs.append(("table.parquet", parquet, ".parquet"))
         del table  # the children's peaks are their own; the parent's stays small
         print(f"{rows:,} rows, `dgauss noise FILE --column count --sigma2 100 -o OUT`, one run")
         print()
         print(
             "| input | MB | path | command s | main() s | in-process s | peak MB "
-            "| peak - imports MB | (peak - imports) / file |"
+            "| peak - before MB | (peak - before) / file |"
         )
         print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
         for name, path, suffix in inputs:
@@ -163,16 +192,18 @@ def main(argv: list[str] | None = None) -> int:
                     continue  # Parquet needs pyarrow
                 out = os.path.join(folder, "out" + suffix)
                 cli = ["noise", path, "--column", "count", "--sigma2", "100", "-o", out]
+                warmup = [*cli[:1], os.path.join(folder, "small-" + name), *cli[2:]]
                 try:
-                    child = command(cli, plain, folder)
+                    seconds = wall(cli, plain)
+                    child = command(cli, warmup, plain, folder)
                 except RuntimeError as exc:
                     print(f"| {name} | {size / 1e6:.1f} | {which} | failed: {exc} |")
                     continue
                 inside = in_process(cli, plain)
                 peak = child["after"] * 1024
-                work = (child["after"] - child["before"]) * 1024
+                work = (child["after"] - child["before"]) * 1024  # kB
                 print(
-                    f"| {name} | {size / 1e6:.1f} | {which} | {child['wall']:.2f} "
+                    f"| {name} | {size / 1e6:.1f} | {which} | {seconds:.2f} "
                     f"| {child['seconds']:.2f} | {inside:.2f} | {peak / 1e6:.0f} "
                     f"| {work / 1e6:.0f} | {work / size:.2f} |"
                 )

@@ -14,6 +14,7 @@ import numpy as np
 import dgauss
 from dgauss import _params, accounting
 from dgauss._rounding import _delta_text, _rounded_up
+from dgauss.cli import _tables
 from dgauss.cli._common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -218,8 +219,9 @@ def _noise_mechanism(args: argparse.Namespace):
 
 
 def _check_noise_output(args: argparse.Namespace) -> None:
-    if args.output is not None and _suffix(args.output) not in (".csv", ".npy"):
-        raise ValueError(f"-o must end in .csv or .npy, got {args.output!r}")
+    if args.output is not None and _suffix(args.output) not in (".csv", ".npy", ".parquet"):
+        raise ValueError(f"-o must end in .csv, .npy or .parquet, got {args.output!r}")
+    _tables.check_options(args)
     is_npy = _suffix(args.input) == ".npy"
     if is_npy and args.column:
         raise ValueError("--column is for CSV input; a .npy input is noised whole")
@@ -281,12 +283,15 @@ def _delimiter_option(text: str) -> str:
     return value
 
 
-def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable:
+def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | _tables.ArrowTable:
     import csv
 
     path = args.input
     if not os.path.isfile(path):
         raise InputError(f"no such file: {path}")
+    fast = _tables.read(args, steps)  # Parquet, or a CSV pyarrow reads as csv would; or None
+    if fast is not None:
+        return fast
     if _suffix(path) == ".npy":
         try:
             array = np.load(path, allow_pickle=False)
@@ -367,11 +372,19 @@ def _noise_report(mech, args: argparse.Namespace, count: int) -> list[str]:
     return lines
 
 
-def _write_noise_output(args: argparse.Namespace, table: _NoiseTable, steps: _Steps) -> None:
+def _write_noise_output(
+    args: argparse.Namespace, table: _NoiseTable | _tables.ArrowTable, steps: _Steps
+) -> None:
     import csv
     import io
 
     path = args.output
+    if isinstance(table, _tables.ArrowTable):
+        table.write(args, steps)
+        return
+    if path is not None and _suffix(path) == ".parquet":
+        _tables.write_plain_parquet(path, table.header, table.rows, table.columns, table.array)
+        return
     if path is not None and _suffix(path) == ".npy":
         array = table.array
         if array is None:
