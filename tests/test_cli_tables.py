@@ -144,6 +144,8 @@ def tables(draw):
                 row.append(draw(OTHER_CELLS))
         rows.append(row)
     quoting = draw(st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL, csv.QUOTE_NONNUMERIC]))
+    if any("\n" in cell for row in rows for cell in row):
+        quoting = csv.QUOTE_ALL  # csv.writer quotes \n only when in its line end
     ending = draw(st.sampled_from(["\n", "\r\n", "\r"]))
     buffer = io.StringIO()
     writer = csv.writer(buffer, delimiter=delimiter, quoting=quoting, lineterminator=ending)
