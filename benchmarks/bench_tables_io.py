@@ -8,8 +8,9 @@ Parquet, then times ``dgauss noise FILE --column count --sigma2 100 -o OUT`` (on
   start and imports included;
 * **main()**: in another child, after the imports and a warm-up run on a 1000-row file of the
   same kind (pyarrow's code is paged in on first use), the CLI's ``main`` on the file: its
-  time, its peak resident memory (Linux's VmHWM) and that peak less the resident memory
-  before it (the work's own memory), also as a multiple of the input file's size;
+  time and CPU time (user + system: less disturbed by other jobs on the machine), its peak
+  resident memory (Linux's VmHWM) and that peak less the resident memory before it (the
+  work's own memory), also as a multiple of the input file's size;
 * **in-process**: ``dgauss.cli.main`` called in this process (imports done), its time.
 
 ``plain`` runs the command with pyarrow made unimportable (``sys.modules["pyarrow"] = None``),
@@ -39,7 +40,7 @@ import numpy as np
 #: its peak during that run (Linux: /proc/self/status's VmRSS, and VmHWM after resetting it),
 #: as JSON.
 CHILD = """
-import contextlib, io, json, sys, time
+import contextlib, io, json, resource, sys, time
 if {plain}:
     sys.modules["pyarrow"] = None  # unimportable: the plain path
 import dgauss, dgauss.cli
@@ -55,11 +56,15 @@ with contextlib.redirect_stderr(io.StringIO()):
 before = status("VmRSS:")
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # VmHWM := VmRSS
-start = time.perf_counter()
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+start, cpu_start = time.perf_counter(), cpu()
 code = dgauss.cli.main({argv!r})
-seconds = time.perf_counter() - start
+seconds, cpu_seconds = time.perf_counter() - start, cpu() - cpu_start
 after = status("VmHWM:")
-print(json.dumps(dict(status=code, seconds=seconds, before=before, after=after)),
+print(json.dumps(dict(status=code, seconds=seconds, cpu=cpu_seconds, before=before, after=after)),
       file=open({report!r}, "w"))
 sys.exit(code)
 """
@@ -180,10 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{rows:,} rows, `dgauss noise FILE --column count --sigma2 100 -o OUT`, one run")
         print()
         print(
-            "| input | MB | path | command s | main() s | in-process s | peak MB "
+            "| input | MB | path | command s | main() s | main() CPU s | in-process s | peak MB "
             "| peak - before MB | (peak - before) / file |"
         )
-        print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
         for name, path, suffix in inputs:
             size = os.path.getsize(path)
             for which in paths:
@@ -204,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
                 work = (child["after"] - child["before"]) * 1024  # kB
                 print(
                     f"| {name} | {size / 1e6:.1f} | {which} | {seconds:.2f} "
-                    f"| {child['seconds']:.2f} | {inside:.2f} | {peak / 1e6:.0f} "
+                    f"| {child['seconds']:.2f} | {child['cpu']:.2f} | {inside:.2f} "
+                    f"| {peak / 1e6:.0f} "
                     f"| {work / 1e6:.0f} | {work / size:.2f} |"
                 )
     return 0

@@ -155,7 +155,15 @@ def tables(draw):
     if draw(st.booleans()):
         text = text[: -len(ending)]  # no line end after the last row
     bom = draw(st.booleans())
-    return (b"\xef\xbb\xbf" if bom else b"") + text.encode(), delimiter, [names[j] for j in noised]
+    blank = draw(st.integers(0, 9)) == 0  # a blank line (one at the end, often): refused
+    if blank:
+        if draw(st.booleans()):  # after the header
+            at = text.find(ending) + len(ending)
+            text = text[:at] + ending + text[at:]
+        else:
+            text += ending if text.endswith(ending) else 2 * ending
+    text = (b"\xef\xbb\xbf" if bom else b"") + text.encode()
+    return text, delimiter, [names[j] for j in noised], blank
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -163,7 +171,7 @@ def tables(draw):
 def test_fast_and_plain_paths_write_the_same_bytes(
     tmp_path_factory, capsys, monkeypatch, seeded, case, sniff
 ):
-    text, delimiter, names = case
+    text, delimiter, names, blank = case
     tmp = tmp_path_factory.mktemp("t")
     options = [a for n in names for a in ("--column", n)] + ["--sigma2", "1e6"]
     if not sniff:
@@ -172,9 +180,10 @@ def test_fast_and_plain_paths_write_the_same_bytes(
     fast, plain = both(tmp, capsys, monkeypatch, text, options)
     assert fast == plain
     status, _, err, output = fast
-    if status != 0:  # sniffing may pick another delimiter: both paths refuse alike
-        assert sniff and output is None and err.startswith("dgauss noise: error:")
+    if status != 0:  # a blank line, or a delimiter sniffed wrong: both paths refuse alike
+        assert (blank or sniff) and output is None and err.startswith("dgauss noise: error:")
         return
+    assert not blank
     first = io.StringIO(text.decode("utf-8-sig"), newline="").readline()
     used = delimiter if not sniff else cli.noise._delimiter(None, first)
     (values, noise), _ = seeded
@@ -228,6 +237,25 @@ def test_cells_the_fast_path_leaves_to_the_plain_path(
     fast, plain = both(tmp_path, capsys, monkeypatch, text, ["--column", "n", "--sigma2", "4"])
     assert fast == plain, reason
     assert paths[0] == "plain", reason
+
+
+@pytest.mark.parametrize("text", ["n,m\n1,2\n\n", "n,m\r\n1,2\r\n\r\n3,4\r\n", "n\n1\n\n2\n"])
+def test_a_blank_line_is_refused_on_both_paths(tmp_path, capsys, monkeypatch, seeded, text):
+    """Python's csv reads a blank line as a row of no fields, which the plain path refuses;
+    pyarrow reads a row of empty cells (or, if asked, skips it): the plain path decides."""
+    fast, plain = both(
+        tmp_path, capsys, monkeypatch, text.encode(), ["--column", "n", "--sigma2", "4"]
+    )
+    assert fast == plain
+    assert fast[0] == 1 and "0 fields where the header has" in fast[2] and fast[3] is None
+
+
+def test_a_field_past_csvs_limit_is_left_to_the_plain_path(tmp_path, capsys, monkeypatch, seeded):
+    long = "x" * csv.field_size_limit() + "x"  # Python's csv refuses it; pyarrow would not
+    text = f"n,note\n1,a\n2,{long}\n".encode()
+    fast, plain = both(tmp_path, capsys, monkeypatch, text, ["--column", "n", "--sigma2", "4"])
+    assert fast == plain
+    assert fast[0] == 1 and "field larger than field limit" in fast[2]
 
 
 def test_integers_exactly_as_int(capsys):
