@@ -175,6 +175,10 @@ def test_sigterm_while_noise_writes_leaves_the_old_output(tmp_path, capsys, monk
             os.kill(os.getpid(), signal.SIGTERM)  # the handler raises here
             return written
 
+        def writelines(self, lines):  # (the pyarrow path writes its batches so)
+            for line in lines:
+                self.write(line)
+
         def __getattr__(self, name):
             return getattr(self.f, name)
 

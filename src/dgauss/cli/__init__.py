@@ -70,9 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 on success, 2 for a usage error, 1 if writing the
         output or reading randomness failed (or the accounting could not compute
         a result), 3 if ``noise --ledger`` refused a release that does not fit the
-        ledger's budget (nothing drawn or written), 130 if interrupted (Ctrl-C), 143 on SIGTERM and 129 on SIGHUP
-        (128 + the signal; no partial or temporary file is left), 141 (128 +
-        SIGPIPE) when the reader of stdout went away (``| head -1``), quietly.
+        ledger's budget (nothing drawn or written), 130 if interrupted (Ctrl-C),
+        143 on SIGTERM and 129 on SIGHUP (128 + the signal; no partial or temporary
+        file is left), 141 (128 + SIGPIPE) when the reader of stdout went away
+        (``| head -1``), quietly.
     """
     parser = build_parser()
     try:

@@ -15,7 +15,7 @@ import numpy as np
 import dgauss
 from dgauss import _params, accounting
 from dgauss._rounding import _delta_text, _rounded_up
-from dgauss.cli import _ledger
+from dgauss.cli import _ledger, _tables
 from dgauss.cli._common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -293,13 +293,14 @@ def _noise_mechanism(args: argparse.Namespace):
 
 
 def _check_noise_output(args: argparse.Namespace) -> None:
-    if args.output is not None and _suffix(args.output) not in (".csv", ".npy"):
-        raise ValueError(f"-o must end in .csv or .npy, got {args.output!r}")
+    if args.output is not None and _suffix(args.output) not in (".csv", ".npy", ".parquet"):
+        raise ValueError(f"-o must end in .csv, .npy or .parquet, got {args.output!r}")
     if args.output is not None and not args.overwrite_input and _same_file(args.output, args.input):
         raise ValueError(
             f"-o {args.output} is the input file: its true values would be replaced by noisy "
             "ones; write elsewhere, or give --overwrite-input to replace it on purpose"
         )
+    _tables.check_options(args)
     is_npy = _suffix(args.input) == ".npy"
     if is_npy and args.column:
         raise ValueError("--column is for CSV input; a .npy input is noised whole")
@@ -375,12 +376,15 @@ def _delimiter_option(text: str) -> str:
     return value
 
 
-def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable:
+def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | _tables.ArrowTable:
     import csv
 
     path = args.input
     if not os.path.isfile(path):
         raise InputError(f"no such file: {path}")
+    fast = _tables.read(args, steps)  # Parquet, or a CSV pyarrow reads as csv would; or None
+    if fast is not None:
+        return fast
     if _suffix(path) == ".npy":
         try:
             array = np.load(path, allow_pickle=False)
@@ -604,12 +608,23 @@ def _noise_report(mech, args: argparse.Namespace, count: int) -> list[str]:
 
 
 def _write_noise_output(
-    args: argparse.Namespace, table: _NoiseTable, steps: _Steps, output: Output | None
+    args: argparse.Namespace,
+    table: _NoiseTable | _tables.ArrowTable,
+    steps: _Steps,
+    output: Output | None,
 ) -> None:
     import csv
     import io
 
     path = args.output
+    if isinstance(table, _tables.ArrowTable):
+        table.write(args, steps, output)
+        return
+    if path is not None and _suffix(path) == ".parquet":
+        _tables.write_plain_parquet(
+            path, table.header, table.rows, table.columns, table.array, output
+        )
+        return
     g = table.granularity
     if path is not None and _suffix(path) == ".npy":
         array = table.array
