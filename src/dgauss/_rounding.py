@@ -42,25 +42,24 @@ def _rounded_up(value, digits: int = PRIVACY_DIGITS) -> str:
     ``inf`` (an ε past the float range) as "inf"."""
     if value == math.inf:
         return "inf"
-    q = Fraction(value)
-    with decimal.localcontext() as ctx:
-        ctx.prec = digits
-        ctx.rounding = decimal.ROUND_CEILING
-        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
-        up = decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)
-    return _short(up)
+    return _rounded(value, digits, decimal.ROUND_CEILING)
 
 
 def _rounded_down(value, digits: int = PRIVACY_DIGITS) -> str:
     """``value`` (a float or Fraction >= 0) rounded down to ``digits`` significant digits:
     for what is left of a budget, which must never read larger than it is."""
+    return _rounded(value, digits, decimal.ROUND_FLOOR)
+
+
+def _rounded(value, digits: int, rounding: str) -> str:
+    """``value`` at its exact value, rounded once to ``digits`` significant digits."""
     q = Fraction(value)
     with decimal.localcontext() as ctx:
         ctx.prec = digits
-        ctx.rounding = decimal.ROUND_FLOOR
+        ctx.rounding = rounding
         ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
-        down = decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)
-    return _short(down)
+        found = decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)
+    return _short(found)
 
 
 def _rounded_up_from_log(log_value: float, digits: int = PRIVACY_DIGITS) -> str:
