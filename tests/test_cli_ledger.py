@@ -27,7 +27,8 @@ import dgauss
 from dgauss import accounting
 from dgauss._rounding import _rounded_up
 
-SRC = os.path.dirname(os.path.dirname(dgauss.__file__))
+SRC = os.path.dirname(os.path.dirname(dgauss.__file__))  # the dgauss the tests import
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout
 ENV = dict(os.environ, PYTHONPATH=SRC)
 
 
@@ -445,7 +446,8 @@ def test_account_and_calibrate_errors(tmp_path):
 
 def test_the_readme_ledger_example_runs_as_written(tmp_path, table):
     """The README's ledger block, command by command, and the numbers in its comments."""
-    readme = open(os.path.join(os.path.dirname(SRC), "README.md"), encoding="utf-8").read()
+    # the checkout's README (next to tests/), not the installed package's directory
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     section = readme.split("### Command line", 1)[1].split("\n### ", 1)[0]
     block = next(b for b in re.findall(r"```bash\n(.*?)```", section, re.S) if "--ledger" in b)
     commands = [line.split("#")[0].split() for line in block.splitlines() if line.strip()]
