@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import dgauss
@@ -155,8 +155,11 @@ def tables(draw):
     ending = draw(st.sampled_from(["\n", "\r\n", "\r"]))
     buffer = io.StringIO()
     writer = csv.writer(buffer, delimiter=delimiter, quoting=quoting, lineterminator=ending)
-    writer.writerow(header)
-    writer.writerows(rows)
+    try:
+        writer.writerow(header)
+        writer.writerows(rows)
+    except csv.Error:  # a CSV this Python's writer cannot write (3.10: some quotings)
+        assume(False)
     text = buffer.getvalue()
     if draw(st.booleans()):
         text = text[: -len(ending)]  # no line end after the last row
