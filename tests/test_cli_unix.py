@@ -239,26 +239,59 @@ def test_a_signal_during_the_summary_reports_the_file_as_written(tmp_path, capsy
 
 
 @posix_only
-@pytest.mark.skipif(
-    sys.version_info >= (3, 12),
-    reason="CPython 3.12: a SIGHUP right after mkstemp left the temporary file in CI "
-    "(2026-11-26); not yet understood, see the session note",
-)
-def test_a_signal_right_after_the_temporary_file_is_made_removes_it(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT])
+def test_a_signal_right_after_the_temporary_file_is_made_removes_it(
+    tmp_path, capsys, monkeypatch, signum
+):
+    """The signal is sent while another thread runs: with the signals blocked in the main
+    thread only (``pthread_sigmask``), the kernel delivers it to that thread and Python runs
+    the handler in the main thread at once, losing the temporary file's name."""
     import tempfile
+    import threading
 
     real_mkstemp = tempfile.mkstemp
 
     def mkstemp_then_signal(*args, **kwargs):
         made = real_mkstemp(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGHUP)
+        os.kill(os.getpid(), signum)
+        time.sleep(0.2)  # the other thread has it by now; a pending handler runs after this
         return made
 
     monkeypatch.setattr(_io.tempfile, "mkstemp", mkstemp_then_signal)
-    status, _, err = run(capsys, "sample", "--sigma2", 1, "-n", 10, "-o", tmp_path / "x.txt")
+    done = threading.Event()
+    other = threading.Thread(target=done.wait)
+    other.start()
+    try:
+        status, _, err = run(capsys, "sample", "--sigma2", 1, "-n", 10, "-o", tmp_path / "x.txt")
+    finally:
+        done.set()
+        other.join()
     monkeypatch.undo()
-    assert status == 129 and "terminated by SIGHUP" in err and "x.txt was not written" in err
+    how = "interrupted" if signum == signal.SIGINT else f"terminated by {signum.name}"
+    assert status == (130 if signum == signal.SIGINT else 128 + signum)
+    assert how in err and "x.txt was not written" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@posix_only
+def test_signals_are_held_only_where_python_handles_them(tmp_path):
+    """An ignored signal stays ignored inside the held block, and the handlers in force
+    before it are back after it, also when a held signal arrived."""
+    calls = []
+    previous = signal.signal(signal.SIGTERM, lambda *a: calls.append("term"))
+    previous_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with _io._signals_held():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.05)
+            assert calls == []  # held
+        assert calls == ["term"]
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGHUP, previous_hup)
 
 
 def test_terminated_carries_the_conventional_status():

@@ -8,8 +8,9 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
-from typing import IO
+from typing import IO, Any
 
 import gmpy2
 import numpy as np
@@ -21,10 +22,8 @@ Write = Callable[[np.ndarray], None]
 
 
 def _disk_error(exc: OSError, path: str) -> OSError:
-    """A full disk (ENOSPC, EDQUOT, or NumPy's "N requested and M written") said plainly."""
-    full = exc.errno in (errno.ENOSPC, errno.EDQUOT) or (
-        exc.errno is None and "requested and" in str(exc)
-    )
+    """A full disk (ENOSPC or EDQUOT) said plainly."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
     return OSError(f"no space left on device writing {path}") if full else exc
 
 
@@ -61,8 +60,31 @@ def _size(n: int, up: bool) -> str:
     return f"{n:,} bytes"
 
 
-def _write_npy_chunk(f, chunk: np.ndarray) -> None:
-    chunk.astype("<i8", copy=False).tofile(f)
+def _write_bytes_of(f: IO, array: np.ndarray) -> None:
+    """Append the bytes of the C-contiguous ``array`` to ``f`` through the file's own ``write``.
+
+    Not ``ndarray.tofile`` (nor ``np.save``, which calls it): that writes through a
+    duplicated C ``FILE*``, and a signal handler raising while it flushes ``f`` (SIGTERM,
+    which the command line turns into an exception) came out of it as a TypeError that hid
+    the signal (CPython 3.13, NumPy 2.4).  ``f.write`` retries an interrupted write and
+    passes the handler's exception on unchanged.
+    """
+    f.write(array.reshape(-1).view(np.uint8))
+
+
+def _write_npy_chunk(f: IO, chunk: np.ndarray) -> None:
+    """Append ``chunk`` to ``f`` as little-endian int64 (the body of a ``.npy`` file)."""
+    _write_bytes_of(f, np.ascontiguousarray(chunk, dtype="<i8"))
+
+
+def _write_npy(f: IO, array: np.ndarray) -> None:
+    """``np.save(f, array, allow_pickle=False)`` for an array of numbers, written through
+    ``f.write`` (:func:`_write_bytes_of`); ``np.load`` reads back the same array."""
+    if array.dtype.hasobject:
+        raise ValueError("an array of Python objects cannot be saved as .npy")
+    array = array if array.flags.c_contiguous else array.copy(order="C")
+    np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(array))
+    _write_bytes_of(f, array)
 
 
 def _suffix(path: str) -> str:
@@ -78,15 +100,37 @@ _HELD = tuple(
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Defer SIGINT, SIGTERM and SIGHUP (delivered, and their handlers run, on leaving)."""
-    if not hasattr(signal, "pthread_sigmask"):  # Windows: nothing to hold
+    """Defer the Python handlers of SIGINT, SIGTERM and SIGHUP to the end of the block.
+
+    A signal that arrives meanwhile is recorded, and its handler (KeyboardInterrupt, or the
+    command line's :class:`~dgauss.cli._common.Terminated`) runs on leaving.  Blocking the
+    signals with ``pthread_sigmask`` would not do: that holds them in the calling thread
+    only, a signal sent to the process is then delivered to another thread, and Python runs
+    the handler in the main thread all the same, at any point of the block.  A signal left
+    at its default action, or ignored, is not touched; outside the main thread (where
+    handlers cannot be set) nothing is held.
+    """
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    handlers: dict[int, Callable] = {}  # the held signal -> its handler
+    arrived: list[tuple[int, Any]] = []
+
+    def record(signum: int, frame: Any) -> None:
+        arrived.append((signum, frame))
+
+    for number in _HELD:
+        handler = signal.getsignal(number)
+        if callable(handler):
+            handlers[number] = handler
+            signal.signal(number, record)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        for signum, frame in arrived:
+            handlers[signum](signum, frame)
 
 
 class Output:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dgauss.cli._common import _write_stdout
-from dgauss.cli._io import Output, _atomic, _suffix
+from dgauss.cli._io import Output, _atomic, _suffix, _write_npy
 
 #: The install command that brings pyarrow, named in every error that needs it.
 EXTRA = "pip install 'dgauss[tables]'"
@@ -224,7 +224,7 @@ def _save_npy(path: str, array: np.ndarray, output: Output | None = None) -> Non
     """``array`` (int64, or object of ints that must fit int64) as a .npy file, atomically."""
     if array.dtype == object:
         array = _int64_or_error(array)
-    _atomic(path, "wb", lambda f: np.save(f, array, allow_pickle=False), output)
+    _atomic(path, "wb", lambda f: _write_npy(f, array), output)
 
 
 def _save_parquet(path: str, table, output: Output | None = None) -> None:

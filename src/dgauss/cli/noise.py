@@ -29,7 +29,7 @@ from dgauss.cli._common import (
     _rho_text,
     _write_stdout,
 )
-from dgauss.cli._io import Output, _atomic, _suffix
+from dgauss.cli._io import Output, _atomic, _suffix, _write_npy
 
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 
@@ -647,7 +647,7 @@ def _write_noise_output(
             if not all(-(2**63) <= int(v) < 2**63 for v in array.ravel()):
                 raise InputError("a released value does not fit int64; write .csv instead")
             array = array.astype(np.int64)
-        _atomic(path, "wb", lambda f: np.save(f, array, allow_pickle=False), output)
+        _atomic(path, "wb", lambda f: _write_npy(f, array), output)
         return
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n", delimiter=args.delimiter or ",")
