@@ -1803,7 +1803,17 @@ class Accountant:
                 break
 
     def _certify(self, program: _Program) -> _Certificate | None:
-        """``program`` with its δ at the budget's ε, if its composition fits (else None)."""
+        """``program`` with an upper bound on its δ at the budget's ε, if that fits (else
+        None): merged into the kept PLD when that is of a program inside it (one FFT merge
+        at the kept tilt; a valid bound, looser the further the program is from the kept
+        one: the look-ahead then certifies a smaller share), else composed afresh."""
+        step = self._extended(program)
+        if step is not None:
+            log_delta = gmpy2.mpfr(step.log_delta_at(self._budget[1]))
+            if not self._log_fits(log_delta):
+                return None
+            found = (_cf._delta_out(log_delta, False), _cf._delta_out(log_delta, True))
+            return _Certificate(program, *found)
         composition = program.composition()
         if not self._composition_fits(composition)[0]:
             return None
