@@ -1191,6 +1191,39 @@ _LOOK_AHEAD_STEPS = 4
 #: look-ahead up to _LOOK_AHEAD_STEPS compositions: fewer releases are cheaper merged).
 _LOOK_AHEAD_WORTH = 4
 
+#: An Accountant prepares ahead on a background thread (Accountant._prepare_ahead) once its
+#: (ε, δ) program holds this many releases (fewer compose in well under a second) ...
+_PREPARE_WORTH = 100
+
+#: ... and their total ρ is past this share of the largest ρ the zCDP route certifies; it
+#: then certifies ahead in up to this many tries (merges; on the thread, so more than the
+#: look-ahead's: a finer share leaves fewer releases to merge one by one at the edge).
+_PREPARE_FROM = Fraction(1, 8)
+_PREPARE_STEPS = 8
+
+#: While it is at work, each admission waits for it up to this many seconds: offers in a
+#: tight loop would otherwise reach the zCDP route's end (and wait there for all of it)
+#: having given it little of the interpreter; spread, the wait is a few ms per admission.
+_PREPARE_PACE = 0.004
+
+
+def _grown_to(program: _Program, rho: Fraction) -> _Program | None:
+    """``program`` with every kind released at least twice grown by one share, rounded up,
+    so that its total ρ reaches ``rho`` (at least; ``program`` itself if it has); None when
+    those kinds hold less than half of its ρ (the releases to come are then no guess)."""
+    repeated = {unit: n for unit, n in program.counts.items() if n >= 2}
+    grown = program.plus()
+    repeated_rho = sum((unit.rho * n for unit, n in repeated.items()), Fraction(0))
+    if 2 * repeated_rho < program.rho:
+        return None
+    if program.rho >= rho:
+        return grown
+    share = (rho - program.rho) / repeated_rho
+    for unit, n in repeated.items():
+        grown.add(unit, math.ceil(share * n))
+    return grown
+
+
 #: The JSON ledger of an Accountant (:meth:`Accountant.to_json`): its name and version.
 LEDGER_FORMAT = "dgauss Accountant ledger"
 LEDGER_VERSION = 1
@@ -1454,6 +1487,14 @@ class Accountant:
         # while the program is what was released)
         self._base: tuple | None = None
         self._proof: tuple | None = None
+        # the preparation on a background thread (_prepare_ahead): the thread, how many
+        # releases there were when it started, the last ((program, PLD), certificate) it
+        # handed over and the last one taken; and the (program, PLD) taken from it
+        self._preparing: threading.Thread | None = None
+        self._prepared_at = 0
+        self._prepared: tuple | None = None
+        self._taken: tuple | None = None
+        self._prepared_base: tuple | None = None
         self._spent: PrivacyLoss | None = None  # built when read
         self._lock = threading.Lock()
 
@@ -1641,6 +1682,13 @@ class Accountant:
                 return True
         if release in self._refused:
             return False
+        if self._preparing is not None:  # what it hands over next may answer: wait for it
+            self._wait_for_prepared()
+            certificate = self._certificate
+            if certificate is not None and program.counts.get(
+                unit, 0
+            ) + release.k <= certificate.program.counts.get(unit, 0):
+                return True
         candidate = program.plus(release)
         step = self._extended(candidate)
         if step is not None:
@@ -1659,14 +1707,15 @@ class Accountant:
                 self._base = (program.plus(), pld)
         return fits
 
-    def _extended(self, candidate: _Program) -> Any:
-        """The PLD of ``candidate``, merged into the one kept of a program inside it (on that
-        one's tilt and grid: :meth:`_compose._PLD.extended`); None without one."""
-        if self._base is None:
+    def _extended(self, candidate: _Program, base: tuple | None = None) -> Any:
+        """The PLD of ``candidate``, merged into one kept of a program inside it (on that
+        one's tilt and grid: :meth:`_compose._PLD.extended`): ``base`` = (program, PLD), by
+        default the larger of the last composition's and the preparation's; None without."""
+        bases = [base] if base is not None else [self._base, self._prepared_base]
+        usable = [b for b in bases if b is not None and b[1] is not None and b[0].within(candidate)]
+        if not usable:
             return None
-        done, pld = self._base
-        if pld is None or not done.within(candidate):
-            return None
+        done, pld = max(usable, key=lambda b: sum(b[0].counts.values()))
         more = _Program()
         for unit, n in candidate.counts.items():
             if n > done.counts.get(unit, 0):
@@ -1760,17 +1809,38 @@ class Accountant:
         return fits
 
     def _look_ahead(self, program: _Program, log_delta: float) -> None:
-        """Certify the largest program, within a few compositions, that grows every kind
-        released at least twice by one share s of its count (rounded up), starting from a
-        guess of what the budget has left (ln δ scales about as 1/ρ) and halving or doubling
-        s as the compositions say; keep it as the certificate.  Skipped when the releases
-        it could cover are too few to repay the compositions (_LOOK_AHEAD_WORTH)."""
+        """Certify a larger program for the admissions to come (:meth:`_grown_certificate`,
+        from the PLD just kept) and keep it as the certificate."""
+        certificate, too_far = self._grown_certificate(
+            program, log_delta, self._base, self._too_far
+        )
+        if certificate is not None:
+            self._certificate = certificate
+        if too_far is not None:
+            self._too_far = too_far
+
+    def _grown_certificate(
+        self,
+        program: _Program,
+        log_delta: float,
+        base: tuple | None,
+        too_far: Any,
+        steps: int = _LOOK_AHEAD_STEPS,
+    ) -> tuple[_Certificate | None, _Program | None]:
+        """The largest program, within ``steps`` tries, that grows every kind released at
+        least twice by one share s of its count (rounded up), certified (:meth:`_certify`,
+        merged into ``base``), starting from a guess of what the budget has left (ln δ
+        scales about as 1/ρ; ``log_delta`` is ln δ of ``program``) and halving or doubling
+        s as the tries say; with the last program seen to fail.  (None, ``too_far``) when
+        the releases it could cover are too few to repay the tries (_LOOK_AHEAD_WORTH), or
+        ``too_far`` (a program that failed) is inside even the smallest step.  Reads only
+        the budget."""
         log_budget = float(self._log_budget())
         if not (log_delta < log_budget < 0):
-            return
+            return None, too_far
         repeated = {unit: n for unit, n in program.counts.items() if n >= 2}
         if not repeated:
-            return
+            return None, too_far
 
         def grown(share: float) -> _Program:
             bigger = program.plus()
@@ -1780,20 +1850,20 @@ class Accountant:
 
         share = min(1.0, log_delta / log_budget - 1)  # ln δ ∝ 1/ρ, roughly
         if share * sum(program.counts.values()) < _LOOK_AHEAD_WORTH * len(program.counts):
-            return  # the admissions it could cover cost less merged one by one
+            return None, too_far  # the admissions it could cover cost less merged one by one
         smallest = 1 / max(repeated.values())  # one more release of each repeated kind
-        too_far = self._too_far
         if too_far is not None and too_far.within(grown(smallest)):
-            return  # a program inside even the smallest step failed: it would fail again
+            return None, too_far  # a program inside even the smallest step failed
+        best = None
         low, high = 0.0, math.inf  # shares known to fit / to fail
         share = max(share, smallest)
-        for _ in range(_LOOK_AHEAD_STEPS):
+        for _ in range(steps):
             candidate = grown(share)
-            certificate = self._certify(candidate)
+            certificate = self._certify(candidate, base)
             if certificate is not None:
-                self._certificate, low = certificate, share
+                best, low = certificate, share
             else:
-                high, self._too_far = share, candidate
+                high, too_far = share, candidate
             if low >= 1.0:
                 break
             share = min(2 * low, 1.0) if high == math.inf else (low + high) / 2
@@ -1801,13 +1871,15 @@ class Accountant:
                 high < math.inf and grown(share).counts == grown(high).counts
             ):
                 break
+        return best, too_far
 
-    def _certify(self, program: _Program) -> _Certificate | None:
+    def _certify(self, program: _Program, base: tuple | None = None) -> _Certificate | None:
         """``program`` with an upper bound on its δ at the budget's ε, if that fits (else
         None): merged into the kept PLD when that is of a program inside it (one FFT merge
         at the kept tilt; a valid bound, looser the further the program is from the kept
-        one: the look-ahead then certifies a smaller share), else composed afresh."""
-        step = self._extended(program)
+        one: the look-ahead then certifies a smaller share), else composed afresh.  ``base``
+        as in :meth:`_extended`."""
+        step = self._extended(program, base)
         if step is not None:
             log_delta = gmpy2.mpfr(step.log_delta_at(self._budget[1]))
             if not self._log_fits(log_delta):
@@ -1819,6 +1891,95 @@ class Accountant:
             return None
         eps = self._budget[1]
         return _Certificate(program, composition.delta(eps), composition.delta(eps, log=True))
+
+    # ---- preparing ahead, on a background thread ----------------------------------------
+    # A long program past the zCDP route needs compositions of seconds (10^4 releases of 10
+    # kinds: one of about 5 s, then a look-ahead).  While the zCDP route still admits, a
+    # daemon thread composes the program the releases are heading for: every repeated kind
+    # grown by one share, to the zCDP route's largest ρ; from there it certifies the largest
+    # grown program it can (merges into that composition's PLD).  Each admission takes what
+    # it has handed over; one that the zCDP route and the certificate no longer answer
+    # waits for the handover before merging or composing itself, and while it works each
+    # admission waits for it up to _PREPARE_PACE.  The thread only reads the budget and its
+    # own programs; the handover is one attribute assignment.  Nothing it finds is saved: a
+    # copy or a restored accountant starts without it.
+
+    def _prepare_ahead(self) -> None:
+        """(The lock held, after an admission.)  Start the preparation when it is worth it
+        and none is at work: an (ε, δ) budget, at least _PREPARE_WORTH releases with ρ past
+        _PREPARE_FROM of the zCDP route's largest, half of it in kinds released more than
+        once, the grown program not inside the certificate, and a tenth more releases since
+        the last one started."""
+        if self._budget[0] != "approx":
+            return
+        self._collect_prepared()
+        if self._preparing is not None:
+            return
+        program = self._program
+        n = sum(program.counts.values())
+        if n < _PREPARE_WORTH or n < self._prepared_at * 11 // 10 or program.rho == 0:
+            return
+        limit = self._zcdp_limit()
+        if program.rho < limit * _PREPARE_FROM:
+            return
+        edge = _grown_to(program, limit)
+        certificate = self._certificate
+        if edge is None or certificate is not None and edge.within(certificate.program):
+            return
+        self._prepared_at = n
+        self._preparing = threading.Thread(
+            target=self._prepare, args=(edge,), name="dgauss-accountant-prepare", daemon=True
+        )
+        self._preparing.start()
+
+    def _prepare(self, edge: _Program) -> None:
+        """(On the background thread.)  Compose ``edge``; if it fits, certify the largest
+        grown program from its PLD and hand over ((edge, PLD), that certificate).  (Composing
+        the certified program afresh to certify more from there was tried: at 10^3 and 10^4
+        releases it certified nothing more, and admissions at the edge waited for it.)"""
+        eps = self._budget[1]
+        try:
+            composition = edge.composition()
+            fits, log_delta = self._composition_fits(composition)
+            if not fits:
+                return
+            base = (edge, composition._shared_grid_pld(eps))
+            found = _Certificate(edge, composition.delta(eps), composition.delta(eps, log=True))
+            grown, _ = self._grown_certificate(edge, log_delta, base, None, _PREPARE_STEPS)
+            self._prepared = (base, grown if grown is not None else found)
+        except Exception:  # nothing found: the admissions compose as without it
+            return
+
+    def _collect_prepared(self) -> None:
+        """(The lock held.)  Take what the preparation handed over since last time: its PLD
+        to merge into, and its certificate if that holds the releases made (and is larger);
+        forget the thread once it has ended."""
+        if self._preparing is not None and not self._preparing.is_alive():
+            self._preparing = None
+        prepared = self._prepared
+        if prepared is None or prepared is self._taken:
+            return
+        self._taken = prepared
+        base, certificate = prepared
+        if base[1] is not None:
+            self._prepared_base = base
+        current = self._certificate
+        if self._program.within(certificate.program) and (
+            current is None or not certificate.program.within(current.program)
+        ):
+            self._certificate = certificate
+
+    def _wait_for_prepared(self) -> None:
+        """(The lock held.)  Wait until the preparation hands something over or ends."""
+        thread = self._preparing
+        while thread is not None and thread.is_alive() and self._prepared is self._taken:
+            thread.join(0.005)
+        self._collect_prepared()
+
+    def _zcdp_limit(self) -> Fraction:
+        """The largest ρ the zCDP route certifies at the budget, rounded down (a guide for
+        the preparation only: no decision rests on it)."""
+        return Fraction(_acc.cdp_rho(self._budget[1], self._budget[2]))
 
     def _spend(self, release) -> None:
         with self._lock:
@@ -1841,6 +2002,9 @@ class Accountant:
                 self._certificate = None  # left behind: the releases are no longer inside it
             self._refused.clear()
             self._spent = None
+            self._prepare_ahead()
+            if self._preparing is not None:  # give it time: offers may follow back to back
+                self._preparing.join(_PREPARE_PACE)
 
     def _brief(self) -> str:
         n = len(self._releases)

@@ -1,0 +1,151 @@
+"""The Accountant's preparation on a background thread (``Accountant._prepare_ahead``): while
+the zCDP route still admits, it composes the program the releases are heading for and
+certifies ahead, so that the admissions past the zCDP route need no composition of their own.
+
+What must hold whatever the thread does or when it ends: every program admitted fits by the
+plain rule (``compose`` of every release, computed here), a full budget is full by the plain
+rule too, a failing preparation changes no decision, and copies never share a thread.
+(Speed is measured in benchmarks/bench_accounting.py --only accountant, not here.)
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from fractions import Fraction
+
+import pytest
+
+import dgauss
+from dgauss import mechanisms
+from dgauss.accounting import Gaussian, Laplace, compose
+from test_accountant_grouped import as_recorded, offer
+
+BUDGET = {"epsilon": "1", "delta": "1e-6"}
+KINDS = [Gaussian(1600), Laplace(60), Gaussian(2800)]
+
+
+def fill(acc: dgauss.Accountant, composed: list) -> list:
+    """Offer KINDS round robin until each is refused; what was admitted (as recorded)."""
+    made, refused = [], set()
+    i = 0
+    while len(refused) < len(KINDS):
+        kind = KINDS[i % len(KINDS)]
+        i += 1
+        if kind in refused:
+            continue
+        if offer(acc, kind):
+            made.append(as_recorded(kind))
+        else:
+            refused.add(kind)
+    return made
+
+
+def counting(monkeypatch) -> list:
+    """The sizes of the programs composed in the foreground (Accountant._composes)."""
+    sizes: list = []
+    real = mechanisms.Accountant._composes
+
+    def counted(self, program, look_ahead=False):
+        sizes.append(sum(program.counts.values()))
+        return real(self, program, look_ahead)
+
+    monkeypatch.setattr(mechanisms.Accountant, "_composes", counted)
+    return sizes
+
+
+@pytest.fixture
+def small_preparation(monkeypatch):
+    """Prepare from 30 releases on (the default waits for 100, slower to test)."""
+    monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 30)
+
+
+def test_the_preparation_admits_past_the_zcdp_route_and_the_budget_ends_full(
+    small_preparation, monkeypatch
+):
+    sizes = counting(monkeypatch)
+    acc = dgauss.Accountant(**BUDGET)
+    made = fill(acc, sizes)
+    assert acc._prepared_at >= 30  # a preparation ran
+    assert acc._preparing is None or not acc._preparing.is_alive()
+    # what was admitted fits, and nothing more of any kind would (the plain rule, here)
+    assert compose(*made).delta(1) <= 1e-6
+    for kind in KINDS:
+        assert compose(*made, as_recorded(kind)).delta(1) > 1e-6, kind
+    # the releases past the zCDP route came in through the prepared certificate: the
+    # foreground composed nothing before them
+    zcdp_end = acc._zcdp_fits
+    admitted_by_zcdp, rho = 0, Fraction(0)
+    for release in made:
+        rho += release.rho
+        if rho <= zcdp_end:
+            admitted_by_zcdp += 1
+    assert admitted_by_zcdp < len(made)  # past the zCDP route
+    assert not sizes or min(sizes) > admitted_by_zcdp + 1, (sizes, admitted_by_zcdp, len(made))
+
+    # without the preparation, the first release past the zCDP route is composed for
+    monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 10**9)
+    sizes.clear()
+    plain = dgauss.Accountant(**BUDGET)
+    made_plain = fill(plain, sizes)
+    assert sizes and min(sizes) == admitted_by_zcdp + 1
+    assert abs(len(made_plain) - len(made)) <= len(KINDS)  # both full, by valid bounds
+
+
+def test_a_failing_preparation_changes_no_decision(small_preparation, monkeypatch):
+    """The thread raises: the admissions decide as with no preparation at all."""
+
+    real = mechanisms.Accountant._composition_fits
+
+    def broken(self, composition):
+        if threading.current_thread() is not threading.main_thread():
+            raise MemoryError("planted")
+        return real(self, composition)
+
+    monkeypatch.setattr(mechanisms.Accountant, "_composition_fits", broken)
+    acc = dgauss.Accountant(**BUDGET)
+    made = fill(acc, [])
+    monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 10**9)
+    plain = dgauss.Accountant(**BUDGET)
+    assert fill(plain, []) == made
+    assert compose(*made).delta(1) <= 1e-6
+
+
+def test_a_false_certificate_from_the_thread_is_caught(small_preparation, monkeypatch):
+    """Planted: the thread hands over a certificate of a program that does not fit.  The
+    accountant trusts its certificates, so this must show in the checks above: the budget
+    overspent by the plain rule."""
+    real = mechanisms.Accountant._prepare
+
+    def lying(self, edge):
+        real(self, edge)
+        if self._prepared is not None:
+            base, _ = self._prepared
+            huge = edge.plus()
+            for unit, n in edge.counts.items():
+                huge.add(unit, 4 * n)
+            self._prepared = (base, mechanisms._Certificate(huge, 1e-7, -16.0))
+
+    monkeypatch.setattr(mechanisms.Accountant, "_prepare", lying)
+    acc = dgauss.Accountant(**BUDGET)
+    made = fill(acc, [])
+    assert compose(*made).delta(1) > 1e-6  # the plain rule sees it
+
+
+def test_copies_and_pickles_made_while_preparing_do_not_share_the_thread(small_preparation):
+    acc = dgauss.Accountant(**BUDGET)
+    sequence = [KINDS[i % 3] for i in range(60)]
+    for kind in sequence:
+        assert offer(acc, kind)
+        if acc._preparing is not None:
+            break
+    assert acc._preparing is not None
+    twins = [acc.__copy__(), pickle.loads(pickle.dumps(acc))]
+    for twin in twins:
+        assert twin._preparing is None and twin._prepared is None
+        assert twin.spent.releases == acc.spent.releases
+    acc._preparing.join()
+    # each goes on alone, and all end within the budget
+    for who in [acc, *twins]:
+        fill(who, [])
+        assert compose(*who.spent.releases).delta(1) <= 1e-6
