@@ -1437,6 +1437,13 @@ class Accountant:
     release(s) may use; ``report()`` one sentence stating the certified guarantee.
     Thread-safe: the check and the spend are one step.
 
+    A long (ε, δ) program (100 releases or more, mostly of repeated kinds) is prepared
+    ahead: once its ρ passes 1/8 of what the zCDP route certifies, a daemon thread composes
+    the program the releases are heading for and certifies a larger one, so that the
+    releases past the zCDP route are admitted without a composition of seconds; while it
+    works, each admission waits for it up to 4 ms.  It decides nothing on its own: its
+    certificates are the same certified bounds.
+
     Saving: :meth:`to_json` / :meth:`from_json` write and read a ledger of the budget and the
     releases; ``pickle``, ``copy.copy`` and ``copy.deepcopy`` give an accountant in the same
     state that spends on its own (neither's releases count against the other's budget).  The
@@ -1682,23 +1689,22 @@ class Accountant:
                 return True
         if release in self._refused:
             return False
-        if self._preparing is not None:  # what it hands over next may answer: wait for it
+        candidate = program.plus(release)
+        decided = self._merged(release, candidate)
+        if decided is None and self._preparing is not None:
+            # no merge answered: what the preparation hands over next may (its certificate,
+            # or a distribution nearer this program to merge into); wait for it
+            before = self._prepared_base
             self._wait_for_prepared()
             certificate = self._certificate
             if certificate is not None and program.counts.get(
                 unit, 0
             ) + release.k <= certificate.program.counts.get(unit, 0):
                 return True
-        candidate = program.plus(release)
-        step = self._extended(candidate)
-        if step is not None:
-            log_delta = step.log_delta_at(b[1])  # an upper bound: it admits
-            if self._log_fits(gmpy2.mpfr(log_delta)):
-                self._base = self._proof = (candidate, step)
-                return True
-            if self._grid_refuses(candidate, step):
-                self._refused.add(release)
-                return False
+            if self._prepared_base is not before:
+                decided = self._merged(release, candidate)
+        if decided is not None:
+            return decided
         fits = self._composes(candidate, look_ahead=True)
         if not fits:
             self._refused.add(release)
@@ -1706,6 +1712,22 @@ class Accountant:
                 pld = program.composition()._shared_grid_pld(b[1])
                 self._base = (program.plus(), pld)
         return fits
+
+    def _merged(self, release, candidate: _Program) -> bool | None:
+        """Admit ``release`` (True) if ``candidate`` merged into a kept PLD fits, refuse it
+        (False) if that shows a fresh composition would refuse it too (:meth:`_grid_refuses`);
+        None when no PLD is kept or neither holds."""
+        step = self._extended(candidate)
+        if step is None:
+            return None
+        log_delta = step.log_delta_at(self._budget[1])  # an upper bound: it admits
+        if self._log_fits(gmpy2.mpfr(log_delta)):
+            self._base = self._proof = (candidate, step)
+            return True
+        if self._grid_refuses(candidate, step):
+            self._refused.add(release)
+            return False
+        return None
 
     def _extended(self, candidate: _Program, base: tuple | None = None) -> Any:
         """The PLD of ``candidate``, merged into one kept of a program inside it (on that
