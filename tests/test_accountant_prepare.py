@@ -149,3 +149,17 @@ def test_copies_and_pickles_made_while_preparing_do_not_share_the_thread(small_p
     for who in [acc, *twins]:
         fill(who, [])
         assert compose(*who.spent.releases).delta(1) <= 1e-6
+
+
+def test_a_restored_ledger_spent_once_starts_no_thread(small_preparation, monkeypatch):
+    """A command-line run restores the ledger and admits one release: no thread for that."""
+    acc = dgauss.Accountant(**BUDGET)
+    made = fill(acc, [])
+    assert acc._prepared_at > 0  # this one prepared
+    data = dgauss.Accountant(**BUDGET)
+    for release in made[: len(made) // 2]:
+        assert offer(data, release)
+    restored = dgauss.Accountant.from_json(data.to_json())
+    for kind in KINDS:
+        assert offer(restored, kind)
+        assert restored._preparing is None and restored._prepared_at == 0

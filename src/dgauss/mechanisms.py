@@ -1195,6 +1195,10 @@ _LOOK_AHEAD_WORTH = 4
 #: (ε, δ) program holds this many releases (fewer compose in well under a second) ...
 _PREPARE_WORTH = 100
 
+#: ... of which this many were admitted since the accountant was made or restored (a ledger
+#: restored for one release, as a command-line run does, starts no thread) ...
+_PREPARE_AFTER = 20
+
 #: ... and their total ρ is past this share of the largest ρ the zCDP route certifies; it
 #: then certifies ahead in up to this many tries (merges; on the thread, so more than the
 #: look-ahead's: a finer share leaves fewer releases to merge one by one at the edge).
@@ -1437,8 +1441,8 @@ class Accountant:
     release(s) may use; ``report()`` one sentence stating the certified guarantee.
     Thread-safe: the check and the spend are one step.
 
-    A long (ε, δ) program (100 releases or more, mostly of repeated kinds) is prepared
-    ahead: once its ρ passes 1/8 of what the zCDP route certifies, a daemon thread composes
+    A long (ε, δ) program (100 releases or more, 20 of them admitted by this object, mostly
+    of repeated kinds) is prepared ahead: once its ρ passes 1/8 of what the zCDP route certifies, a daemon thread composes
     the program the releases are heading for and certifies a larger one, so that the
     releases past the zCDP route are admitted without a composition of seconds; while it
     works, each admission waits for it up to 4 ms.  It decides nothing on its own: its
@@ -1499,6 +1503,7 @@ class Accountant:
         # handed over and the last one taken; and the (program, PLD) taken from it
         self._preparing: threading.Thread | None = None
         self._prepared_at = 0
+        self._admitted_here = 0  # admissions since this object was made or restored
         self._prepared: tuple | None = None
         self._taken: tuple | None = None
         self._prepared_base: tuple | None = None
@@ -1928,7 +1933,8 @@ class Accountant:
 
     def _prepare_ahead(self) -> None:
         """(The lock held, after an admission.)  Start the preparation when it is worth it
-        and none is at work: an (ε, δ) budget, at least _PREPARE_WORTH releases with ρ past
+        and none is at work: an (ε, δ) budget, at least _PREPARE_WORTH releases (and
+        _PREPARE_AFTER admitted since this object was made or restored) with ρ past
         _PREPARE_FROM of the zCDP route's largest, half of it in kinds released more than
         once, the grown program not inside the certificate, and a tenth more releases since
         the last one started."""
@@ -1941,6 +1947,8 @@ class Accountant:
         n = sum(program.counts.values())
         if n < _PREPARE_WORTH or n < self._prepared_at * 11 // 10 or program.rho == 0:
             return
+        if self._admitted_here < _PREPARE_AFTER:
+            return  # a restored ledger spent once (a command-line run): not worth a thread
         limit = self._zcdp_limit()
         if program.rho < limit * _PREPARE_FROM:
             return
@@ -2024,6 +2032,7 @@ class Accountant:
                 self._certificate = None  # left behind: the releases are no longer inside it
             self._refused.clear()
             self._spent = None
+            self._admitted_here += 1
             self._prepare_ahead()
             if self._preparing is not None:  # give it time: offers may follow back to back
                 self._preparing.join(_PREPARE_PACE)
