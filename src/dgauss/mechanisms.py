@@ -1442,11 +1442,11 @@ class Accountant:
     Thread-safe: the check and the spend are one step.
 
     A long (ε, δ) program (100 releases or more, 20 of them admitted by this object, mostly
-    of repeated kinds) is prepared ahead: once its ρ passes 1/8 of what the zCDP route certifies, a daemon thread composes
-    the program the releases are heading for and certifies a larger one, so that the
-    releases past the zCDP route are admitted without a composition of seconds; while it
-    works, each admission waits for it up to 4 ms.  It decides nothing on its own: its
-    certificates are the same certified bounds.
+    of repeated kinds) is prepared ahead: once its ρ passes 1/8 of what the zCDP route
+    certifies, a daemon thread composes the program the releases are heading for and
+    certifies a larger one, so that the releases past the zCDP route are admitted without a
+    composition of seconds; while it works, each admission waits for it up to 4 ms.  It
+    decides nothing on its own: its certificates are the same certified bounds.
 
     Saving: :meth:`to_json` / :meth:`from_json` write and read a ledger of the budget and the
     releases; ``pickle``, ``copy.copy`` and ``copy.deepcopy`` give an accountant in the same
