@@ -451,3 +451,44 @@ def test_without_pyarrow_parquet_is_refused_naming_the_extra(tmp_path, capsys, m
     status, stdout, _ = run(capsys, csv_path, "--column", "n", "--sigma2", 1)  # CSV: plain
     assert status == 0 and stdout.startswith("n\n")
     _tables._arrow.cache_clear()
+
+
+@needs_pyarrow
+@pytest.mark.parametrize(
+    "source, target, g",
+    [
+        ("in.parquet", None, "2"),  # read as steps of 1: half the noise the report claimed
+        ("in.parquet", "o.csv", "0.5"),
+        ("in.csv", "o.parquet", "0.5"),  # the lattice text 10.5 is no int64: a traceback
+        ("in.npy", "o.parquet", "0.5"),  # the steps written as if values: 21 for 10.5
+    ],
+)
+def test_granularity_with_parquet_is_refused_before_anything_is_drawn(
+    tmp_path, capsys, seeded, source, target, g
+):
+    """A Parquet file's noised columns hold integers, not lattice steps: --granularity other
+    than 1 is refused with the options (status 2), before any noise is drawn."""
+    pq.write_table(pa.table({"n": pa.array([10, 20], pa.int64())}), tmp_path / "in.parquet")
+    (tmp_path / "in.csv").write_text("n\n10.5\n20\n")
+    np.save(tmp_path / "in.npy", np.array([10.5, 20.0]))
+    column = [] if source.endswith(".npy") else ["--column", "n"]
+    out = [] if target is None else ["-o", tmp_path / target]
+    status, stdout, err = run(
+        capsys, tmp_path / source, *column, "--sigma2", 4, "--granularity", g, *out
+    )
+    assert status == 2 and stdout == "" and seeded == [], err
+    assert "--granularity must be 1 with a Parquet file" in err and f"got {g}" in err
+    assert target is None or not (tmp_path / target).exists()
+
+
+@needs_pyarrow
+def test_granularity_1_with_parquet_is_the_integers(tmp_path, capsys, seeded):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"n": pa.array([10, -3], pa.int64())}), path)
+    outputs = []
+    for g in ([], ["--granularity", "1"]):
+        status, stdout, err = run(capsys, path, "--column", "n", "--sigma2", 4, *g)
+        assert status == 0, err
+        outputs.append(stdout)
+    (_, noise), _ = seeded
+    assert outputs[0] == outputs[1] == f"n\n{10 + noise[0]}\n{-3 + noise[1]}\n"

@@ -78,12 +78,25 @@ def available() -> bool:
 
 def check_options(args: argparse.Namespace) -> None:
     """ValueError naming the extra when the input or ``-o`` is a ``.parquet`` file and
-    pyarrow is not installed (checked with the options, before anything is read or drawn)."""
+    pyarrow is not installed, or naming ``--granularity`` when it is not 1 with a Parquet
+    file (whose noised columns hold integers: values, not steps of a lattice); checked with
+    the options, before anything is read or drawn."""
     for path in (args.input, args.output):
-        if path is not None and _suffix(path) == ".parquet" and not available():
+        if path is None or _suffix(path) != ".parquet":
+            continue
+        if not available():
             raise ValueError(
                 f"{path}: reading and writing Parquet needs pyarrow >= {PYARROW_MIN}, "
                 f"the 'tables' extra: {EXTRA}"
+            )
+        g = getattr(args, "granularity", None)
+        if g is not None and g != 1:
+            from dgauss.cli.noise import _lattice_text  # noise imports this module
+
+            raise ValueError(
+                f"--granularity must be 1 with a Parquet file ({path}), whose noised columns "
+                f"hold integers, got {_lattice_text(1, g)}; write .csv or .npy for values "
+                "on a lattice"
             )
 
 
