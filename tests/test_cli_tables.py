@@ -492,3 +492,37 @@ def test_granularity_1_with_parquet_is_the_integers(tmp_path, capsys, seeded):
         outputs.append(stdout)
     (_, noise), _ = seeded
     assert outputs[0] == outputs[1] == f"n\n{10 + noise[0]}\n{-3 + noise[1]}\n"
+
+
+@needs_pyarrow
+@pytest.mark.parametrize(
+    "other, message",
+    [
+        (pa.array([[1], [2, 3]]) if pa else None, "Unsupported cast from list"),
+        (pa.array([b"\xff", b"a"], pa.binary()) if pa else None, "Invalid UTF8"),
+    ],
+)
+def test_parquet_column_csv_cannot_hold_is_refused_before_the_draw(
+    tmp_path, capsys, seeded, other, message
+):
+    """A Parquet column that cannot be written as CSV text is refused before the ledger is
+    charged and the noise drawn: nothing spent on a release that is never written."""
+    path, ledger = tmp_path / "in.parquet", tmp_path / "ledger.json"
+    pq.write_table(pa.table({"n": pa.array([10, 20], pa.int64()), "x": other}), path)
+    assert (
+        cli.main(["account", "--ledger", str(ledger), "--init", "--eps", "1", "--delta", "1e-6"])
+        == 0
+    )
+    before = ledger.read_bytes()
+    capsys.readouterr()
+    for out in ([], ["-o", tmp_path / "o.csv"]):
+        status, stdout, err = run(
+            capsys, path, "--column", "n", "--sigma2", 100, "--ledger", ledger, *out
+        )
+        assert status == 1 and stdout == "" and seeded == [], err
+        assert "column 'x'" in err and message in err and "recorded in the ledger" not in err
+        assert ledger.read_bytes() == before and not (tmp_path / "o.csv").exists()
+    status, _, err = run(
+        capsys, path, "--column", "n", "--sigma2", 100, "-o", tmp_path / "o.parquet"
+    )
+    assert status == 0, err  # Parquet holds it

@@ -254,7 +254,12 @@ def read(args: argparse.Namespace, steps) -> ArrowTable | None:
     CSV file the fast path can take; None for a CSV (or .npy) the plain path must read."""
     if _suffix(args.input) == ".parquet":
         with _malloc():
-            return _read_parquet(args.input, args.column, steps)
+            table = _read_parquet(args.input, args.column, steps)
+            if args.output is None or _suffix(args.output) == ".csv":
+                # the other columns as text now: one that cannot be is refused before the
+                # ledger is charged and the noise drawn, not after
+                table = replace(table, table=table._as_text())
+            return table
     pa = _arrow()
     if pa is None or _suffix(args.input) == ".npy":
         return None
