@@ -207,8 +207,10 @@ class ArrowTable:
     ) -> None:
         table = self._as_text()
         rows = table.num_rows
+        from dgauss.cli.noise import write_csv_rows  # noise imports this module
+
         header = io.StringIO()
-        csv.writer(header, lineterminator="\n", delimiter=delimiter).writerow(self._names())
+        write_csv_rows(header, [self._names()], delimiter)
 
         def batches():
             yield header.getvalue()
@@ -541,6 +543,8 @@ def _csv_text(batch, delimiter: str) -> str:
     pa = _pa()
     pc = pa.compute
     always, unsure, usual = _quoting(delimiter)
+    if "\r" not in always:  # a \r is quoted as 3.13 does, by csv.writer only before it
+        unsure += "\r"
     strings = [c.combine_chunks() for c in batch.columns]
     if set(always + unsure) & set("0123456789-"):  # a delimiter that integers may hold
         strings = [c if pa.types.is_string(c.type) else pc.cast(c, pa.string()) for c in strings]
@@ -580,10 +584,12 @@ def _csv_text(batch, delimiter: str) -> str:
 
 def _python_text(strings: list, delimiter: str) -> str:
     """The rows written by csv.writer itself (the plain path's way, slow)."""
+    from dgauss.cli.noise import write_csv_rows  # noise imports this module
+
     out = io.StringIO()
     columns = [
         c.to_pylist() if _pa().types.is_string(c.type) else [str(v) for v in c.to_pylist()]
         for c in strings
     ]
-    csv.writer(out, lineterminator="\n", delimiter=delimiter).writerows(zip(*columns, strict=True))
+    write_csv_rows(out, list(zip(*columns, strict=True)), delimiter)
     return out.getvalue()

@@ -650,7 +650,8 @@ def _write_noise_output(
         _atomic(path, "wb", lambda f: _write_npy(f, array), output)
         return
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n", delimiter=args.delimiter or ",")
+    delimiter = args.delimiter or ","
+    writer = csv.writer(buffer, lineterminator="\n", delimiter=delimiter)
     if table.array is not None:
         writer.writerow(["value"])
         if g is None:
@@ -659,12 +660,38 @@ def _write_noise_output(
             writer.writerows([_lattice_text(v, g)] for v in table.array.ravel().tolist())
     else:
         assert table.header is not None and table.rows is not None
-        writer.writerow(table.header)
+        write_csv_rows(buffer, [table.header], delimiter)
         for i in range(0, len(table.rows), PROGRESS_ROWS):
-            writer.writerows(table.rows[i : i + PROGRESS_ROWS])
+            write_csv_rows(buffer, table.rows[i : i + PROGRESS_ROWS], delimiter)
             steps.at(2, (i + PROGRESS_ROWS) / len(table.rows), "writing")
     text = buffer.getvalue()
     if path is None:
         _write_stdout(text)  # whole, or BrokenPipeError (``| head``)
     else:
         _atomic(path, "w", lambda f: f.write(text), output)
+
+
+def write_csv_rows(out, rows: list, delimiter: str) -> None:
+    """``rows`` (lists of strings) written to ``out`` as :func:`csv.writer` writes them with
+    ``lineterminator="\\n"``, except that a field holding a carriage return is quoted on
+    every Python, as 3.13's writer does: 3.10-3.12 wrote ``\\r`` bare, which reads back as a
+    line end (the other columns would not come out as they went in).  A row holding one is
+    written with the line end ``\\r\\n`` (the writer then quotes ``\\r`` and ``\\n``
+    alike), turned back to ``\\n``."""
+    import csv
+    import io
+
+    plain = csv.writer(out, lineterminator="\n", delimiter=delimiter)
+    if not any("\r" in field for row in rows for field in row):
+        plain.writerows(rows)
+        return
+    line = io.StringIO()
+    crlf = csv.writer(line, lineterminator="\r\n", delimiter=delimiter)
+    for row in rows:
+        if not any("\r" in field for field in row):
+            plain.writerow(row)
+            continue
+        line.seek(0)
+        line.truncate()
+        crlf.writerow(row)
+        out.write(line.getvalue()[:-2] + "\n")
