@@ -606,9 +606,11 @@ def hostile_tables(draw):
     delimiter = draw(st.sampled_from(DELIMITERS))
     width = draw(st.integers(1, 4))
     noised = draw(st.lists(st.integers(0, width - 1), min_size=1, max_size=2, unique=True))
-    # the other names: some alike (after stripping), some not ASCII, quoted, multi-line
+    # the other names: some alike (after stripping; c0 as a noised one), some not ASCII,
+    # quoted, multi-line
     names = [
-        draw(st.sampled_from(["n", " n", "m", "é", "n,m", 'a"b', "x\ny"])) for _ in range(width)
+        draw(st.sampled_from(["n", " n", "m", "é", "n,m", 'a"b', "x\ny", "c0"]))
+        for _ in range(width)
     ]
     for j in noised:
         names[j] = draw(st.sampled_from([f"c{j}", f" c{j} ", f"c{j}é"]))
@@ -695,3 +697,30 @@ def test_both_paths_agree_on_hostile_tables(
         back = list(csv.reader(io.StringIO(released.decode(), newline=""), delimiter=used))
         kept = [j for j, h in enumerate(given[0]) if h.strip() not in names]
         assert [[r[j] for j in kept] for r in back] == [[r[j] for j in kept] for r in given]
+
+
+@pytest.mark.parametrize("header", ["n,m,n", "n, n ,m", "region;n;n"])
+def test_a_column_named_twice_is_refused(tmp_path, capsys, monkeypatch, seeded, header):
+    """--column n with two columns named n: which is meant is unclear, and the other would be
+    released with its true counts. Refused on both paths, before any noise is drawn."""
+    delimiter = ";" if ";" in header else ","
+    path = tmp_path / "in.csv"
+    path.write_text(f"{header}\n" + delimiter.join(["1", "2", "3"]) + "\n")
+    for plain in (False, True):
+        with monkeypatch.context() as m:
+            if plain:
+                without_pyarrow(m)
+            status, stdout, err = run(capsys, path, "--column", "n", "--sigma2", 4)
+        _tables._arrow.cache_clear()
+        assert status == 1 and stdout == "" and seeded == [], err
+        assert "2 columns are named 'n' (columns " in err and "rename the others" in err
+
+
+@needs_pyarrow
+def test_a_parquet_column_named_twice_is_refused(tmp_path, capsys, seeded):
+    path = tmp_path / "in.parquet"
+    table = pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["n", "n"])
+    pq.write_table(table, path)
+    status, stdout, err = run(capsys, path, "--column", "n", "--sigma2", 4)
+    assert status == 1 and stdout == "" and seeded == []
+    assert "2 columns are named 'n' (columns 1, 2)" in err

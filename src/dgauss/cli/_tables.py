@@ -289,8 +289,8 @@ def _read_csv(args: argparse.Namespace, steps) -> ArrowTable | None:
     if not header or len(delimiter.encode()) != 1:
         return None
     names = [h.strip() for h in header]
-    if any(name not in names for name in args.column):
-        return None
+    if any(names.count(name) != 1 for name in args.column):
+        return None  # no such column, or several: the plain path says so
     columns = [names.index(name) for name in args.column]
     table = pa.csv.read_csv(
         path,
@@ -438,6 +438,9 @@ def _read_parquet(path: str, names: list[str], steps) -> ArrowTable:
     for name in names:
         if name not in have:
             raise _input_error(f"no column {name!r} in {path}; its columns are: {', '.join(have)}")
+        from dgauss.cli.noise import _one_column  # noise imports this module
+
+        _one_column(path, have, name)
         columns.append(have.index(name))
     if table.num_rows == 0:
         raise _input_error(f"{path} has no rows")

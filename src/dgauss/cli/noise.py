@@ -423,6 +423,7 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
     for name in args.column:
         if name not in names:
             raise InputError(f"no column {name!r} in {path}; its columns are: {', '.join(names)}")
+        _one_column(path, names, name)
         columns.append(names.index(name))
     steps.at(0, 0.5, f"checking {len(rows):,} rows")
     bad = _BadCells(path, args.granularity, len(columns) > 1)
@@ -449,6 +450,17 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
     if not rows:
         raise InputError(f"{path} has a header but no rows")
     return _NoiseTable(header, rows, columns, None, g)
+
+
+def _one_column(path: str, names: list[str], name: str) -> None:
+    """InputError when several columns bear the --column ``name``: which one is meant is
+    not clear, and the others would be released with their true values."""
+    where = [str(j + 1) for j, n in enumerate(names) if n == name]
+    if len(where) > 1:
+        raise InputError(
+            f"{path}: {len(where)} columns are named {name!r} (columns {', '.join(where)}); "
+            "--column must name one column: rename the others"
+        )
 
 
 #: Cells that mean "no value" in the exports of spreadsheets, R, pandas and SQL.
