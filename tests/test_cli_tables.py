@@ -724,3 +724,13 @@ def test_a_parquet_column_named_twice_is_refused(tmp_path, capsys, seeded):
     status, stdout, err = run(capsys, path, "--column", "n", "--sigma2", 4)
     assert status == 1 and stdout == "" and seeded == []
     assert "2 columns are named 'n' (columns 1, 2)" in err
+
+
+def test_a_column_given_twice_is_a_usage_error(tmp_path, capsys, seeded):
+    """--column n --column n drew two noises for one cell, kept the last and reported twice
+    the values released: refused with the options (status 2)."""
+    path = tmp_path / "in.csv"
+    path.write_text("n,m\n5,a\n")
+    status, stdout, err = run(capsys, path, "--column", "n", "--column", "n", "--sigma2", 4)
+    assert status == 2 and stdout == "" and seeded == []
+    assert "--column 'n' is given more than once" in err

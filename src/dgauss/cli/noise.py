@@ -306,6 +306,9 @@ def _check_noise_output(args: argparse.Namespace) -> None:
         raise ValueError("--column is for CSV input; a .npy input is noised whole")
     if not is_npy and not args.column:
         raise ValueError("name the CSV column(s) to noise with --column")
+    twice = sorted({name for name in args.column or () if args.column.count(name) > 1})
+    if twice:  # its noise would be drawn (and counted) twice, the last kept
+        raise ValueError(f"--column {twice[0]!r} is given more than once: name each column once")
 
 
 def _same_file(output: str, given: str) -> bool:
