@@ -734,3 +734,24 @@ def test_a_column_given_twice_is_a_usage_error(tmp_path, capsys, seeded):
     status, stdout, err = run(capsys, path, "--column", "n", "--column", "n", "--sigma2", 4)
     assert status == 2 and stdout == "" and seeded == []
     assert "--column 'n' is given more than once" in err
+
+
+@pytest.mark.parametrize("pyarrow_too", [False, True])
+def test_bad_cells_are_placed_on_the_lines_of_the_file(tmp_path, capsys, monkeypatch, pyarrow_too):
+    """A quoted field holding line breaks makes a record span lines: a message names the line
+    of the file where the bad record starts (as an editor shows it), not the record's number."""
+    if pyarrow_too and pa is None:
+        pytest.skip("needs the tables extra (pyarrow)")
+    if not pyarrow_too:
+        without_pyarrow(monkeypatch)
+    path = tmp_path / "in.csv"
+    path.write_bytes(b'n,note\r\n1,"a\r\nb\nc"\r\nx,d\r\n"",e\r\n')
+    # lines: 1 the header; 2-4 the first record; 5 'x'; 6 ''
+    text = list(io.StringIO(path.read_bytes().decode(), newline=""))
+    assert text[4].startswith("x,") and text[5].startswith('"",')
+    status, _, err = run(capsys, path, "--column", "n", "--sigma2", 4)
+    assert status == 1 and "1 not a number ('x'): line 5; 1 empty: line 6" in err, err
+    path.write_bytes(b'n,note\r\n1,"a\r\nb\nc"\r\n2,"f\rg"\r\n3\r\n')  # 5-6: f\rg
+    status, _, err = run(capsys, path, "--column", "n", "--sigma2", 4)
+    assert status == 1 and "line 7: 1 fields where the header has 2" in err, err
+    _tables._arrow.cache_clear()

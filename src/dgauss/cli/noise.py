@@ -416,6 +416,7 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
             reader = csv.reader(f, delimiter=delimiter)
             header = next(reader, None)
             rows = list(reader)
+            one_line_each = reader.line_num == len(rows) + 1  # no quoted line breaks
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read {path} as CSV: {exc}") from None
     args.delimiter = delimiter  # the output uses the input's
@@ -431,12 +432,22 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
     steps.at(0, 0.5, f"checking {len(rows):,} rows")
     bad = _BadCells(path, args.granularity, len(columns) > 1)
     g = args.granularity
+    starts: list[int] = []
+
+    def line(number: int) -> int:
+        """The line of the file on which the ``number``-th record (1: the header) starts."""
+        if one_line_each:
+            return number
+        if not starts:  # only for a message: the file is read again
+            starts.extend(_record_lines(path, delimiter))
+        return starts[number - 1]
+
     for number, row in enumerate(rows, start=2):
         if number % PROGRESS_ROWS == 0:
             steps.at(0, 0.5 + number / len(rows) / 2, f"checking {len(rows):,} rows")
         if len(row) != len(header):
             raise InputError(
-                f"{path}, line {number}: {len(row)} fields where the header has {len(header)}"
+                f"{path}, line {line(number)}: {len(row)} fields where the header has {len(header)}"
             )
         for j in columns:
             cell = row[j].strip()
@@ -445,7 +456,7 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
                 continue
             steps_of_g = None if g is None else _on_lattice_text(cell, g)
             if steps_of_g is None:
-                bad.add(cell, number, names[j])
+                bad.add(cell, line(number), names[j])
             else:
                 row[j] = str(steps_of_g)
     if bad.count:
@@ -464,6 +475,20 @@ def _one_column(path: str, names: list[str], name: str) -> None:
             f"{path}: {len(where)} columns are named {name!r} (columns {', '.join(where)}); "
             "--column must name one column: rename the others"
         )
+
+
+def _record_lines(path: str, delimiter: str) -> list[int]:
+    """The line of the CSV file on which each record starts (a quoted field may hold line
+    breaks: a record then spans several lines)."""
+    import csv
+
+    starts, end = [], 0
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        for _ in reader:
+            starts.append(end + 1)
+            end = reader.line_num  # the lines read so far: this record's last
+    return starts
 
 
 #: Cells that mean "no value" in the exports of spreadsheets, R, pandas and SQL.
