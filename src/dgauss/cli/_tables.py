@@ -10,7 +10,8 @@ the plain path, which reads the file, or says what is wrong with it, as without 
 a cell that is not a plain ``[+-]?[0-9]+`` with at most spaces and tabs around it (so
 ``7.0``, ``1e3``, an empty cell, a value beyond int64), an empty line, a row of the wrong
 length, a field longer than :func:`csv.field_size_limit`, a parse pyarrow refuses (an
-unterminated quote, a delimiter outside ASCII), no data rows, or ``--granularity``.
+unterminated quote, a delimiter outside ASCII), no data rows, a ``--column`` that no
+column or several bear, or ``--granularity``.
 
 **Parquet** (``.parquet`` in or out) needs pyarrow: the noised columns must hold integers
 with no missing values and come out as int64; the other columns keep their types.
@@ -205,10 +206,10 @@ class ArrowTable:
     def _write_csv(
         self, path: str | None, delimiter: str, steps, output: Output | None = None
     ) -> None:
-        table = self._as_text()
-        rows = table.num_rows
         from dgauss.cli.noise import write_csv_rows  # noise imports this module
 
+        table = self._as_text()
+        rows = table.num_rows
         header = io.StringIO()
         write_csv_rows(header, [self._names()], delimiter)
 
