@@ -141,10 +141,12 @@ def in_process(argv: list[str], plain: bool) -> float:
     import io
 
     import dgauss.cli
+    from dgauss.cli import _tables
 
     saved = sys.modules.get("pyarrow", "absent")
     if plain:
         sys.modules["pyarrow"] = None  # type: ignore[assignment]
+    _tables._arrow.cache_clear()  # found anew: a plain run's "no pyarrow" is not kept
     try:
         start = time.perf_counter()
         with contextlib.redirect_stderr(io.StringIO()):
@@ -155,6 +157,7 @@ def in_process(argv: list[str], plain: bool) -> float:
             sys.modules.pop("pyarrow", None)
         else:
             sys.modules["pyarrow"] = saved  # type: ignore[assignment]
+        _tables._arrow.cache_clear()
     assert status == 0, argv
     return seconds
 

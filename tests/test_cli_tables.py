@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import dgauss
@@ -106,7 +106,17 @@ def model(text: bytes, names: list[str], noise: list[int], delimiter: str) -> by
         for j in columns:
             row[j] = str(int(row[j].strip()) + next(it))
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n", delimiter=delimiter).writerows([header, *body])
+    for row in [header, *body]:
+        if any("\r" in field for field in row):  # quoted on every Python, as 3.13 does
+            quoted = [
+                f'"{f.replace(chr(34), 2 * chr(34))}"'
+                if set(f) & {delimiter, '"', "\n", "\r"}
+                else f
+                for f in row
+            ]
+            out.write(delimiter.join(quoted) + "\n")
+        else:
+            csv.writer(out, lineterminator="\n", delimiter=delimiter).writerow(row)
     return out.getvalue().encode()
 
 
@@ -304,7 +314,9 @@ def test_integers_never_takes_a_cell_the_plain_path_refuses(cell):
 )
 def test_csv_text_is_csv_writers(rows, delimiter, width):
     """The batch writer against csv.writer itself, on any strings and delimiters (a digit
-    or minus sign too, which the integers then hold), an int64 column last."""
+    or minus sign too, which the integers then hold), an int64 column last; a row with a
+    carriage return in a field may differ (it is quoted on every Python), but every row
+    reads back as it was."""
     rows = [row[:width] for row in rows]
     ints = [len(r[0]) * 10**17 - 5 for r in rows]
     columns = [pa.array([r[j] for r in rows], pa.string()) for j in range(width)]
@@ -322,7 +334,10 @@ def test_csv_text_is_csv_writers(rows, delimiter, width):
             with pytest.raises(csv.Error):
                 _tables._csv_text(table, delimiter)
             continue
-        assert _tables._csv_text(table, delimiter) == expected.getvalue()
+        written = _tables._csv_text(table, delimiter)
+        assert list(csv.reader(io.StringIO(written, newline=""), delimiter=delimiter)) == lines
+        if "\r" not in "".join(map("".join, lines)):
+            assert written == expected.getvalue()
 
 
 # -- Parquet --------------------------------------------------------------------------------
@@ -450,4 +465,293 @@ def test_without_pyarrow_parquet_is_refused_naming_the_extra(tmp_path, capsys, m
     assert not out.exists()
     status, stdout, _ = run(capsys, csv_path, "--column", "n", "--sigma2", 1)  # CSV: plain
     assert status == 0 and stdout.startswith("n\n")
+    _tables._arrow.cache_clear()
+
+
+@needs_pyarrow
+@pytest.mark.parametrize(
+    "source, target, g",
+    [
+        ("in.parquet", None, "2"),  # read as steps of 1: half the noise the report claimed
+        ("in.parquet", "o.csv", "0.5"),
+        ("in.csv", "o.parquet", "0.5"),  # the lattice text 10.5 is no int64: a traceback
+        ("in.npy", "o.parquet", "0.5"),  # the steps written as if values: 21 for 10.5
+    ],
+)
+def test_granularity_with_parquet_is_refused_before_anything_is_drawn(
+    tmp_path, capsys, seeded, source, target, g
+):
+    """A Parquet file's noised columns hold integers, not lattice steps: --granularity other
+    than 1 is refused with the options (status 2), before any noise is drawn."""
+    pq.write_table(pa.table({"n": pa.array([10, 20], pa.int64())}), tmp_path / "in.parquet")
+    (tmp_path / "in.csv").write_text("n\n10.5\n20\n")
+    np.save(tmp_path / "in.npy", np.array([10.5, 20.0]))
+    column = [] if source.endswith(".npy") else ["--column", "n"]
+    out = [] if target is None else ["-o", tmp_path / target]
+    status, stdout, err = run(
+        capsys, tmp_path / source, *column, "--sigma2", 4, "--granularity", g, *out
+    )
+    assert status == 2 and stdout == "" and seeded == [], err
+    assert "--granularity must be 1 with a Parquet file" in err and f"got {g}" in err
+    assert target is None or not (tmp_path / target).exists()
+
+
+@needs_pyarrow
+def test_granularity_1_with_parquet_is_the_integers(tmp_path, capsys, seeded):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"n": pa.array([10, -3], pa.int64())}), path)
+    outputs = []
+    for g in ([], ["--granularity", "1"]):
+        status, stdout, err = run(capsys, path, "--column", "n", "--sigma2", 4, *g)
+        assert status == 0, err
+        outputs.append(stdout)
+    (_, noise), _ = seeded
+    assert outputs[0] == outputs[1] == f"n\n{10 + noise[0]}\n{-3 + noise[1]}\n"
+
+
+@needs_pyarrow
+@pytest.mark.parametrize(
+    "other, message",
+    [
+        (pa.array([[1], [2, 3]]) if pa else None, "Unsupported cast from list"),
+        (pa.array([b"\xff", b"a"], pa.binary()) if pa else None, "Invalid UTF8"),
+    ],
+)
+def test_parquet_column_csv_cannot_hold_is_refused_before_the_draw(
+    tmp_path, capsys, seeded, other, message
+):
+    """A Parquet column that cannot be written as CSV text is refused before the ledger is
+    charged and the noise drawn: nothing spent on a release that is never written."""
+    path, ledger = tmp_path / "in.parquet", tmp_path / "ledger.json"
+    pq.write_table(pa.table({"n": pa.array([10, 20], pa.int64()), "x": other}), path)
+    assert (
+        cli.main(["account", "--ledger", str(ledger), "--init", "--eps", "1", "--delta", "1e-6"])
+        == 0
+    )
+    before = ledger.read_bytes()
+    capsys.readouterr()
+    for out in ([], ["-o", tmp_path / "o.csv"]):
+        status, stdout, err = run(
+            capsys, path, "--column", "n", "--sigma2", 100, "--ledger", ledger, *out
+        )
+        assert status == 1 and stdout == "" and seeded == [], err
+        assert "column 'x'" in err and message in err and "recorded in the ledger" not in err
+        assert ledger.read_bytes() == before and not (tmp_path / "o.csv").exists()
+    status, _, err = run(
+        capsys, path, "--column", "n", "--sigma2", 100, "-o", tmp_path / "o.parquet"
+    )
+    assert status == 0, err  # Parquet holds it
+
+
+@needs_pyarrow
+@pytest.mark.parametrize("lone", ["a\rb", "\r", "x\r\ny\rz"])
+def test_a_carriage_return_in_another_column_comes_out_as_it_went_in(
+    tmp_path, capsys, monkeypatch, seeded, lone
+):
+    """csv.writer before 3.13 writes a field's bare \\r unquoted: read back, it ends the row.
+    Both paths quote it, so the other column's text comes out exactly as it went in."""
+    text = f'n,"no\rte"\n1,"{lone}"\n2,b\n'.encode()
+    fast, plain = both(tmp_path, capsys, monkeypatch, text, ["--column", "n", "--sigma2", "4"])
+    assert fast == plain
+    status, _, err, output = fast
+    assert status == 0, err
+    rows = list(csv.reader(io.StringIO(output.decode(), newline="")))
+    (_, noise), _ = seeded
+    assert rows == [["n", "no\rte"], [str(1 + noise[0]), lone], [str(2 + noise[1]), "b"]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.lists(WRITER_CELLS, min_size=1, max_size=3), min_size=1, max_size=6),
+    delimiter=st.sampled_from(DELIMITERS),
+)
+def test_plain_writer_reads_back_and_is_csv_writers_without_a_carriage_return(rows, delimiter):
+    """The plain path's writer (no pyarrow needed): every row reads back as it was; a row
+    with no \\r in its fields is csv.writer's line (on 3.13, whose writer quotes \\r, all)."""
+    out = io.StringIO()
+    cli.noise.write_csv_rows(out, rows, delimiter)
+    written = out.getvalue()
+    assert list(csv.reader(io.StringIO(written, newline=""), delimiter=delimiter)) == rows
+    expected = io.StringIO()
+    csv.writer(expected, lineterminator="\n", delimiter=delimiter).writerows(rows)
+    if sys.version_info >= (3, 13) or not any("\r" in f for row in rows for f in row):
+        assert written == expected.getvalue()
+
+
+# -- a hostile property test: every output kind, every option, every kind of cell ----------
+
+#: Noised cells the plain path takes: spaces, tabs, signs, zeros, any size.
+NUMBER_CELLS = st.builds(
+    lambda pad, sign, zeros, value, after: f"{pad}{sign}{zeros}{value}{after}",
+    st.sampled_from(["", "", " ", "\t", " \t"]),
+    st.sampled_from(["", "", "", "+", "-"]),
+    st.sampled_from(["", "", "0", "00"]),
+    st.one_of(
+        st.integers(0, 100), st.integers(0, 2**64), st.sampled_from([2**63 - 1, 2**63, 10**40])
+    ),
+    st.sampled_from(["", "", " ", "\t"]),
+)
+#: Noised cells taken only with --granularity 1 (7.0, 1e3), or refused (each kind).
+BAD_CELLS = ["7.0", "1e3", "0x10", "1_000", "\u0663", "\uff13", "NaN", "NA", "", " ", "\xa05", "-"]
+#: Other columns: delimiters, quotes, line ends, non-ASCII, cells that look like numbers.
+TEXT_CELLS = st.text(
+    alphabet=st.sampled_from(list("ab ,;|\t\"\n\r'é€\u2028\x85\x00x1-.") + ["\ufeff"]),
+    max_size=6,
+)
+
+
+@st.composite
+def hostile_tables(draw):
+    """A CSV (bytes), its delimiter, the noised columns' names, and dgauss noise options."""
+    delimiter = draw(st.sampled_from(DELIMITERS))
+    width = draw(st.integers(1, 4))
+    noised = draw(st.lists(st.integers(0, width - 1), min_size=1, max_size=2, unique=True))
+    # the other names: some alike (after stripping; c0 as a noised one), some not ASCII,
+    # quoted, multi-line
+    names = [
+        draw(st.sampled_from(["n", " n", "m", "é", "n,m", 'a"b', "x\ny", "c0"]))
+        for _ in range(width)
+    ]
+    for j in noised:
+        names[j] = draw(st.sampled_from([f"c{j}", f" c{j} ", f"c{j}é"]))
+    rows = [
+        [draw(NUMBER_CELLS if j in noised else TEXT_CELLS) for j in range(width)]
+        for _ in range(draw(st.integers(0, 6)))  # 0: a header only
+    ]
+    if rows and draw(st.integers(0, 4)) == 0:  # a bad cell (or one --granularity 1 takes)
+        rows[draw(st.integers(0, len(rows) - 1))][noised[0]] = draw(st.sampled_from(BAD_CELLS))
+    if any(c in cell for row in [names, *rows] for cell in row for c in "\r\n"):
+        quoting = csv.QUOTE_ALL  # csv.writer before 3.13 quotes a bare \r only so
+    else:
+        quoting = draw(st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL]))
+    ending = draw(st.sampled_from(["\n", "\r\n"]))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter=delimiter, quoting=quoting, lineterminator=ending)
+    try:
+        writer.writerows([names, *rows])
+    except csv.Error:  # a CSV this Python's writer cannot write
+        assume(False)
+    text = buffer.getvalue()
+    if draw(st.booleans()):
+        text = text[: -len(ending)]  # no line end after the last row
+    bom = b"\xef\xbb\xbf" if draw(st.booleans()) else b""
+    options = [a for j in noised for a in ("--column", names[j].strip())]
+    options += draw(st.sampled_from([["--sigma2", "1e6"], ["--laplace", "--scale", "1000"]]))
+    options += draw(st.sampled_from([[], [], ["--clip-min", "0"], ["--granularity", "1"]]))
+    if draw(st.booleans()):
+        options += ["--delimiter", delimiter]
+    return bom + text.encode(), delimiter, [names[j].strip() for j in noised], options
+
+
+def _parquet_text(data: bytes | None) -> str | None:
+    return None if data is None else str(pq.ParquetFile(pa.py_buffer(data)).read().to_pydict())
+
+
+@needs_pyarrow
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=hostile_tables(), target=st.sampled_from([None, "o.csv", "o.npy", "o.parquet"]))
+def test_both_paths_agree_on_hostile_tables(
+    tmp_path_factory, capsys, monkeypatch, seeded, case, target
+):
+    """The fast and the plain path, on the same random bits, give the same exit status, the
+    same messages and the same output (CSV and .npy byte for byte, Parquet value for value);
+    a CSV release keeps every other column's text as the input had it, and each noised cell
+    is int(cell.strip()) plus its noise."""
+    text, delimiter, names, options = case
+    tmp = tmp_path_factory.mktemp("t")
+    source = tmp / "in.csv"
+    source.write_bytes(text)
+    results = []
+    for plain in (False, True):
+        out = None if target is None else tmp / f"{plain}{target}"
+        seeded.clear()
+        with monkeypatch.context() as m:
+            if plain and target == "o.parquet":  # written with pyarrow, read by csv
+                m.setattr(_tables, "read", lambda args, steps: None)
+            elif plain:
+                without_pyarrow(m)
+            status, stdout, err = run(
+                capsys, source, *options, *([] if out is None else ["-o", out])
+            )
+        _tables._arrow.cache_clear()
+        data = out.read_bytes() if out is not None and out.exists() else None
+        if target == "o.parquet":
+            data = _parquet_text(data)
+        results.append((status, stdout, err.replace(str(out), "OUT"), data, list(seeded)))
+    fast, plain = results
+    assert fast == plain
+    status, stdout, err, data, calls = fast
+    event("released" if status == 0 else "refused")
+    if status != 0:  # refused before the draw, unless a noisy value left int64 (.npy, Parquet)
+        assert data is None and stdout == "" and "error:" in err
+        assert calls == [] or "does not fit int64" in err
+        return
+    if target in (None, "o.csv") and "--granularity" not in options:
+        ((_, noise),) = calls
+        released = stdout.encode() if target is None else data
+        first = io.StringIO(text.decode("utf-8-sig"), newline="").readline()
+        used = delimiter if "--delimiter" in options else cli.noise._delimiter(None, first)
+        if "--clip-min" not in options:
+            assert released == model(text, names, noise, used)
+        given = list(csv.reader(io.StringIO(text.decode("utf-8-sig"), newline=""), delimiter=used))
+        back = list(csv.reader(io.StringIO(released.decode(), newline=""), delimiter=used))
+        kept = [j for j, h in enumerate(given[0]) if h.strip() not in names]
+        assert [[r[j] for j in kept] for r in back] == [[r[j] for j in kept] for r in given]
+
+
+@pytest.mark.parametrize("header", ["n,m,n", "n, n ,m", "region;n;n"])
+def test_a_column_named_twice_is_refused(tmp_path, capsys, monkeypatch, seeded, header):
+    """--column n with two columns named n: which is meant is unclear, and the other would be
+    released with its true counts. Refused on both paths, before any noise is drawn."""
+    delimiter = ";" if ";" in header else ","
+    path = tmp_path / "in.csv"
+    path.write_text(f"{header}\n" + delimiter.join(["1", "2", "3"]) + "\n")
+    for plain in (False, True):
+        with monkeypatch.context() as m:
+            if plain:
+                without_pyarrow(m)
+            status, stdout, err = run(capsys, path, "--column", "n", "--sigma2", 4)
+        _tables._arrow.cache_clear()
+        assert status == 1 and stdout == "" and seeded == [], err
+        assert "2 columns are named 'n' (columns " in err and "rename the others" in err
+
+
+@needs_pyarrow
+def test_a_parquet_column_named_twice_is_refused(tmp_path, capsys, seeded):
+    path = tmp_path / "in.parquet"
+    table = pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["n", "n"])
+    pq.write_table(table, path)
+    status, stdout, err = run(capsys, path, "--column", "n", "--sigma2", 4)
+    assert status == 1 and stdout == "" and seeded == []
+    assert "2 columns are named 'n' (columns 1, 2)" in err
+
+
+def test_a_column_given_twice_is_a_usage_error(tmp_path, capsys, seeded):
+    """--column n --column n drew two noises for one cell, kept the last and reported twice
+    the values released: refused with the options (status 2)."""
+    path = tmp_path / "in.csv"
+    path.write_text("n,m\n5,a\n")
+    status, stdout, err = run(capsys, path, "--column", "n", "--column", "n", "--sigma2", 4)
+    assert status == 2 and stdout == "" and seeded == []
+    assert "--column 'n' is given more than once" in err
+
+
+@pytest.mark.parametrize("pyarrow_too", [False, True])
+def test_bad_cells_are_placed_on_the_lines_of_the_file(tmp_path, capsys, monkeypatch, pyarrow_too):
+    """A quoted field holding line breaks makes a record span lines: a message names the line
+    of the file where the bad record starts (as an editor shows it), not the record's number."""
+    if pyarrow_too and pa is None:
+        pytest.skip("needs the tables extra (pyarrow)")
+    if not pyarrow_too:
+        without_pyarrow(monkeypatch)
+    path = tmp_path / "in.csv"
+    path.write_bytes(b'n,note\r\n1,"a\r\nb\nc"\r\nx,d\r\n"",e\r\n')
+    # lines: 1 the header; 2-4 the first record; 5 'x'; 6 ''
+    text = list(io.StringIO(path.read_bytes().decode(), newline=""))
+    assert text[4].startswith("x,") and text[5].startswith('"",')
+    status, _, err = run(capsys, path, "--column", "n", "--sigma2", 4)
+    assert status == 1 and "1 not a number ('x'): line 5; 1 empty: line 6" in err, err
+    path.write_bytes(b'n,note\r\n1,"a\r\nb\nc"\r\n2,"f\rg"\r\n3\r\n')  # 5-6: f\rg
+    status, _, err = run(capsys, path, "--column", "n", "--sigma2", 4)
+    assert status == 1 and "line 7: 1 fields where the header has 2" in err, err
     _tables._arrow.cache_clear()

@@ -10,7 +10,8 @@ the plain path, which reads the file, or says what is wrong with it, as without 
 a cell that is not a plain ``[+-]?[0-9]+`` with at most spaces and tabs around it (so
 ``7.0``, ``1e3``, an empty cell, a value beyond int64), an empty line, a row of the wrong
 length, a field longer than :func:`csv.field_size_limit`, a parse pyarrow refuses (an
-unterminated quote, a delimiter outside ASCII), no data rows, or ``--granularity``.
+unterminated quote, a delimiter outside ASCII), no data rows, a ``--column`` that no
+column or several bear, or ``--granularity``.
 
 **Parquet** (``.parquet`` in or out) needs pyarrow: the noised columns must hold integers
 with no missing values and come out as int64; the other columns keep their types.
@@ -78,12 +79,25 @@ def available() -> bool:
 
 def check_options(args: argparse.Namespace) -> None:
     """ValueError naming the extra when the input or ``-o`` is a ``.parquet`` file and
-    pyarrow is not installed (checked with the options, before anything is read or drawn)."""
+    pyarrow is not installed, or naming ``--granularity`` when it is not 1 with a Parquet
+    file (whose noised columns hold integers: values, not steps of a lattice); checked with
+    the options, before anything is read or drawn."""
     for path in (args.input, args.output):
-        if path is not None and _suffix(path) == ".parquet" and not available():
+        if path is None or _suffix(path) != ".parquet":
+            continue
+        if not available():
             raise ValueError(
                 f"{path}: reading and writing Parquet needs pyarrow >= {PYARROW_MIN}, "
                 f"the 'tables' extra: {EXTRA}"
+            )
+        g = getattr(args, "granularity", None)
+        if g is not None and g != 1:
+            from dgauss.cli.noise import _lattice_text  # noise imports this module
+
+            raise ValueError(
+                f"--granularity must be 1 with a Parquet file ({path}), whose noised columns "
+                f"hold integers, got {_lattice_text(1, g)}; write .csv or .npy for values "
+                "on a lattice"
             )
 
 
@@ -192,10 +206,12 @@ class ArrowTable:
     def _write_csv(
         self, path: str | None, delimiter: str, steps, output: Output | None = None
     ) -> None:
+        from dgauss.cli.noise import write_csv_rows  # noise imports this module
+
         table = self._as_text()
         rows = table.num_rows
         header = io.StringIO()
-        csv.writer(header, lineterminator="\n", delimiter=delimiter).writerow(self._names())
+        write_csv_rows(header, [self._names()], delimiter)
 
         def batches():
             yield header.getvalue()
@@ -241,7 +257,12 @@ def read(args: argparse.Namespace, steps) -> ArrowTable | None:
     CSV file the fast path can take; None for a CSV (or .npy) the plain path must read."""
     if _suffix(args.input) == ".parquet":
         with _malloc():
-            return _read_parquet(args.input, args.column, steps)
+            table = _read_parquet(args.input, args.column, steps)
+            if args.output is None or _suffix(args.output) == ".csv":
+                # the other columns as text now: one that cannot be is refused before the
+                # ledger is charged and the noise drawn, not after
+                table = replace(table, table=table._as_text())
+            return table
     pa = _arrow()
     if pa is None or _suffix(args.input) == ".npy":
         return None
@@ -269,8 +290,8 @@ def _read_csv(args: argparse.Namespace, steps) -> ArrowTable | None:
     if not header or len(delimiter.encode()) != 1:
         return None
     names = [h.strip() for h in header]
-    if any(name not in names for name in args.column):
-        return None
+    if any(names.count(name) != 1 for name in args.column):
+        return None  # no such column, or several: the plain path says so
     columns = [names.index(name) for name in args.column]
     table = pa.csv.read_csv(
         path,
@@ -418,6 +439,9 @@ def _read_parquet(path: str, names: list[str], steps) -> ArrowTable:
     for name in names:
         if name not in have:
             raise _input_error(f"no column {name!r} in {path}; its columns are: {', '.join(have)}")
+        from dgauss.cli.noise import _one_column  # noise imports this module
+
+        _one_column(path, have, name)
         columns.append(have.index(name))
     if table.num_rows == 0:
         raise _input_error(f"{path} has no rows")
@@ -523,6 +547,8 @@ def _csv_text(batch, delimiter: str) -> str:
     pa = _pa()
     pc = pa.compute
     always, unsure, usual = _quoting(delimiter)
+    if "\r" not in always:  # a \r is quoted as 3.13 does, by csv.writer only before it
+        unsure += "\r"
     strings = [c.combine_chunks() for c in batch.columns]
     if set(always + unsure) & set("0123456789-"):  # a delimiter that integers may hold
         strings = [c if pa.types.is_string(c.type) else pc.cast(c, pa.string()) for c in strings]
@@ -562,10 +588,12 @@ def _csv_text(batch, delimiter: str) -> str:
 
 def _python_text(strings: list, delimiter: str) -> str:
     """The rows written by csv.writer itself (the plain path's way, slow)."""
+    from dgauss.cli.noise import write_csv_rows  # noise imports this module
+
     out = io.StringIO()
     columns = [
         c.to_pylist() if _pa().types.is_string(c.type) else [str(v) for v in c.to_pylist()]
         for c in strings
     ]
-    csv.writer(out, lineterminator="\n", delimiter=delimiter).writerows(zip(*columns, strict=True))
+    write_csv_rows(out, list(zip(*columns, strict=True)), delimiter)
     return out.getvalue()

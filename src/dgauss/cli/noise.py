@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TextIO
 
 import numpy as np
 
@@ -306,6 +307,9 @@ def _check_noise_output(args: argparse.Namespace) -> None:
         raise ValueError("--column is for CSV input; a .npy input is noised whole")
     if not is_npy and not args.column:
         raise ValueError("name the CSV column(s) to noise with --column")
+    twice = sorted({name for name in args.column or () if args.column.count(name) > 1})
+    if twice:  # its noise would be drawn (and counted) twice, the last kept
+        raise ValueError(f"--column {twice[0]!r} is given more than once: name each column once")
 
 
 def _same_file(output: str, given: str) -> bool:
@@ -413,6 +417,7 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
             reader = csv.reader(f, delimiter=delimiter)
             header = next(reader, None)
             rows = list(reader)
+            one_line_each = reader.line_num == len(rows) + 1  # no quoted line breaks
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read {path} as CSV: {exc}") from None
     args.delimiter = delimiter  # the output uses the input's
@@ -423,16 +428,27 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
     for name in args.column:
         if name not in names:
             raise InputError(f"no column {name!r} in {path}; its columns are: {', '.join(names)}")
+        _one_column(path, names, name)
         columns.append(names.index(name))
     steps.at(0, 0.5, f"checking {len(rows):,} rows")
     bad = _BadCells(path, args.granularity, len(columns) > 1)
     g = args.granularity
+    starts: list[int] = []
+
+    def line(number: int) -> int:
+        """The line of the file on which the ``number``-th record (1: the header) starts."""
+        if one_line_each:
+            return number
+        if not starts:  # only for a message: the file is read again
+            starts.extend(_record_lines(path, delimiter))
+        return starts[number - 1]
+
     for number, row in enumerate(rows, start=2):
         if number % PROGRESS_ROWS == 0:
             steps.at(0, 0.5 + number / len(rows) / 2, f"checking {len(rows):,} rows")
         if len(row) != len(header):
             raise InputError(
-                f"{path}, line {number}: {len(row)} fields where the header has {len(header)}"
+                f"{path}, line {line(number)}: {len(row)} fields where the header has {len(header)}"
             )
         for j in columns:
             cell = row[j].strip()
@@ -441,7 +457,7 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
                 continue
             steps_of_g = None if g is None else _on_lattice_text(cell, g)
             if steps_of_g is None:
-                bad.add(cell, number, names[j])
+                bad.add(cell, line(number), names[j])
             else:
                 row[j] = str(steps_of_g)
     if bad.count:
@@ -449,6 +465,31 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
     if not rows:
         raise InputError(f"{path} has a header but no rows")
     return _NoiseTable(header, rows, columns, None, g)
+
+
+def _one_column(path: str, names: list[str], name: str) -> None:
+    """InputError when several columns bear the --column ``name``: which one is meant is
+    not clear, and the others would be released with their true values."""
+    where = [str(j + 1) for j, n in enumerate(names) if n == name]
+    if len(where) > 1:
+        raise InputError(
+            f"{path}: {len(where)} columns are named {name!r} (columns {', '.join(where)}); "
+            "--column must name one column: rename the others"
+        )
+
+
+def _record_lines(path: str, delimiter: str) -> list[int]:
+    """The line of the CSV file on which each record starts (a quoted field may hold line
+    breaks: a record then spans several lines)."""
+    import csv
+
+    starts, end = [], 0
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        for _ in reader:
+            starts.append(end + 1)
+            end = reader.line_num  # the lines read so far: this record's last
+    return starts
 
 
 #: Cells that mean "no value" in the exports of spreadsheets, R, pandas and SQL.
@@ -650,7 +691,8 @@ def _write_noise_output(
         _atomic(path, "wb", lambda f: _write_npy(f, array), output)
         return
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n", delimiter=args.delimiter or ",")
+    delimiter = args.delimiter or ","
+    writer = csv.writer(buffer, lineterminator="\n", delimiter=delimiter)
     if table.array is not None:
         writer.writerow(["value"])
         if g is None:
@@ -659,12 +701,38 @@ def _write_noise_output(
             writer.writerows([_lattice_text(v, g)] for v in table.array.ravel().tolist())
     else:
         assert table.header is not None and table.rows is not None
-        writer.writerow(table.header)
+        write_csv_rows(buffer, [table.header], delimiter)
         for i in range(0, len(table.rows), PROGRESS_ROWS):
-            writer.writerows(table.rows[i : i + PROGRESS_ROWS])
+            write_csv_rows(buffer, table.rows[i : i + PROGRESS_ROWS], delimiter)
             steps.at(2, (i + PROGRESS_ROWS) / len(table.rows), "writing")
     text = buffer.getvalue()
     if path is None:
         _write_stdout(text)  # whole, or BrokenPipeError (``| head``)
     else:
         _atomic(path, "w", lambda f: f.write(text), output)
+
+
+def write_csv_rows(out: TextIO, rows: list[list[str]], delimiter: str) -> None:
+    """``rows`` (lists of strings) written to ``out`` as :func:`csv.writer` writes them with
+    ``lineterminator="\\n"``, except that a field holding a carriage return is quoted on
+    every Python, as 3.13's writer does: 3.10-3.12 wrote ``\\r`` bare, which reads back as a
+    line end (the other columns would not come out as they went in).  A row holding one is
+    written with the line end ``\\r\\n`` (the writer then quotes ``\\r`` and ``\\n``
+    alike), turned back to ``\\n``."""
+    import csv
+    import io
+
+    plain = csv.writer(out, lineterminator="\n", delimiter=delimiter)
+    if not any("\r" in field for row in rows for field in row):
+        plain.writerows(rows)
+        return
+    line = io.StringIO()
+    crlf = csv.writer(line, lineterminator="\r\n", delimiter=delimiter)
+    for row in rows:
+        if not any("\r" in field for field in row):
+            plain.writerow(row)
+            continue
+        line.seek(0)
+        line.truncate()
+        crlf.writerow(row)
+        out.write(line.getvalue()[:-2] + "\n")
