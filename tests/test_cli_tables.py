@@ -451,3 +451,28 @@ def test_without_pyarrow_parquet_is_refused_naming_the_extra(tmp_path, capsys, m
     status, stdout, _ = run(capsys, csv_path, "--column", "n", "--sigma2", 1)  # CSV: plain
     assert status == 0 and stdout.startswith("n\n")
     _tables._arrow.cache_clear()
+
+
+# ---- read twice: checked, then streamed again for the output ------------------------------
+
+
+@needs_pyarrow
+def test_an_input_changed_between_the_check_and_the_output_is_an_error(
+    tmp_path, capsys, monkeypatch
+):
+    """The fast path reads a CSV twice (the checks, then the rows it writes): a file changed
+    in between is an error, and no output is written."""
+    source = tmp_path / "t.csv"
+    source.write_text("region,count\nA,5\nB,7\n")
+    real = _tables.ArrowTable.noised
+
+    def noised_then_edit(self, mech, clip):
+        result = real(self, mech, clip)
+        source.write_text("region,count\nA,5\nB,7\nC,9\n")  # another row, meanwhile
+        return result
+
+    monkeypatch.setattr(_tables.ArrowTable, "noised", noised_then_edit)
+    out = tmp_path / "o.csv"
+    status, _, err = run(capsys, source, "--column", "count", "--sigma2", 4, "-o", out)
+    assert status == 1 and "changed while it was being noised" in err
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
