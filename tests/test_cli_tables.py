@@ -755,3 +755,28 @@ def test_bad_cells_are_placed_on_the_lines_of_the_file(tmp_path, capsys, monkeyp
     status, _, err = run(capsys, path, "--column", "n", "--sigma2", 4)
     assert status == 1 and "line 7: 1 fields where the header has 2" in err, err
     _tables._arrow.cache_clear()
+
+
+# ---- read twice: checked, then streamed again for the output ------------------------------
+
+
+@needs_pyarrow
+def test_an_input_changed_between_the_check_and_the_output_is_an_error(
+    tmp_path, capsys, monkeypatch
+):
+    """The fast path reads a CSV twice (the checks, then the rows it writes): a file changed
+    in between is an error, and no output is written."""
+    source = tmp_path / "t.csv"
+    source.write_text("region,count\nA,5\nB,7\n")
+    real = _tables.ArrowTable.noised
+
+    def noised_then_edit(self, mech, clip):
+        result = real(self, mech, clip)
+        source.write_text("region,count\nA,5\nB,7\nC,9\n")  # another row, meanwhile
+        return result
+
+    monkeypatch.setattr(_tables.ArrowTable, "noised", noised_then_edit)
+    out = tmp_path / "o.csv"
+    status, _, err = run(capsys, source, "--column", "count", "--sigma2", 4, "-o", out)
+    assert status == 1 and "changed while it was being noised" in err
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]

@@ -128,12 +128,15 @@ class ArrowTable:
     ``values`` holds the noised columns' integers, one row per table row (int64, or object
     when a noisy value leaves int64), in the order the plain path draws their noise (row by
     row).  ``header`` is a CSV's header as Python's :mod:`csv` parsed it (None for Parquet).
+    A CSV's table is not kept (``table`` None): ``source`` streams its rows again, as
+    pyarrow record batches of strings, for the output.
     """
 
-    table: Any  # pyarrow.Table
+    table: Any  # pyarrow.Table, or None for a CSV
     header: list[str] | None
     columns: list[int]
     values: np.ndarray
+    source: Any = None  # () -> an iterator of the CSV's data rows as record batches
 
     @property
     def count(self) -> int:
@@ -178,7 +181,7 @@ class ArrowTable:
         """The table with the noisy values in int64 columns (InputError if one leaves int64)."""
         if self.values.dtype == object:
             _int64_or_error(self.values)
-        table = self.table
+        table = self.table if self.table is not None else _pa().Table.from_batches(self.source())
         for i, j in enumerate(self.columns):
             values = self.values[:, i].astype(np.int64)
             table = table.set_column(j, self._names()[j], _arrow_int64s(values))
@@ -208,26 +211,42 @@ class ArrowTable:
     ) -> None:
         from dgauss.cli.noise import write_csv_rows  # noise imports this module
 
-        table = self._as_text()
-        rows = table.num_rows
+        rows = self.values.shape[0]
         header = io.StringIO()
         write_csv_rows(header, [self._names()], delimiter)
 
         def batches():
             yield header.getvalue()
-            for start in range(0, rows, WRITE_ROWS):
-                batch = table.slice(start, WRITE_ROWS)
+            start = 0
+            for batch in self._text_batches():
+                stop = start + batch.num_rows
                 for i, j in enumerate(self.columns):
-                    column = self._noisy_column(i, start, start + batch.num_rows)
+                    column = self._noisy_column(i, start, stop)
                     batch = batch.set_column(j, f"f{j}", column)
                 yield _csv_text(batch, delimiter)
-                steps.at(2, (start + WRITE_ROWS) / rows, "writing")
+                start = stop
+                steps.at(2, start / max(rows, 1), "writing")
+            if start != rows:
+                raise _input_error("the input changed while it was being noised")
 
         if path is None:
             for text in batches():
                 _write_stdout(text)  # whole, or BrokenPipeError when the reader left
         else:
             _atomic(path, "w", lambda f: f.writelines(batches()), output)  # the plain "w"
+
+    def _text_batches(self) -> Iterator[Any]:
+        """The rows to write, every column as strings, in batches: a CSV's streamed again
+        (in blocks of up to WRITE_ROWS rows), a Parquet table's sliced."""
+        if self.table is None:
+            from_batches = _pa().Table.from_batches
+            for batch in self.source():
+                for start in range(0, batch.num_rows, WRITE_ROWS):
+                    yield from_batches([batch.slice(start, WRITE_ROWS)])
+            return
+        table = self._as_text()
+        for start in range(0, table.num_rows, WRITE_ROWS):
+            yield table.slice(start, WRITE_ROWS)
 
 
 def _int64_or_error(values: np.ndarray) -> np.ndarray:
@@ -293,10 +312,50 @@ def _read_csv(args: argparse.Namespace, steps) -> ArrowTable | None:
     if any(names.count(name) != 1 for name in args.column):
         return None  # no such column, or several: the plain path says so
     columns = [names.index(name) for name in args.column]
-    table = pa.csv.read_csv(
+    before = os.stat(path)
+    limit = csv.field_size_limit()
+    parts, rows, blocks = [], 0, 0
+    for batch in _csv_batches(path, delimiter, header):
+        if batch.num_columns != len(header) or any(t != pa.string() for t in batch.schema.types):
+            return None
+        if _longest_field(batch) >= limit:
+            return None  # Python's csv refuses a field this long
+        part = np.empty((batch.num_rows, len(columns)), dtype=np.int64)
+        for i, j in enumerate(columns):
+            if not _integers(batch.column(j), part[:, i]):
+                return None
+        parts.append(part)
+        rows += batch.num_rows
+        blocks += 1
+        steps.at(0, blocks * READ_BLOCK / max(before.st_size, 1), f"checking {rows:,} rows")
+    if rows == 0:
+        return None
+    args.delimiter = delimiter  # the output uses the input's, as on the plain path
+    values = np.concatenate(parts)
+    del parts
+
+    def again() -> Iterator[Any]:
+        now = os.stat(path)
+        if (now.st_ino, now.st_size, now.st_mtime_ns) != (
+            before.st_ino,
+            before.st_size,
+            before.st_mtime_ns,
+        ):
+            raise _input_error(f"{path} changed while it was being noised")
+        return _csv_batches(path, delimiter, header)
+
+    return ArrowTable(None, header, columns, values, source=again)
+
+
+def _csv_batches(path: str, delimiter: str, header: list[str]) -> Iterator[Any]:
+    """The CSV's data rows, every column as strings, streamed by pyarrow in blocks of
+    READ_BLOCK bytes (one thread: on two cores as fast as several, and less memory); its
+    first row must be ``header`` (as Python's csv read it), and is left out.  A parse
+    pyarrow refuses raises pyarrow's ArrowInvalid; a first row that is not ``header``, or
+    of another length, ValueError."""
+    pa = _pa()
+    reader = pa.csv.open_csv(
         path,
-        # one thread: on two cores as fast as several, and at 10^6 rows 20-30 MB less memory
-        # (pyarrow's streaming reader reads many blocks ahead: no less memory than this)
         read_options=pa.csv.ReadOptions(
             autogenerate_column_names=True, use_threads=False, block_size=READ_BLOCK
         ),
@@ -306,7 +365,7 @@ def _read_csv(args: argparse.Namespace, steps) -> ArrowTable | None:
             double_quote=True,
             escape_char=False,
             newlines_in_values=True,
-            ignore_empty_lines=False,  # an empty line is a row of empty cells: refused below
+            ignore_empty_lines=False,  # an empty line is a row of empty cells: refused later
         ),
         convert_options=pa.csv.ConvertOptions(
             column_types={f"f{i}": pa.string() for i in range(len(header))},
@@ -316,26 +375,22 @@ def _read_csv(args: argparse.Namespace, steps) -> ArrowTable | None:
         ),
         memory_pool=_pool(),
     )
-    if (
-        table.num_columns != len(header)
-        or any(t != pa.string() for t in table.schema.types)
-        or table.num_rows < 2
-        or [table.column(j)[0].as_py() for j in range(len(header))] != header
-    ):
-        return None
-    table = table.slice(1)  # the header, as Python read it
-    limit = csv.field_size_limit()
-    if any(_longest(column) >= limit for column in table.columns):
-        return None  # Python's csv refuses a field this long
-    steps.at(0, 0.5, f"checking {table.num_rows:,} rows")
-    values = np.empty((table.num_rows, len(columns)), dtype=np.int64)
-    for i, j in enumerate(columns):
-        if not _integers(table.column(j), values[:, i]):
-            return None
-    for j in set(columns):  # their strings are done with: the memory goes back
-        table = table.set_column(j, f"f{j}", pa.nulls(table.num_rows))
-    args.delimiter = delimiter  # the output uses the input's, as on the plain path
-    return ArrowTable(table, header, columns, values)
+    first = True
+    for batch in reader:
+        if first and batch.num_rows:
+            if (
+                batch.num_columns != len(header)
+                or [batch.column(j)[0].as_py() for j in range(len(header))] != header
+            ):
+                raise ValueError("pyarrow reads the header otherwise than Python's csv")
+            batch, first = batch.slice(1), False
+        if batch.num_rows:
+            yield batch
+
+
+def _longest_field(batch) -> int:
+    """The most bytes in one field of a record batch of strings."""
+    return max((_longest(column) for column in batch.columns), default=0)
 
 
 def _pool():

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TextIO
@@ -712,7 +713,7 @@ def _write_noise_output(
         _atomic(path, "w", lambda f: f.write(text), output)
 
 
-def write_csv_rows(out: TextIO, rows: list[list[str]], delimiter: str) -> None:
+def write_csv_rows(out: TextIO, rows: Sequence[Sequence[str]], delimiter: str) -> None:
     """``rows`` (lists of strings) written to ``out`` as :func:`csv.writer` writes them with
     ``lineterminator="\\n"``, except that a field holding a carriage return is quoted on
     every Python, as 3.13's writer does: 3.10-3.12 wrote ``\\r`` bare, which reads back as a
