@@ -1,8 +1,9 @@
 """Tables through pyarrow (the ``tables`` extra) for ``dgauss noise``: CSV fast, and Parquet.
 
-**The fast CSV path** reads a CSV with pyarrow's reader, every column as strings, converts the
-noised columns to int64 exactly (digit strings parsed as integers, never through a float),
-and writes the result in batches with pyarrow's writer or, where a field needs quotes,
+**The fast CSV path** streams a CSV through pyarrow's reader, every column as strings, and
+converts the noised columns to int64 exactly (digit strings parsed as integers, never through
+a float); to write the result it streams the file again (a file changed in between is an
+error), in batches, with pyarrow's writer or, where a field needs quotes,
 pyarrow's string kernels.  It is an optimisation and nothing else: its output is, byte for
 byte, what the plain path (Python's :mod:`csv`) writes for the same noise, and it takes a
 file only when it can prove that.  Whatever it cannot prove, it hands back (``None``) to
