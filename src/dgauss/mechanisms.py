@@ -1504,6 +1504,7 @@ class Accountant:
         self._preparing: threading.Thread | None = None
         self._prepared_at = 0
         self._admitted_here = 0  # admissions since this object was made or restored
+        self._zcdp_rho: Fraction | None = None  # _zcdp_limit, once computed
         self._prepared: tuple | None = None
         self._taken: tuple | None = None
         self._prepared_base: tuple | None = None
@@ -2008,8 +2009,10 @@ class Accountant:
 
     def _zcdp_limit(self) -> Fraction:
         """The largest ρ the zCDP route certifies at the budget, rounded down (a guide for
-        the preparation only: no decision rests on it)."""
-        return Fraction(_acc.cdp_rho(self._budget[1], self._budget[2]))
+        the preparation only: no decision rests on it); computed once (0.3 ms)."""
+        if self._zcdp_rho is None:
+            self._zcdp_rho = Fraction(_acc.cdp_rho(self._budget[1], self._budget[2]))
+        return self._zcdp_rho
 
     def _spend(self, release) -> None:
         with self._lock:
