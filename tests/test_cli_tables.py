@@ -567,7 +567,10 @@ def test_a_carriage_return_in_another_column_comes_out_as_it_went_in(
 )
 def test_plain_writer_reads_back_and_is_csv_writers_without_a_carriage_return(rows, delimiter):
     """The plain path's writer (no pyarrow needed): every row reads back as it was; a row
-    with no \\r in its fields is csv.writer's line (on 3.13, whose writer quotes \\r, all)."""
+    with no \\r in its fields is csv.writer's line (on 3.13, whose writer quotes \\r, all).
+    Before 3.11 neither csv.writer nor csv.reader takes a NUL (the plain path refuses such a
+    file as it reads it), so no row with one reaches this writer there."""
+    assume(sys.version_info >= (3, 11) or not any("\x00" in f for row in rows for f in row))
     out = io.StringIO()
     cli.noise.write_csv_rows(out, rows, delimiter)
     written = out.getvalue()
