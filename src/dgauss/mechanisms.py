@@ -1211,21 +1211,30 @@ _PREPARE_STEPS = 8
 _PREPARE_PACE = 0.004
 
 
-def _grown_to(program: _Program, rho: Fraction) -> _Program | None:
-    """``program`` with every kind released at least twice grown by one share, rounded up,
-    so that its total ρ reaches ``rho`` (at least; ``program`` itself if it has); None when
-    those kinds hold less than half of its ρ (the releases to come are then no guess)."""
-    repeated = {unit: n for unit, n in program.counts.items() if n >= 2}
+def _repeated(program: _Program) -> dict:
+    """The kinds ``program`` releases at least twice, with their counts."""
+    return {unit: n for unit, n in program.counts.items() if n >= 2}
+
+
+def _grown(program: _Program, share: float | Fraction) -> _Program:
+    """``program`` with every kind released at least twice grown by ``share`` of its count,
+    rounded up (the releases to come, guessed from those made)."""
     grown = program.plus()
-    repeated_rho = sum((unit.rho * n for unit, n in repeated.items()), Fraction(0))
+    for unit, n in _repeated(program).items():
+        grown.add(unit, math.ceil(share * n))
+    return grown
+
+
+def _grown_to(program: _Program, rho: Fraction) -> _Program | None:
+    """``program`` :func:`_grown` by the share that takes its total ρ to ``rho`` (at least;
+    ``program`` itself if it is there); None when the kinds released at least twice hold
+    less than half of its ρ (the releases to come are then no guess)."""
+    repeated_rho = sum((unit.rho * n for unit, n in _repeated(program).items()), Fraction(0))
     if 2 * repeated_rho < program.rho:
         return None
     if program.rho >= rho:
-        return grown
-    share = (rho - program.rho) / repeated_rho
-    for unit, n in repeated.items():
-        grown.add(unit, math.ceil(share * n))
-    return grown
+        return program.plus()
+    return _grown(program, (rho - program.rho) / repeated_rho)
 
 
 #: The JSON ledger of an Accountant (:meth:`Accountant.to_json`): its name and version.
@@ -1499,14 +1508,13 @@ class Accountant:
         self._base: tuple | None = None
         self._proof: tuple | None = None
         # the preparation on a background thread (_prepare_ahead): the thread, how many
-        # releases there were when it started, the last ((program, PLD), certificate) it
-        # handed over and the last one taken; and the (program, PLD) taken from it
+        # releases there were when it started, the ((program, PLD), certificate) it hands
+        # over as it ends; and the (program, PLD) taken from it
         self._preparing: threading.Thread | None = None
         self._prepared_at = 0
         self._admitted_here = 0  # admissions since this object was made or restored
         self._zcdp_rho: Fraction | None = None  # _zcdp_limit, once computed
         self._prepared: tuple | None = None
-        self._taken: tuple | None = None
         self._prepared_base: tuple | None = None
         self._spent: PrivacyLoss | None = None  # built when read
         self._lock = threading.Lock()
@@ -1688,24 +1696,18 @@ class Accountant:
             return False
         if self._zcdp_certifies(program.rho + release.rho):
             return True
-        certificate, unit = self._certificate, _unit(release)
-        if certificate is not None:  # it contains what was released: is this one inside too?
-            inside = certificate.program.counts.get(unit, 0)
-            if program.counts.get(unit, 0) + release.k <= inside:
-                return True
+        if self._inside_certificate(release):
+            return True
         if release in self._refused:
             return False
         candidate = program.plus(release)
         decided = self._merged(release, candidate)
         if decided is None and self._preparing is not None:
-            # no merge answered: what the preparation hands over next may (its certificate,
+            # no merge answered: what the preparation hands over may (its certificate,
             # or a distribution nearer this program to merge into); wait for it
             before = self._prepared_base
             self._wait_for_prepared()
-            certificate = self._certificate
-            if certificate is not None and program.counts.get(
-                unit, 0
-            ) + release.k <= certificate.program.counts.get(unit, 0):
+            if self._inside_certificate(release):
                 return True
             if self._prepared_base is not before:
                 decided = self._merged(release, candidate)
@@ -1718,6 +1720,16 @@ class Accountant:
                 pld = program.composition()._shared_grid_pld(b[1])
                 self._base = (program.plus(), pld)
         return fits
+
+    def _inside_certificate(self, release) -> bool:
+        """(The lock held.)  Whether the releases made plus ``release`` lie inside the
+        certificate (which contains the releases made, when there is one)."""
+        certificate = self._certificate
+        if certificate is None:
+            return False
+        unit = _unit(release)
+        inside = certificate.program.counts.get(unit, 0)
+        return self._program.counts.get(unit, 0) + release.k <= inside
 
     def _merged(self, release, candidate: _Program) -> bool | None:
         """Admit ``release`` (True) if ``candidate`` merged into a kept PLD fits, refuse it
@@ -1866,27 +1878,21 @@ class Accountant:
         log_budget = float(self._log_budget())
         if not (log_delta < log_budget < 0):
             return None, too_far
-        repeated = {unit: n for unit, n in program.counts.items() if n >= 2}
+        repeated = _repeated(program)
         if not repeated:
             return None, too_far
-
-        def grown(share: float) -> _Program:
-            bigger = program.plus()
-            for unit, n in repeated.items():
-                bigger.add(unit, math.ceil(share * n))
-            return bigger
 
         share = min(1.0, log_delta / log_budget - 1)  # ln δ ∝ 1/ρ, roughly
         if share * sum(program.counts.values()) < _LOOK_AHEAD_WORTH * len(program.counts):
             return None, too_far  # the admissions it could cover cost less merged one by one
         smallest = 1 / max(repeated.values())  # one more release of each repeated kind
-        if too_far is not None and too_far.within(grown(smallest)):
+        if too_far is not None and too_far.within(_grown(program, smallest)):
             return None, too_far  # a program inside even the smallest step failed
         best = None
         low, high = 0.0, math.inf  # shares known to fit / to fail
         share = max(share, smallest)
         for _ in range(steps):
-            candidate = grown(share)
+            candidate = _grown(program, share)
             certificate = self._certify(candidate, base)
             if certificate is not None:
                 best, low = certificate, share
@@ -1895,8 +1901,8 @@ class Accountant:
             if low >= 1.0:
                 break
             share = min(2 * low, 1.0) if high == math.inf else (low + high) / 2
-            if grown(share).counts == grown(low).counts or (
-                high < math.inf and grown(share).counts == grown(high).counts
+            if _grown(program, share).counts == _grown(program, low).counts or (
+                high < math.inf and _grown(program, share).counts == _grown(program, high).counts
             ):
                 break
         return best, too_far
@@ -1925,12 +1931,12 @@ class Accountant:
     # kinds: one of about 5 s, then a look-ahead).  While the zCDP route still admits, a
     # daemon thread composes the program the releases are heading for: every repeated kind
     # grown by one share, to the zCDP route's largest ρ; from there it certifies the largest
-    # grown program it can (merges into that composition's PLD).  Each admission takes what
-    # it has handed over; one that the zCDP route and the certificate no longer answer
-    # waits for the handover before merging or composing itself, and while it works each
-    # admission waits for it up to _PREPARE_PACE.  The thread only reads the budget and its
-    # own programs; the handover is one attribute assignment.  Nothing it finds is saved: a
-    # copy or a restored accountant starts without it.
+    # grown program it can (merges into that composition's PLD), and hands both over as it
+    # ends (one attribute assignment).  The next admission after it ended takes them; one
+    # that the zCDP route and the certificate no longer answer waits for the thread to end
+    # before merging or composing itself, and while it works each admission waits for it
+    # up to _PREPARE_PACE.  The thread only reads the budget and its own programs.  Nothing
+    # it finds is saved: a copy or a restored accountant starts without it.
 
     def _prepare_ahead(self) -> None:
         """(The lock held, after an admission.)  Start the preparation when it is worth it
@@ -1982,17 +1988,17 @@ class Accountant:
             return
 
     def _collect_prepared(self) -> None:
-        """(The lock held.)  Take what the preparation handed over since last time: its PLD
-        to merge into, and its certificate if that holds the releases made (and is larger);
-        forget the thread once it has ended."""
-        if self._preparing is not None and not self._preparing.is_alive():
-            self._preparing = None
-        prepared = self._prepared
-        if prepared is None or prepared is self._taken:
+        """(The lock held.)  Once the preparation has ended, take what it handed over: its
+        PLD to merge into, and its certificate if that holds the releases made (and is
+        larger); then forget the thread."""
+        thread = self._preparing
+        if thread is None or thread.is_alive():
             return
-        self._taken = prepared
+        self._preparing, prepared, self._prepared = None, self._prepared, None
+        if prepared is None:  # it found nothing (did not fit, or failed)
+            return
         base, certificate = prepared
-        if base[1] is not None:
+        if base[1] is not None:  # (no PLD on a shared grid: nothing to merge into)
             self._prepared_base = base
         current = self._certificate
         if self._program.within(certificate.program) and (
@@ -2001,10 +2007,9 @@ class Accountant:
             self._certificate = certificate
 
     def _wait_for_prepared(self) -> None:
-        """(The lock held.)  Wait until the preparation hands something over or ends."""
-        thread = self._preparing
-        while thread is not None and thread.is_alive() and self._prepared is self._taken:
-            thread.join(0.005)
+        """(The lock held.)  Wait for the preparation to end and take what it handed over."""
+        if self._preparing is not None:
+            self._preparing.join()
         self._collect_prepared()
 
     def _zcdp_limit(self) -> Fraction:
