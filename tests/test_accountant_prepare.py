@@ -10,7 +10,9 @@ rule too, a failing preparation changes no decision, and copies never share a th
 
 from __future__ import annotations
 
+import math
 import pickle
+import sys
 import threading
 from fractions import Fraction
 
@@ -18,7 +20,7 @@ import pytest
 
 import dgauss
 from dgauss import mechanisms
-from dgauss.accounting import Gaussian, Laplace, compose
+from dgauss.accounting import Gaussian, Laplace, cdp_rho, compose
 from test_accountant_grouped import as_recorded, offer
 
 BUDGET = {"epsilon": "1", "delta": "1e-6"}
@@ -165,3 +167,35 @@ def test_a_restored_ledger_spent_once_starts_no_thread(small_preparation, monkey
     for kind in KINDS:
         assert offer(restored, kind)
         assert restored._preparing is None and restored._prepared_at == 0
+
+
+@pytest.mark.parametrize(
+    "epsilon, delta",
+    [
+        ("1", "1e-12"),
+        pytest.param("20", "1e-300", marks=pytest.mark.slow),  # about 3 minutes
+        pytest.param("60", "1e-100", marks=pytest.mark.slow),
+    ],
+)
+def test_prepared_admissions_of_l2_balls_fit_by_the_plain_rule(
+    small_preparation, monkeypatch, epsilon, delta
+):
+    """Hostile: ℓ2-ball sensitivities (the worst vectors' programs: no PLD to merge into),
+    a Laplace of sensitivity 3, large ε and tiny δ.  Whatever the preparation hands over,
+    what is admitted fits by the plain rule (compose of every release, in logs: δ may be
+    below the smallest float) and one more release of any kind would not."""
+    monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 20)
+    rho = cdp_rho(epsilon, delta) / 24  # about 24 releases fill the zCDP route
+    kinds = [
+        Gaussian(f"{4 / (2 * rho):.4g}", 2),  # ‖v‖₂ ≤ 2: the ball's worst vectors
+        Laplace(f"{3 / math.sqrt(2 * rho):.4g}", 3),
+        Gaussian(f"{1 / (2 * rho):.4g}"),
+    ]
+    monkeypatch.setattr(sys.modules[__name__], "KINDS", kinds)
+    acc = dgauss.Accountant(epsilon=epsilon, delta=delta)
+    made = fill(acc, [])
+    assert acc._prepared_at >= 20  # a preparation ran
+    log_budget = math.log(float(delta))
+    assert compose(*made).delta(epsilon, log=True) <= log_budget
+    for kind in kinds:
+        assert compose(*made, as_recorded(kind)).delta(epsilon, log=True) > log_budget, kind
