@@ -19,9 +19,9 @@ def run(capsys, *args) -> tuple[int, str, str]:
     return status, out, err
 
 
-def write_csv(path, header, rows):
+def write_csv(path, header, rows, delimiter=","):
     with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
+        writer = csv.writer(f, delimiter=delimiter)
         writer.writerow(header)
         writer.writerows(rows)
     return path

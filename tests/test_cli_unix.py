@@ -7,7 +7,6 @@ through :func:`dgauss.cli.main`.
 
 from __future__ import annotations
 
-import csv
 import decimal
 import os
 import signal
@@ -26,6 +25,7 @@ from dgauss import cli
 from dgauss.cli import _common, _io
 from dgauss.cli import noise as noise_module
 from dgauss.mechanisms import Remaining
+from test_cli_noise import read_csv, write_csv
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and pipes")
 
@@ -61,20 +61,6 @@ def run(capsys, *args) -> tuple[int, str, str]:
     status = cli.main([str(a) for a in args])
     out, err = capsys.readouterr()
     return status, out, err
-
-
-def write_csv(path, header, rows, delimiter=","):
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f, delimiter=delimiter, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    return rows[0], rows[1:]
 
 
 # ---- 1. SIGTERM and SIGHUP: no partial or hidden file, what was written, 128 + signal ---------
