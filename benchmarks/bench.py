@@ -4,6 +4,7 @@ Run from an installed dgauss (peers: ``pip install '.[bench]'``)::
 
     python benchmarks/bench.py              # full run, a few minutes
     python benchmarks/bench.py --quick      # smaller samples, no memory run
+    python benchmarks/bench.py --small      # small calls (1 to 10^4 samples) beside NumPy
 
 It prints a table and writes ``benchmarks/results/bench.json`` and
 ``bench.md``.  For every case, in the same run and on the same inputs:
@@ -40,6 +41,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
+import functools
 import json
 import math
 import platform
@@ -496,21 +498,119 @@ def markdown(rows: list[dict], machine: str, mem: dict | None, source: dict | No
     return "\n".join(lines) + "\n"
 
 
+#: The batch sizes of the small-call sweep (None: one scalar), and its parameters.
+SMALL_SIZES = (None, 10, 100, 1000, 10_000)
+SMALL_SIGMA2 = (1, 100, 10**4)
+SMALL_SCALES = (1, 1000)
+
+
+def per_call(fn: Callable[[], object], budget: float = 0.2, rounds: int = 9) -> float:
+    """The best time of one call of ``fn``, in seconds: calls timed in loops of about
+    ``budget`` / ``rounds`` seconds, the fastest loop's mean."""
+    fn()
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        took = time.perf_counter() - start
+        if took >= budget / rounds / 4:
+            break
+        number *= 4
+    best = math.inf
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def small_rows() -> list[dict]:
+    """dgauss's calls at every batch size beside NumPy's inexact rounding, in turns: the
+    scalar against ``round(g.normal(0, σ))``, a batch against ``np.rint(g.normal(0, σ, n))``
+    (and the Laplace's likewise); then add_gaussian_noise and GaussianMechanism on 10 and
+    1,000 counts against ``counts + rint(normal).astype(int64)``."""
+    g = np.random.default_rng()
+    rows = []
+    cases = [("gaussian", s2, math.sqrt(s2)) for s2 in SMALL_SIGMA2]
+    cases += [("laplace", scale, float(scale)) for scale in SMALL_SCALES]
+    for kind, param, spread in cases:
+        ours_draw = dgauss.sample_gaussian if kind == "gaussian" else dgauss.sample_laplace
+        theirs_draw = g.normal if kind == "gaussian" else g.laplace
+        for size in SMALL_SIZES:
+            if size is None:
+                ours = functools.partial(ours_draw, param)
+                theirs = lambda d=theirs_draw, s=spread: round(d(0, s))  # noqa: E731
+            else:
+                ours = functools.partial(ours_draw, param, size=size)
+                theirs = lambda d=theirs_draw, s=spread, n=size: np.rint(d(0, s, n))  # noqa: E731
+            a, b = per_call(ours), per_call(theirs)
+            rows.append({"case": f"{kind} {param}", "size": size, "dgauss": a, "numpy": b})
+    for n in (10, 1000):
+        counts = np.arange(n, dtype=np.int64)
+        theirs = lambda c=counts: c + np.rint(g.normal(0, 10, c.size)).astype(np.int64)  # noqa: E731
+        acc = dgauss.Accountant(rho=10**9)
+        ours_calls = {
+            "add_gaussian_noise, sigma2 100": functools.partial(
+                dgauss.add_gaussian_noise, counts, sigma2=100
+            ),
+            "Accountant.add_gaussian_noise": functools.partial(
+                acc.add_gaussian_noise, counts, sigma2=100
+            ),
+        }
+        for label, ours in ours_calls.items():
+            a, b = per_call(ours), per_call(theirs)
+            rows.append({"case": label, "size": n, "dgauss": a, "numpy": b})
+    return rows
+
+
+def small_markdown(rows: list[dict], machine: str) -> str:
+    lines = [
+        "# dgauss: small calls beside NumPy",
+        "",
+        f"{machine}; `python benchmarks/bench.py --small`; one thread, OS randomness;",
+        "best mean of 9 timed loops per call, dgauss's and NumPy's in turns.",
+        "",
+        "| case | samples | dgauss | NumPy (inexact) | NumPy time / dgauss time |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        size = "1 (scalar)" if r["size"] is None else f"{r['size']:,}"
+        lines.append(
+            f"| {r['case']} | {size} | {r['dgauss'] * 1e6:.2f} us | {r['numpy'] * 1e6:.2f} us "
+            f"| {r['numpy'] / r['dgauss']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller samples, no memory run")
     parser.add_argument(
+        "--small",
+        action="store_true",
+        help="only the small-call sweep (batch sizes 1 to 10^4, and add_*_noise on 10 and "
+        "1,000 counts) beside NumPy; writes bench_small.md",
+    )
+    parser.add_argument(
         "--out", type=Path, default=RESULTS, help="where to write bench.json and bench.md"
     )
     args = parser.parse_args(argv)
-    peers = {"opendp": opendp_samplers(), "diffprivlib": diffprivlib_samplers()}
-    for name, samplers in peers.items():
-        if "error" in samplers:
-            print(f"# {name}: {samplers.pop('error')}", file=sys.stderr)
     machine = (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"NumPy {np.__version__}"
     )
+    if args.small:
+        report = small_markdown(small_rows(), machine)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_small.md").write_text(report)
+        print(report)
+        return 0
+    peers = {"opendp": opendp_samplers(), "diffprivlib": diffprivlib_samplers()}
+    for name, samplers in peers.items():
+        if "error" in samplers:
+            print(f"# {name}: {samplers.pop('error')}", file=sys.stderr)
     source = {"start": os_source_rate()}
     rows = []
     for kind, params in (

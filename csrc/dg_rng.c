@@ -28,6 +28,14 @@ void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
     rng->bit_budget = UINT64_MAX;
 }
 
+void dg_rng_wipe(dg_rng *rng)
+{
+    if (rng->buf != NULL && rng->len > 0)
+        memset(rng->buf, 0, rng->len * sizeof *rng->buf);
+    rng->cur = 0;
+    rng->avail = 0;
+}
+
 int dg_rng_next_word(dg_rng *rng)
 {
     if (rng->status != DG_OK)

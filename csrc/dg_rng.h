@@ -65,6 +65,11 @@ typedef struct dg_rng {
 void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
                  uint64_t *buf, size_t cap, size_t first_block);
 
+/* Zero the words fetched into the buffer and the current word: the bits a stream has read
+ * (from which the samples drawn could be told) do not stay in memory after it.  Only the
+ * buffer's first `len` words were ever written (fills start at 0 and grow). */
+void dg_rng_wipe(dg_rng *rng);
+
 /* Fill callback reading the operating system's CSPRNG (getrandom(2), or
  * getentropy(3) / /dev/urandom where that is missing).  Retries short reads
  * and EINTR; any other failure returns DG_ERR_ENTROPY with errno in

@@ -173,7 +173,7 @@ def test_a_restored_ledger_spent_once_starts_no_thread(small_preparation, monkey
     "epsilon, delta",
     [
         ("1", "1e-12"),
-        pytest.param("20", "1e-300", marks=pytest.mark.slow),  # about 3 minutes
+        pytest.param("20", "1e-300", marks=pytest.mark.slow),  # 75 s
         pytest.param("60", "1e-100", marks=pytest.mark.slow),
     ],
 )

@@ -1017,6 +1017,35 @@ cdef class _Job:
         free(probe)
         return 0
 
+    cdef void restart_os(self):
+        """Start a fresh stream of OS bits for the next call of a job set up for the OS
+        (``source=None``) as a new job starts: nothing read before is read again, and the
+        lanes' phase back at 0 (fill's per-thread jobs)."""
+        self.s.phase = 0
+        self.os_ctx.err = 0
+        dg_rng_init(&self.s.rng, dg_fill_os, &self.os_ctx, self.buf, OS_BUFFER_WORDS,
+                    OS_FIRST_BLOCK)
+        if self.s.lanes:
+            self.os_ctx2.err = 0
+            dg_rng_init(&self.s.rng2, dg_fill_os, &self.os_ctx2, self.buf2, OS_BUFFER_WORDS,
+                        OS_FIRST_BLOCK)
+
+    cdef void wipe(self):
+        """Zero the OS words read (the noise just drawn could be told from them) before the
+        job waits in the cache (dg_rng_wipe)."""
+        dg_rng_wipe(&self.s.rng)
+        if self.s.lanes:
+            dg_rng_wipe(&self.s.rng2)
+
+    cdef size_t nonzero_words(self):
+        """How many words of the OS buffers are not zero (cached_jobs_nonzero_words)."""
+        cdef size_t i, found = 0, cap = OS_BUFFER_WORDS
+        for i in range(cap):
+            found += self.buf[i] != 0
+            if self.s.lanes:
+                found += self.buf2[i] != 0
+        return found
+
     cdef int setup(self, int kind, object num, object den, object mu, object source,
                    unsigned long high_bits, bint fixed_point, bint inversion=False) except -1:
         cdef Params *p = &self.s.p
@@ -1124,7 +1153,7 @@ cdef class _Job:
         self.source = source
         cdef bint os = source is None or isinstance(source, _sources.ScriptedOS)
         cdef size_t cap = OS_BUFFER_WORDS if os else 1
-        self.buf = <uint64_t *>malloc(cap * sizeof(uint64_t))
+        self.buf = <uint64_t *>calloc(cap, sizeof(uint64_t))  # zero: only read words are not
         if self.buf == NULL:
             raise MemoryError()
         cdef dg_rng *rng = &self.s.rng
@@ -1132,7 +1161,7 @@ cdef class _Job:
         # and buffer (the second is filled only when a batch first draws from it)
         self.s.lanes = os and inversion and (source is None or source.lanes == 2)
         if self.s.lanes:
-            self.buf2 = <uint64_t *>malloc(cap * sizeof(uint64_t))
+            self.buf2 = <uint64_t *>calloc(cap, sizeof(uint64_t))
             if self.buf2 == NULL:
                 raise MemoryError()
         if source is None:
@@ -1262,6 +1291,36 @@ cdef class _Job:
         return 0
 
 
+# ---- the jobs of small calls, kept per thread -------------------------------------------
+# Setting a job up (its parameters in GMP, Algorithm 2's thresholds, the inversion's table
+# found) costs 2-5 us, most of a one-sample call.  So each thread keeps the jobs of its
+# last JOB_CACHE parameter sets drawn from the OS into an int64 or bool array, keyed on the
+# exact integers (num, den, mu) and the options, and starts each call with a fresh stream of
+# OS bits (restart_os); the words read are zeroed when the call ends (wipe).  A job set up
+# is a function of its key only: what it draws is as if made anew.  Per thread, so no job is
+# shared; a forked child may inherit its parent's, which hold no unread bits.
+
+JOB_CACHE = 8
+_job_local = _threading.local()
+
+
+cdef dict _thread_jobs():
+    """This thread's cached jobs (a dict from key to _Job, oldest first)."""
+    try:
+        return _job_local.jobs
+    except AttributeError:
+        _job_local.jobs = {}
+        return _job_local.jobs
+
+
+def cached_jobs():
+    """For tests: the keys of this thread's cached jobs, oldest first, and how many words of
+    their OS buffers are not zero (0: every word read was wiped)."""
+    cdef _Job job
+    jobs = _thread_jobs()
+    return list(jobs), sum((<_Job>job).nonzero_words() for job in jobs.values())
+
+
 def fill(int kind, object num, object den, object mu, object source, cnp.ndarray out,
          object next_slice=None, *, unsigned long high_bits=HIGH_BITS, bint fixed_point=True,
          method="rejection"):
@@ -1293,11 +1352,33 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     if next_slice is not None and not (source is None or isinstance(source, _sources.ScriptedOS)):
         raise ValueError("next_slice needs source=None (the OS CSPRNG)")
     split_bits(1, high_bits)        # checks high_bits
-    cdef bint inversion = (kind in (KIND_DISCRETE_GAUSSIAN, KIND_DISCRETE_LAPLACE)
-                           and _inversion.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
-                                                        source, method, out.shape[0]))
-    cdef _Job job = _Job()
-    job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
+    cdef _Job job = None
+    cdef dict jobs = None
+    cdef object key = None
+    cdef bint inversion
+    if source is None and next_slice is None and out.dtype.kind != "O" and method != "auto":
+        # a job kept by this thread for this key was set up (and method checked) as it would
+        # be now: "inversion" or "rejection" is resolved without the batch's size
+        jobs, key = _thread_jobs(), (kind, num, den, mu, high_bits, fixed_point, method)
+        job = jobs.pop(key, None)
+        if job is not None:
+            job.restart_os()
+    if job is None:
+        inversion = (kind in (KIND_DISCRETE_GAUSSIAN, KIND_DISCRETE_LAPLACE)
+                     and _inversion.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
+                                                  source, method, out.shape[0]))
+        job = _Job()
+        job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
+    if jobs is not None:
+        try:
+            job.run(out)
+            used = dg_bits_used(&job.s.rng) + (dg_bits_used(&job.s.rng2) if job.s.lanes else 0)
+        finally:
+            job.wipe()
+        if len(jobs) >= JOB_CACHE:  # (an error above drops the job: it is not put back)
+            del jobs[next(iter(jobs))]
+        jobs[key] = job
+        return used
     if isinstance(source, np.random.BitGenerator):
         with source.lock:
             job.run(out)

@@ -135,12 +135,37 @@ def int64_safe(kind: Kind, param: Fraction, mu: int = 0) -> bool:
     return _params.laplace_int64_safe(param, mu)
 
 
+#: The argument types whose values :func:`checked` remembers: an ``int``, ``str`` or
+#: ``Fraction`` equals another only when it means the same number (a ``bool`` or a NumPy
+#: scalar is checked each time: True == 1, but True is refused).
+_EXACT_TYPES = (int, str, Fraction)
+#: Results kept (a repeated call skips the parsing: a few microseconds of a small call).
+_CHECKED_MAX = 256
+_checked_cache: dict = {}
+
+
 def checked(kind: Kind, param, mu, dtype) -> tuple[Fraction, int, np.dtype]:
     """A discrete Gaussian's or Laplace's parameter (σ² or scale) and ``mu``, exact and
-    checked by name, and the output dtype ``dtype`` resolves to."""
+    checked by name, and the output dtype ``dtype`` resolves to.  Remembered for arguments
+    of :data:`_EXACT_TYPES` (keyed on their types and exact values, never a float)."""
+    key = None
+    if (
+        type(param) in _EXACT_TYPES
+        and type(mu) in _EXACT_TYPES
+        and (dtype is None or type(dtype) in (str, type, np.dtype))
+    ):
+        key = (kind, type(param), param, type(mu), mu, type(dtype), dtype)
+        found = _checked_cache.get(key)
+        if found is not None:
+            return found
     value = _params.positive(param, "sigma2" if kind == DISCRETE_GAUSSIAN else "scale")
-    mu = _params.integer(mu, "mu")
-    return value, mu, _params.result_dtype(dtype, int64_safe(kind, value, mu))
+    mu_value = _params.integer(mu, "mu")
+    found = value, mu_value, _params.result_dtype(dtype, int64_safe(kind, value, mu_value))
+    if key is not None:
+        if len(_checked_cache) >= _CHECKED_MAX:
+            _checked_cache.clear()
+        _checked_cache[key] = found
+    return found
 
 
 def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None, method="auto"):
@@ -157,6 +182,8 @@ def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None, me
             workers,
         )
     value, mu, out_dtype = checked(kind, param, mu, dtype)
-    if size is None and dtype is None:
-        out_dtype = np.dtype(object)  # a scalar is always an exact Python int
+    if size is None and dtype is None and rng is not None:
+        # a scalar is an exact Python int either way; from a generator it is drawn as it
+        # always was (into an object array), from the OS by the faster int64 path when safe
+        out_dtype = np.dtype(object)
     return draw(fill, kind, value, size, mu, rng, out_dtype, workers, method=method)

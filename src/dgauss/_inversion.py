@@ -547,6 +547,20 @@ def table_words(gaussian: bool, param: Fraction) -> int:
     return 90 * (whole + 1) // big_l + big_l
 
 
+@functools.lru_cache(maxsize=256)
+def _facts(gaussian: bool, param: Fraction) -> tuple[bool, bool, int]:
+    """What :func:`resolve` reads of a parameter (a pure function of its exact value,
+    remembered): inside the inversion's range, numerator and denominator below WORD_PARAM,
+    and :func:`table_words`."""
+    low, high = (
+        (GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX)
+        if gaussian
+        else (LAPLACE_INVERSION_MIN, LAPLACE_INVERSION_MAX)
+    )
+    words = param.numerator < WORD_PARAM and param.denominator < WORD_PARAM
+    return low <= param <= high, words, table_words(gaussian, param)
+
+
 def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, source=None) -> str:
     """``method`` ("auto", "inversion" or "rejection") resolved for ``count`` samples (None:
     one) of the discrete Gaussian (``param`` = sigma^2) or Laplace (``param`` = the scale), or
@@ -561,18 +575,17 @@ def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, s
     outside the range, or for a Laplace scale whose numerator or denominator reaches
     WORD_PARAM (its words would all be computed in Python), is a ValueError."""
     method = check_method(method)
+    inside, words, table = _facts(gaussian, param)
+    if method == "auto":
+        if isinstance(source, DecisionTape):
+            return "rejection"
+        batch = 4 * (1 if count is None else count) + SMALL_TABLE >= table
+        return "inversion" if inside and words and batch else "rejection"
     low, high = (
         (GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX)
         if gaussian
         else (LAPLACE_INVERSION_MIN, LAPLACE_INVERSION_MAX)
     )
-    inside = low <= param <= high
-    words = param.numerator < WORD_PARAM and param.denominator < WORD_PARAM
-    if method == "auto":
-        if isinstance(source, DecisionTape):
-            return "rejection"
-        batch = 4 * (1 if count is None else count) + SMALL_TABLE >= table_words(gaussian, param)
-        return "inversion" if inside and words and batch else "rejection"
     if method == "inversion" and not inside:
         name = "sigma2" if gaussian else "scale"
         raise ValueError(
