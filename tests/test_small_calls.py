@@ -125,3 +125,61 @@ def test_a_seeded_generator_draws_as_without_the_cache():
             ours = dgauss.sample_gaussian(sigma2, size=size, rng=np.random.default_rng(3))
             theirs = reference.sample_gaussian(sigma2, size=size, rng=np.random.default_rng(3))
             assert np.array_equal(np.asarray(ours), np.asarray(theirs)), (sigma2, size)
+
+
+# ---- the mechanisms' set-up, remembered per exact arguments (mechanisms._set_up) ----------
+
+
+@pytest.mark.parametrize(
+    "cls, good, bad",
+    [
+        (dgauss.GaussianMechanism, {"sigma2": 100, "k": 1}, {"sigma2": 100, "k": True}),
+        (
+            dgauss.GaussianMechanism,
+            {"sigma2": 1, "sensitivity": 1},
+            {"sigma2": 1, "sensitivity": True},
+        ),
+        (dgauss.GaussianMechanism, {"sigma2": "2"}, {"sigma2": "-2"}),
+        (dgauss.LaplaceMechanism, {"scale": 3, "k": 2}, {"scale": 3, "k": True}),
+        (dgauss.LaplaceMechanism, {"scale": 3}, {"scale": 3, "sensitivity": [1, 2]}),
+    ],
+)
+def test_a_remembered_set_up_answers_only_for_the_same_arguments(cls, good, bad):
+    first = cls(**good)
+    again = cls(**good)
+    assert repr(again) == repr(first)
+    for _ in range(2):
+        with pytest.raises((TypeError, ValueError)):
+            cls(**bad)
+
+
+def test_mechanisms_set_up_alike_count_their_releases_apart():
+    x = np.zeros(3, dtype=np.int64)
+    a = dgauss.GaussianMechanism(sigma2=100, k=2)
+    a(x)
+    a(x)
+    with pytest.raises(dgauss.PrivacyBudgetError):
+        a(x)
+    b = dgauss.GaussianMechanism(sigma2=100, k=2)  # remembered settings, its own count
+    b(x)
+    b(x)
+    for _ in range(3):  # add_*_noise: a new one-release mechanism each call
+        dgauss.add_gaussian_noise(x, sigma2=100)
+        dgauss.add_laplace_noise(x, scale=10)
+
+
+def test_a_remembered_calibration_is_the_calibration():
+    from dgauss import accounting
+
+    for _ in range(2):
+        g = dgauss.GaussianMechanism(epsilon="1", delta="1e-6", sensitivity=2, k=3)
+        assert g.sigma2 == accounting.calibrate_gaussian(
+            "1", "1e-6", 2, 3, method="exact", round_up_safe=True
+        )
+        lap = dgauss.LaplaceMechanism(epsilon="0.5", sensitivity=3)
+        assert lap.scale == accounting.calibrate_laplace("0.5", 0, 3, 1)
+    # a different argument of the same value in another type is its own entry, same answer
+    assert (
+        dgauss.GaussianMechanism(epsilon=Fraction(1), delta="1e-6", sensitivity=2, k=3).sigma2
+        == g.sigma2
+    )

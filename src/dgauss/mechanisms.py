@@ -65,7 +65,7 @@ import decimal
 import json
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -669,6 +669,36 @@ def _copy_mechanism(mech):
     return new
 
 
+#: The argument types whose values a mechanism's set-up is remembered for: equal only when
+#: they mean the same (a bool, a float or a NumPy scalar is set up each time).
+_EXACT_ARGUMENTS = (type(None), int, str, Fraction)
+#: Set-ups remembered (a repeated call, e.g. add_gaussian_noise in a loop, skips parsing and
+#: calibrating its arguments again).
+_SETUPS_MAX = 256
+_setups: dict = {}
+
+
+def _set_up(mech, arguments: dict, set_up: Callable[[], None]) -> None:
+    """Give ``mech`` its settings: ``set_up()`` computes them from ``arguments`` (or raises),
+    or they are copied from a mechanism of the same class set up from the same arguments
+    (every argument of an _EXACT_ARGUMENTS type, keyed on its type and value; the settings
+    are immutable, so sharing them is as a copy does).  Then a fresh release count."""
+    key = None
+    if all(type(value) in _EXACT_ARGUMENTS for value in arguments.values()):
+        key = (type(mech), *((name, type(v), v) for name, v in arguments.items()))
+        found = _setups.get(key)
+        if found is not None:
+            mech.__dict__.update(found)
+            mech._releases = _Releases(mech.k)
+            return
+    set_up()
+    if key is not None:
+        if len(_setups) >= _SETUPS_MAX:
+            _setups.clear()
+        _setups[key] = dict(mech.__dict__)
+    mech._releases = _Releases(mech.k)
+
+
 class GaussianMechanism:
     r"""The discrete Gaussian mechanism: adds N_Z(0, σ²) to every value (Canonne, Kamath &
     Steinke 2020, Theorems 4, 7, 14, 15).
@@ -712,6 +742,7 @@ class GaussianMechanism:
     """
 
     _kind = Kind.DISCRETE_GAUSSIAN
+    _releases: _Releases  # the release count (_set_up)
 
     def __init__(
         self,
@@ -725,6 +756,19 @@ class GaussianMechanism:
         accounting: str = "exact",
         granularity=None,
     ):
+        arguments = {
+            "sigma2": sigma2,
+            "rho": rho,
+            "epsilon": epsilon,
+            "delta": delta,
+            "sensitivity": sensitivity,
+            "k": k,
+            "accounting": accounting,
+            "granularity": granularity,
+        }
+        _set_up(self, arguments, lambda: self._set_up(**arguments))
+
+    def _set_up(self, *, sigma2, rho, epsilon, delta, sensitivity, k, accounting, granularity):
         self._sensitivity = _cf._gaussian_sensitivity(sensitivity)
         scalar = _cf._scalar(sensitivity)  # a 0-d array is a scalar
         self.sensitivity: int | tuple[int, ...] | _acc.L2Ball = (
@@ -756,7 +800,6 @@ class GaussianMechanism:
                 epsilon, delta, self._sensitivity, self.k, method=accounting, round_up_safe=True
             )
         self.rho = Fraction(self.k * norm2) / (2 * self.sigma2)
-        self._releases = _Releases(self.k)
 
     __copy__ = _copy_mechanism
 
@@ -832,6 +875,7 @@ class LaplaceMechanism:
     """
 
     _kind = Kind.DISCRETE_LAPLACE
+    _releases: _Releases  # the release count (_set_up)
 
     def __init__(
         self,
@@ -843,6 +887,17 @@ class LaplaceMechanism:
         k: int = 1,
         granularity=None,
     ):
+        arguments = {
+            "scale": scale,
+            "epsilon": epsilon,
+            "delta": delta,
+            "sensitivity": sensitivity,
+            "k": k,
+            "granularity": granularity,
+        }
+        _set_up(self, arguments, lambda: self._set_up(**arguments))
+
+    def _set_up(self, *, scale, epsilon, delta, sensitivity, k, granularity):
         (self.sensitivity,) = _cf._sensitivity(sensitivity, vector_ok=False)
         self.k = _cf._count(k, "k")
         self.granularity = _granularity(granularity)
@@ -856,7 +911,6 @@ class LaplaceMechanism:
                 epsilon, 0 if delta is None else delta, self.sensitivity, self.k
             )
         self.rho = self.k * (Fraction(self.sensitivity) / self.scale) ** 2 / 2
-        self._releases = _Releases(self.k)
 
     __copy__ = _copy_mechanism
 
