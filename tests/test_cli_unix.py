@@ -33,7 +33,16 @@ ENV = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(dgauss.__file_
 DGAUSS = [sys.executable, "-m", "dgauss"]
 
 
+def hangups_at_default() -> None:
+    """(In the child, before exec.)  SIGHUP at its default action, as under a terminal: a
+    run of the tests under ``nohup`` ignores it, a child would inherit that, and the CLI
+    rightly leaves an ignored SIGHUP ignored (test_an_ignored_sighup_stays_ignored)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start(args, tmp_path, **options) -> subprocess.Popen:
+    if hasattr(signal, "SIGHUP"):
+        options.setdefault("preexec_fn", hangups_at_default)
     return subprocess.Popen(
         DGAUSS + [str(a) for a in args],
         env=ENV,
