@@ -135,10 +135,6 @@ def int64_safe(kind: Kind, param: Fraction, mu: int = 0) -> bool:
     return _params.laplace_int64_safe(param, mu)
 
 
-#: The argument types whose values :func:`checked` remembers: an ``int``, ``str`` or
-#: ``Fraction`` equals another only when it means the same number (a ``bool`` or a NumPy
-#: scalar is checked each time: True == 1, but True is refused).
-_EXACT_TYPES = (int, str, Fraction)
 #: Results kept (a repeated call skips the parsing: a few microseconds of a small call).
 _CHECKED_MAX = 256
 _checked_cache: dict = {}
@@ -147,12 +143,13 @@ _checked_cache: dict = {}
 def checked(kind: Kind, param, mu, dtype) -> tuple[Fraction, int, np.dtype]:
     """A discrete Gaussian's or Laplace's parameter (σ² or scale) and ``mu``, exact and
     checked by name, and the output dtype ``dtype`` resolves to.  Remembered for arguments
-    of :data:`_EXACT_TYPES` (keyed on their types and exact values, never a float)."""
+    of :data:`dgauss._params.EXACT_TYPES` (keyed on their types and exact values, never a
+    float) and a ``dtype`` given as None, a type or a string."""
     key = None
     if (
-        type(param) in _EXACT_TYPES
-        and type(mu) in _EXACT_TYPES
-        and (dtype is None or type(dtype) in (str, type, np.dtype))
+        type(param) in _params.EXACT_TYPES
+        and type(mu) in _params.EXACT_TYPES
+        and (dtype is None or type(dtype) in (str, type))
     ):
         key = (kind, type(param), param, type(mu), mu, type(dtype), dtype)
         found = _checked_cache.get(key)

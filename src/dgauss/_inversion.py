@@ -547,16 +547,19 @@ def table_words(gaussian: bool, param: Fraction) -> int:
     return 90 * (whole + 1) // big_l + big_l
 
 
+def _inversion_range(gaussian: bool) -> tuple[Fraction, Fraction]:
+    """The parameters the inversion draws, low to high (σ² or the scale)."""
+    if gaussian:
+        return GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX
+    return LAPLACE_INVERSION_MIN, LAPLACE_INVERSION_MAX
+
+
 @functools.lru_cache(maxsize=256)
 def _facts(gaussian: bool, param: Fraction) -> tuple[bool, bool, int]:
     """What :func:`resolve` reads of a parameter (a pure function of its exact value,
     remembered): inside the inversion's range, numerator and denominator below WORD_PARAM,
     and :func:`table_words`."""
-    low, high = (
-        (GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX)
-        if gaussian
-        else (LAPLACE_INVERSION_MIN, LAPLACE_INVERSION_MAX)
-    )
+    low, high = _inversion_range(gaussian)
     words = param.numerator < WORD_PARAM and param.denominator < WORD_PARAM
     return low <= param <= high, words, table_words(gaussian, param)
 
@@ -581,12 +584,8 @@ def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, s
             return "rejection"
         batch = 4 * (1 if count is None else count) + SMALL_TABLE >= table
         return "inversion" if inside and words and batch else "rejection"
-    low, high = (
-        (GAUSSIAN_INVERSION_MIN, GAUSSIAN_INVERSION_MAX)
-        if gaussian
-        else (LAPLACE_INVERSION_MIN, LAPLACE_INVERSION_MAX)
-    )
     if method == "inversion" and not inside:
+        low, high = _inversion_range(gaussian)
         name = "sigma2" if gaussian else "scale"
         raise ValueError(
             f"method='inversion' needs {low} <= {name} <= 2**{high.numerator.bit_length() - 1}, "

@@ -46,6 +46,11 @@ MAX_DECIMAL_EXPONENT = 1_000_000
 
 ACCEPTED = "an int, fractions.Fraction, gmpy2 mpz/mpq, decimal.Decimal, str or finite float"
 
+#: The argument types whose values may be remembered (dgauss._driver.checked, a mechanism's
+#: set-up): an int, str or Fraction equals another only when it means the same number.  A
+#: bool (True == 1, but a bool is refused), a float or a NumPy scalar is checked each time.
+EXACT_TYPES = (int, str, Fraction)
+
 # ASCII digits only: str.isdigit-style Unicode digits (full-width '１２') are refused by name.
 _RATIO = re.compile(r"\s*([+-]?)([0-9]+)\s*/\s*([0-9]+)\s*$", re.ASCII)
 _DECIMAL = re.compile(

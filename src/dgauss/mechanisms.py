@@ -669,16 +669,16 @@ def _copy_mechanism(mech):
     return new
 
 
-#: The argument types whose values a mechanism's set-up is remembered for: equal only when
-#: they mean the same (a bool, a float or a NumPy scalar is set up each time).
-_EXACT_ARGUMENTS = (type(None), int, str, Fraction)
+#: The argument types whose values a mechanism's set-up is remembered for (None: the
+#: argument not given).
+_EXACT_ARGUMENTS = (type(None), *_params.EXACT_TYPES)
 #: Set-ups remembered (a repeated call, e.g. add_gaussian_noise in a loop, skips parsing and
 #: calibrating its arguments again).
 _SETUPS_MAX = 256
 _setups: dict = {}
 
 
-def _set_up(mech, arguments: dict, set_up: Callable[[], None]) -> None:
+def _remembered_set_up(mech, arguments: dict, set_up: Callable[[], None]) -> None:
     """Give ``mech`` its settings: ``set_up()`` computes them from ``arguments`` (or raises),
     or they are copied from a mechanism of the same class set up from the same arguments
     (every argument of an _EXACT_ARGUMENTS type, keyed on its type and value; the settings
@@ -742,7 +742,7 @@ class GaussianMechanism:
     """
 
     _kind = Kind.DISCRETE_GAUSSIAN
-    _releases: _Releases  # the release count (_set_up)
+    _releases: _Releases  # the release count (_remembered_set_up)
 
     def __init__(
         self,
@@ -766,7 +766,7 @@ class GaussianMechanism:
             "accounting": accounting,
             "granularity": granularity,
         }
-        _set_up(self, arguments, lambda: self._set_up(**arguments))
+        _remembered_set_up(self, arguments, lambda: self._set_up(**arguments))
 
     def _set_up(self, *, sigma2, rho, epsilon, delta, sensitivity, k, accounting, granularity):
         self._sensitivity = _cf._gaussian_sensitivity(sensitivity)
@@ -875,7 +875,7 @@ class LaplaceMechanism:
     """
 
     _kind = Kind.DISCRETE_LAPLACE
-    _releases: _Releases  # the release count (_set_up)
+    _releases: _Releases  # the release count (_remembered_set_up)
 
     def __init__(
         self,
@@ -895,7 +895,7 @@ class LaplaceMechanism:
             "k": k,
             "granularity": granularity,
         }
-        _set_up(self, arguments, lambda: self._set_up(**arguments))
+        _remembered_set_up(self, arguments, lambda: self._set_up(**arguments))
 
     def _set_up(self, *, scale, epsilon, delta, sensitivity, k, granularity):
         (self.sensitivity,) = _cf._sensitivity(sensitivity, vector_ok=False)
