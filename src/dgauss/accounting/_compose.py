@@ -31,9 +31,9 @@ The PLD route (derivation in ``docs/accounting.md``, *Composing a program*):
 3. Mass far out in the tilted tails is dropped and accounted for by a Chernoff bound:
    (1 − e^{ε−x})₊ ≤ c_α e^{α(x−ε)} with c_α = α^α/(1+α)^{1+α}, so a dropped part adds at most
    c_α e^{−αε}·(its tilted mass)·Π_j M̄_j(α), M̄_j ≥ E[e^{αL̃_j}] (measured on the gridded
-   leaf).  An end is dropped when its measured mass is negligible, or when Hoeffding's bound
-   over the leaves' supports says it is (the FFT's error floor hides the first in long
-   compositions).
+   leaf).  An end is dropped when its measured mass is negligible, or when Hoeffding's or
+   Bennett's bound over the leaves (their supports, variances) says it is (the FFT's error
+   floor hides the first in long compositions).
 4. Each convolution's floating-point error is bounded entrywise (FFT error analysis,
    generously inflated) and carried; every entry is used as (value + bound).
 
@@ -51,6 +51,7 @@ fixed ladder of tilts, :class:`_Ladder`), and bounds are carried across buckets'
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -264,6 +265,79 @@ def _coordinates(releases: Sequence[Release]) -> list[_Coordinate]:
     return [_Coordinate(g, p, m, c) for (g, p, m), c in sorted(counts.items(), key=str)]
 
 
+@dataclass(frozen=True)
+class _Law:
+    """The law of a node's untruncated sum, its leaves normalised (each a probability law,
+    in grid indices) and independent: its mean (within ``mean_err``); Σ (leaf support
+    width)², for Hoeffding's bound; and for Bennett's, an upper bound on Σ of the leaves'
+    variances and on how far any leaf reaches above (``above``) or below (``below``) its
+    own mean."""
+
+    mean: float
+    mean_err: float
+    width2: float
+    var: float
+    above: float
+    below: float
+
+    def __add__(self, other: _Law) -> _Law:
+        return _Law(
+            self.mean + other.mean,
+            self.mean_err + other.mean_err,
+            self.width2 + other.width2,
+            self.var + other.var,
+            max(self.above, other.above),
+            max(self.below, other.below),
+        )
+
+    def times(self, count: int) -> _Law:
+        """The law of ``count`` independent copies' sum."""
+        return _Law(
+            self.mean * count,
+            self.mean_err * count,
+            self.width2 * count,
+            self.var * count,
+            self.above,
+            self.below,
+        )
+
+    def reach(self, upward: bool) -> float:
+        """A t, rounded up, such that the sum lies above (upward) or below the computed mean
+        by more than t with probability at most _DROP: the smaller of Hoeffding's
+        (√(Σw²·ln(1/_DROP)/2)) and Bennett's, plus the mean's error."""
+        hoeffding = math.sqrt(self.width2 * _LOG_INV_DROP / 2) * (1 + 4 * _U)
+        bennett = _bennett_reach(self.var, self.above if upward else self.below, _LOG_INV_DROP)
+        return min(hoeffding, bennett) + self.mean_err + 1
+
+
+def _bennett_h_low(u: float) -> float:
+    """A lower bound on h(u) = (1 + u)·ln(1 + u) − u, u ≥ 0."""
+    if u < 0.01:  # the alternating series Σ_{k≥2} (−u)^k/(k(k−1)), its terms falling
+        return u * u * (1 / 2 - u * (1 / 6 - u * (1 / 12 - u / 20))) * (1 - 8 * _U)
+    a = (1 + u) * math.log1p(u)
+    return (a - u) - 8 * _U * (a + u)
+
+
+def _bennett_reach(var: float, b: float, log_inv: float) -> float:
+    """Bennett's inequality: independent X_j with X_j − E X_j ≤ b and Σ Var X_j ≤ var have
+    P(Σ (X_j − E X_j) ≥ t) ≤ exp(−(var/b²)·h(bt/var)).  Returns a t (rounded up) at which
+    that is at most e^{−log_inv}; inf when var or b is not positive and finite."""
+    if not (0 < var < math.inf and 0 < b < math.inf):
+        return math.inf
+    need = log_inv * b * b / var  # h(u) ≥ need, u = bt/var
+    lo = math.sqrt(2 * need)  # h(u) ≤ u²/2: u ≥ √(2·need)
+    hi = 2 * lo
+    while _bennett_h_low(hi) < need:
+        lo, hi = hi, 2 * hi
+    for _ in range(30):  # to a relative 1e-9 (hi is the bound: it only ever certifies)
+        mid = (lo + hi) / 2
+        if _bennett_h_low(mid) >= need:
+            hi = mid
+        else:
+            lo = mid
+    return hi * var / b * (1 + 8 * _U)
+
+
 @dataclass
 class _Node:
     """Tilted masses on the grid: the true tilted mass at (lo + j)·h lies in
@@ -277,16 +351,14 @@ class _Node:
     err: float
     dropped: float
     log_mgf: float
-    #: the untruncated convolution's law (leaves normalised, independent): its mean (grid
-    #: index, within ``mean_err``) and Σ (leaf support width)², for Hoeffding's bound
-    mean: float
-    mean_err: float
-    width2: float
+    #: what is known of the law of the untruncated convolution (for dropping its ends)
+    law: _Law
     #: how far the true ln-scale may lie below ``kappa`` (it is rounded up at every step);
     #: only the lower readout (:meth:`_PLD.log_delta_low`) needs it
     kappa_slack: float = 0.0
 
 
+@functools.lru_cache(maxsize=4096)
 def _log_theta(s: Fraction) -> float:
     """ln Θ(s) rounded down (so 1/Θ is rounded up), Θ(s) = Σ_y e^{−y²/(2σ²)}."""
     return cf._float_down(log_normaliser(s, Arith(64)).lo)
@@ -514,16 +586,66 @@ def _leaf(c: _Coordinate, alpha: float, h: float, a: Fraction | None) -> _Node |
     log_out = math.log(out) + alpha * h + kappa - math.log(top) if out > 0 else _NEG_INF
     log_mgf = _float_up(float(np.logaddexp(log_window, log_out)))
     dropped = _float_up(log_out - log_mgf) if out > 0 else _NEG_INF
+    return _Node(base, v, kappa, err, dropped, log_mgf, _leaf_law(v, base, err), slack)
+
+
+def _leaf_law(v: np.ndarray, base: int, err: float) -> _Law:
+    """The law of a leaf's vector ``v`` (entries within a relative ``err`` of the truth) at
+    grid indices base, base + 1, …"""
+    size = len(v)
     index = np.arange(size, dtype=np.float64)
-    mean = base + float((index * v).sum() / v.sum())
+    total = float(v.sum())
+    centre = float((index * v).sum() / total)
     # v is within a relative `err` of the true vector: the mean within err·size, and more
     mean_err = 4 * err * size + 1e-9 * size
-    return _Node(base, v, kappa, err, dropped, log_mgf, mean, mean_err, float(size - 1) ** 2, slack)
+    # the variance is at most the second moment about any point, here `centre`: the float
+    # sums of positive terms are within a relative size·u (and their terms a few u)
+    second = float((v * (index - centre) ** 2).sum()) / total
+    var = second * (1 + err) / (1 - err) * (1 + 4 * (size + 4) * _U) + 1e-300
+    return _Law(
+        base + centre,
+        mean_err,
+        float(size - 1) ** 2,
+        var,
+        (size - 1 - centre) + mean_err,
+        centre + mean_err,
+    )
+
+
+def _fft_length(n: int) -> int:
+    """The smallest 2^i·3^j·5^k ≥ n: a transform of that length is about as fast per point
+    as a power of two's (pocketfft's radix-3 and -5 passes), and pads less (a power of two
+    doubles the work of a vector just past one)."""
+    best = 1 << (n - 1).bit_length()
+    five = 1
+    while five < best:
+        three = five
+        while three < best:
+            m = three
+            while m < n:
+                m *= 2
+            best = min(best, m)
+            three *= 3
+        five *= 5
+    return best
 
 
 def _fft_error(n: int) -> float:
     """Entrywise error bound of an FFT convolution of length n, per unit of ‖a‖₁‖b‖₁."""
     return 80 * max(1, (n - 1).bit_length()) * _U
+
+
+def _convolve(a: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, float]:
+    """The convolution of a and b (b None: of a with itself, one transform fewer), and a
+    bound on each entry's rounding error per unit of ‖a‖₁‖b‖₁ (the inputs nonnegative)."""
+    other = a if b is None else b
+    n = len(a) + len(other) - 1
+    if min(len(a), len(other)) <= 64:
+        return np.convolve(a, other), 2 * min(len(a), len(other)) * _U
+    size = _fft_length(n)
+    fa = np.fft.rfft(a, size)
+    fb = fa if b is None else np.fft.rfft(b, size)
+    return np.fft.irfft(fa * fb, size)[:n], _fft_error(size)
 
 
 def _merge(a: _Node, b: _Node) -> _Node:
@@ -532,16 +654,8 @@ def _merge(a: _Node, b: _Node) -> _Node:
         raise ArithmeticError(f"a composed vector of {n} points exceeds the PLD route's budget")
     na, nb = float(a.v.sum()), float(b.v.sum())
     na_true, nb_true = na + a.err * len(a.v), nb + b.err * len(b.v)
-    if min(len(a.v), len(b.v)) <= 64:
-        v = np.convolve(a.v, b.v)
-        rounding = 2 * min(len(a.v), len(b.v)) * _U * na_true * nb_true
-    else:
-        size = 1 << (n - 1).bit_length()
-        fa = np.fft.rfft(a.v, size)
-        fb = fa if b is a else np.fft.rfft(b.v, size)  # a square (_power): one transform
-        v = np.fft.irfft(fa * fb, size)[:n]
-        rounding = _fft_error(size) * na_true * nb_true
-    err = a.err * nb_true + b.err * na_true + rounding
+    v, rounding = _convolve(a.v, b.v if b is not a else None)
+    err = a.err * nb_true + b.err * na_true + rounding * na_true * nb_true
     np.maximum(v, 0.0, out=v)
     top = float(v.max())
     if top <= 0:
@@ -558,9 +672,7 @@ def _merge(a: _Node, b: _Node) -> _Node:
         err,
         dropped,
         a.log_mgf + b.log_mgf,
-        a.mean + b.mean,
-        a.mean_err + b.mean_err,
-        a.width2 + b.width2,
+        a.law + b.law,
         slack,
     )
     return _truncate(merged)
@@ -572,12 +684,16 @@ def _truncate(node: _Node) -> _Node:
     Two bounds on an end's true tilted mass, whichever drops more on each side:
 
     * measured: Σ (value + error) over it, while below _DROP of the whole;
-    * Hoeffding: the node's vector is (up to earlier drops, which only remove mass) the
-      convolution of its leaves, i.e. Π_j M̄_j times the law of a sum of independent
-      variables, leaf j's supported on an interval of width w_j.  Beyond its mean ± t,
-      t = √(Σw_j²·ln(1/_DROP)/2), each side holds at most _DROP of it: in the units of
-      ``dropped`` (mass / Π M̄_j) that is _DROP exactly, whatever the FFT's error floor,
-      which stops the measured bound from cutting anything in long compositions.
+    * the law's: the node's vector is (up to earlier drops, which only remove mass) the
+      convolution of its leaves, i.e. at most Π_j M̄_j times the law of a sum of
+      independent variables, leaf j's supported on an interval of width w_j, with a
+      variance and a reach from its mean bounded from its vector.  Beyond its mean ± t
+      (:meth:`_Law.reach`: Hoeffding's t = √(Σw_j²·ln(1/_DROP)/2) or Bennett's, whichever
+      is smaller) each side holds at most _DROP of it: in the units of ``dropped``
+      (mass / Π M̄_j) that is _DROP exactly, whatever the FFT's error floor, which stops
+      the measured bound from cutting anything in long compositions.  (Bennett's is the
+      shorter past a few dozen leaves: about √(2·ln(1/_DROP)·Σ Var) where Hoeffding's has
+      √(Σw_j²/4), and a Gaussian leaf is 28 standard deviations wide.)
     """
     v = node.v
     n = len(v)
@@ -588,9 +704,9 @@ def _truncate(node: _Node) -> _Node:
     tail = np.cumsum(upper[::-1])
     i = int(np.searchsorted(head, limit, side="right"))
     k = int(np.searchsorted(tail, limit, side="right"))
-    t = math.sqrt(node.width2 * _LOG_INV_DROP / 2) + node.mean_err + 1
-    i_h = max(0, math.floor(node.mean - t) - node.lo)  # indices below mean − t
-    k_h = max(0, n - 1 - (math.ceil(node.mean + t) - node.lo))  # indices above mean + t
+    law = node.law
+    i_h = max(0, math.floor(law.mean - law.reach(False)) - node.lo)  # below mean − t
+    k_h = max(0, n - 1 - (math.ceil(law.mean + law.reach(True)) - node.lo))  # above mean + t
     pieces = []  # ln of each dropped part's mass / Π_{j∈node} M̄_j
     if i_h > i:
         i = i_h
@@ -615,9 +731,7 @@ def _truncate(node: _Node) -> _Node:
         node.err,
         dropped,
         node.log_mgf,
-        node.mean,
-        node.mean_err,
-        node.width2,
+        node.law,
         node.kappa_slack,
     )
 
@@ -768,10 +882,13 @@ class _PLD(_Readout):
             if leaf is None:
                 raise ArithmeticError("a coordinate is out of the PLD route's range")
             leaves.append(leaf)
-        # the composed vector, cut by Hoeffding, spans at most 2t: refuse before the work
-        width2 = sum(c.count * leaf.width2 for c, leaf in zip(coords, leaves, strict=True))
-        width2 += start.width2 if start is not None else 0.0
-        if 2 * math.sqrt(width2 * _LOG_INV_DROP / 2) > PLD_MAX_LENGTH / 2:
+        # the composed vector, cut by _truncate, spans at most its reach: refuse before the work
+        laws = [leaf.law.times(c.count) for c, leaf in zip(coords, leaves, strict=True)]
+        laws += [start.law] if start is not None else []
+        law = laws[0]
+        for other in laws[1:]:
+            law = law + other
+        if law.reach(True) + law.reach(False) > PLD_MAX_LENGTH / 2:
             raise ArithmeticError("the composed vector would exceed the PLD route's budget")
         nodes = [_power(leaf, c.count) for c, leaf in zip(coords, leaves, strict=True)]
         nodes += [start] if start is not None else []
