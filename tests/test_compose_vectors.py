@@ -97,9 +97,8 @@ def test_a_leaf_law_bounds_its_vector(name):
     law = leaf.law
     v = [Fraction(x) for x in leaf.v]
     total = sum(v)
-    idx = range(len(v))
-    mean = sum(Fraction(leaf.lo + i) * x for i, x in zip(idx, v)) / total
-    var = sum((Fraction(leaf.lo + i) - mean) ** 2 * x for i, x in zip(idx, v)) / total
+    mean = sum(Fraction(leaf.lo + i) * x for i, x in enumerate(v)) / total
+    var = sum((Fraction(leaf.lo + i) - mean) ** 2 * x for i, x in enumerate(v)) / total
     assert abs(Fraction(law.mean) - mean) <= Fraction(law.mean_err)
     assert Fraction(law.var) >= var
     assert Fraction(law.above) >= leaf.lo + len(v) - 1 - mean
