@@ -2,13 +2,16 @@
 
 import errno
 import itertools
+import os
+import threading
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import dgauss
-from _stats import ALPHA, chi2_gof, gaussian_pmf
+from _python import run_python
+from _stats import ALPHA, chi2_gof, gaussian_pmf, laplace_pmf
 from dgauss import _core, _driver, reference
 from dgauss._kinds import Kind
 from dgauss.testing import ScriptedOS
@@ -183,3 +186,88 @@ def test_an_error_in_one_thread_stops_the_others(error):
             fill, Kind.DISCRETE_GAUSSIAN, Fraction(1), count, 0, None, np.dtype(np.int64), 2
         )
     assert sum(taken) < count // 2
+
+
+# ---- the shared pool of helper threads ---------------------------------------------------
+
+
+def _dgauss_workers() -> int:
+    return sum(t.name.startswith("dgauss-worker") for t in threading.enumerate())
+
+
+def test_the_helper_pool_is_kept_between_calls():
+    """Batches on several workers share one pool: it is the same object after 20 calls,
+    and its threads do not grow with the calls (a pool per call, or threads leaked by one,
+    would)."""
+    n = 2 * _driver.MIN_SLICE
+    dgauss.sample_gaussian(100, n, workers=3)
+    pool, before = _driver._helpers(), _dgauss_workers()
+    assert 1 <= before <= _driver.MAX_HELPERS
+    for _ in range(20):
+        dgauss.sample_gaussian(100, n, workers=3)
+    assert _driver._helpers() is pool
+    assert _dgauss_workers() <= max(before, 2)
+
+
+def test_threads_calling_at_once_share_the_pool():
+    """Eight threads each drawing batches on two workers: every batch is whole and right."""
+    n = 2 * _driver.MIN_SLICE
+    results: list = []
+
+    def run():
+        for _ in range(3):
+            results.append(dgauss.sample_laplace(3, n, workers=2))
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert len(results) == 24
+    assert all(r.shape == (n,) for r in results)
+    assert chi2_gof(np.concatenate(results), laplace_pmf(Fraction(3)))[2] > ALPHA
+
+
+_FORK_CHILD = """
+import os, sys, threading
+import numpy as np
+import dgauss
+from dgauss import _driver
+
+n = 2 * _driver.MIN_SLICE
+dgauss.sample_gaussian(100, n, workers=2)  # the parent's pool is running
+parent_pool = _driver._helpers()
+hold = threading.Event()
+release = threading.Event()
+
+def holder():  # a thread holds the pool's lock across the fork
+    with _driver._pool_lock:
+        hold.set()
+        release.wait()
+
+t = threading.Thread(target=holder)
+t.start()
+hold.wait()
+pid = os.fork()
+if pid == 0:
+    try:
+        x = dgauss.sample_gaussian(100, n, workers=2)
+        ok = x.shape == (n,) and _driver._helpers() is not parent_pool and 5 < x.std() < 15
+        os._exit(0 if ok else 3)
+    except BaseException:
+        os._exit(4)
+release.set()
+t.join()
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_pool():
+    """A child forked while the parent's pool runs and a thread holds the pool's lock draws
+    on two workers with a pool of its own (the parent's threads are not in the child: one
+    reused would never run a task, and a held lock copied would never be released)."""
+    done = run_python(_FORK_CHILD, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "0"
