@@ -271,3 +271,27 @@ def test_a_forked_child_starts_its_own_pool():
     done = run_python(_FORK_CHILD, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_a_call_finding_the_pool_busy_does_not_wait_for_it(monkeypatch):
+    """With the pool's one thread held by another task, a batch on two workers is drawn by
+    the calling thread alone and returns (its queued helper, with nothing left to do, is
+    cancelled) instead of waiting for the pool."""
+    monkeypatch.setattr(_driver, "_pool", None)
+    monkeypatch.setattr(_driver, "MAX_HELPERS", 1)
+    release = threading.Event()
+    blocker = _driver._helpers().submit(release.wait, 60)
+    try:
+        done = []
+        worker = threading.Thread(
+            target=lambda: done.append(
+                dgauss.sample_gaussian(100, 4 * _driver.MIN_SLICE, workers=2)
+            )
+        )
+        worker.start()
+        worker.join(30)
+        assert not worker.is_alive() and done[0].shape == (4 * _driver.MIN_SLICE,)
+    finally:
+        release.set()
+        blocker.result(60)
+        _driver._helpers().shutdown()

@@ -42,7 +42,8 @@ MIN_TAIL = 1 << 12
 MAX_SLICE = 1 << 22
 
 
-#: Most helper threads the shared pool starts (lazily, as calls need them).
+#: Most helper threads the shared pool starts (lazily, as calls need them); a call asking
+#: for more, or finding them busy with other calls, runs on those it gets.
 MAX_HELPERS = 64
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -152,8 +153,11 @@ def draw(
         pool = _helpers()
         helpers = [pool.submit(_fill_slices, fill, slices, args) for _ in range(threads - 1)]
         try:
-            _fill_slices(fill, slices, args)
-        finally:  # on an error here too, the helpers end (after their slice) before we do
+            _fill_slices(fill, slices, args)  # returns once every slice is taken
+        finally:
+            # a helper not started yet (the pool busy with other calls) has nothing left to
+            # do; the others end after their slice, before we do (on an error here too)
+            helpers = [helper for helper in helpers if not helper.cancel()]
             concurrent.futures.wait(helpers)
         for helper in helpers:
             helper.result()  # re-raises a helper's error
