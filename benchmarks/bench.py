@@ -4,7 +4,7 @@ Run from an installed dgauss (peers: ``pip install '.[bench]'``)::
 
     python benchmarks/bench.py              # full run, a few minutes
     python benchmarks/bench.py --quick      # smaller samples, no memory run
-    python benchmarks/bench.py --small      # small calls (1 to 10^4 samples) beside NumPy
+    python benchmarks/bench.py --small      # small calls (1 to 10^6 samples) beside NumPy
 
 It prints a table and writes ``benchmarks/results/bench.json`` and
 ``bench.md``.  For every case, in the same run and on the same inputs:
@@ -499,7 +499,7 @@ def markdown(rows: list[dict], machine: str, mem: dict | None, source: dict | No
 
 
 #: The batch sizes of the small-call sweep (None: one scalar), and its parameters.
-SMALL_SIZES = (None, 10, 100, 1000, 10_000)
+SMALL_SIZES = (None, 10, 100, 1000, 10_000, 1_000_000)
 SMALL_SIGMA2 = (1, 100, 10**4)
 SMALL_SCALES = (1, 1000)
 
@@ -529,8 +529,9 @@ def per_call(fn: Callable[[], object], budget: float = 0.2, rounds: int = 9) -> 
 def small_rows() -> list[dict]:
     """dgauss's calls at every batch size beside NumPy's inexact rounding, in turns: the
     scalar against ``round(g.normal(0, σ))``, a batch against ``np.rint(g.normal(0, σ, n))``
-    (and the Laplace's likewise); then add_gaussian_noise and GaussianMechanism on 10 and
-    1,000 counts against ``counts + rint(normal).astype(int64)``."""
+    (and the Laplace's likewise), from one sample to 10^6; then a GaussianMechanism,
+    add_gaussian_noise and an Accountant's on 10 and 1,000 counts against
+    ``counts + rint(normal).astype(int64)``."""
     g = np.random.default_rng()
     rows = []
     cases = [("gaussian", s2, math.sqrt(s2)) for s2 in SMALL_SIGMA2]
@@ -551,7 +552,9 @@ def small_rows() -> list[dict]:
         counts = np.arange(n, dtype=np.int64)
         theirs = lambda c=counts: c + np.rint(g.normal(0, 10, c.size)).astype(np.int64)  # noqa: E731
         acc = dgauss.Accountant(rho=10**9)
+        mech = dgauss.GaussianMechanism(sigma2=100)
         ours_calls = {
+            "GaussianMechanism(sigma2=100)": functools.partial(mech, counts),
             "add_gaussian_noise, sigma2 100": functools.partial(
                 dgauss.add_gaussian_noise, counts, sigma2=100
             ),

@@ -1,5 +1,6 @@
-"""Small calls: the remembered parameter checks (dgauss._driver.checked) and the jobs each
-thread keeps for the OS source (dgauss._core.fill, JOB_CACHE).
+"""Small calls: the remembered parameter checks (dgauss._driver.checked), the lean path of a
+one-sample call (dgauss._driver.lean, dgauss._core.draw_one) and the jobs each thread keeps
+for the OS source (dgauss._core.fill, JOB_CACHE).
 
 What must hold: a remembered check answers only for the very same argument (type and exact
 value: True is refused after 1 was accepted); a kept job draws as a new one would (fresh OS
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 import dgauss
+from _stats import ALPHA, chi2_gof, gaussian_pmf, laplace_pmf
 from dgauss import _core, _driver
 from dgauss._kinds import DISCRETE_GAUSSIAN, DISCRETE_LAPLACE
 
@@ -24,6 +26,7 @@ from dgauss._kinds import DISCRETE_GAUSSIAN, DISCRETE_LAPLACE
 @pytest.fixture(autouse=True)
 def empty_check_cache():
     _driver._checked_cache.clear()
+    _driver._lean_cache.clear()
 
 
 @pytest.mark.parametrize(
@@ -183,3 +186,69 @@ def test_a_remembered_calibration_is_the_calibration():
         dgauss.GaussianMechanism(epsilon=Fraction(1), delta="1e-6", sensitivity=2, k=3).sigma2
         == g.sigma2
     )
+
+
+# ---- the lean path of one sample from the OS ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "draw, kind, param, mu",
+    [
+        (dgauss.sample_gaussian, DISCRETE_GAUSSIAN, "7/3", 0),
+        (dgauss.sample_gaussian, DISCRETE_GAUSSIAN, Fraction(40000, 3), -5),
+        (dgauss.sample_laplace, DISCRETE_LAPLACE, "5/2", 3),
+    ],
+)
+def test_lean_scalars_follow_the_law(draw, kind, param, mu):
+    """20,000 one-sample calls (the lean path after the first) against the exact pmf."""
+    assert _driver.lean(kind, param, mu) is not None
+    x = np.array([draw(param, mu=mu) for _ in range(20_000)]) - mu
+    pmf = (
+        gaussian_pmf(Fraction(param)) if kind == DISCRETE_GAUSSIAN else laplace_pmf(Fraction(param))
+    )
+    assert chi2_gof(x, pmf)[2] > ALPHA
+    keys, nonzero = _core.cached_jobs()
+    assert nonzero == 0  # the words read were zeroed when each call ended
+
+
+def test_lean_is_the_general_path_resolved_once():
+    """lean() gives draw_one the exact parameter, the method "auto" resolves to for one
+    sample and int64; None where the general path must answer (a law past int64, a float or
+    a bool argument, which are never remembered)."""
+    # σ² = 0.1 and scale 7/2 have small tables (inversion even for one sample); σ² = 10^20
+    # is past the inversion's range
+    gaussian, laplace = int(DISCRETE_GAUSSIAN), int(DISCRETE_LAPLACE)
+    assert _driver.lean(DISCRETE_GAUSSIAN, "0.1", 0) == (gaussian, 1, 10, 0, "inversion")
+    assert _driver.lean(DISCRETE_LAPLACE, Fraction(7, 2), 2) == (laplace, 7, 2, 2, "inversion")
+    assert _driver.lean(DISCRETE_GAUSSIAN, 10**20, -1) == (gaussian, 10**20, 1, -1, "rejection")
+    assert _driver.lean(DISCRETE_GAUSSIAN, 10**40, 0) is None  # object output
+    assert _driver.lean(DISCRETE_GAUSSIAN, 10, 2**70) is None
+    assert _driver.lean(DISCRETE_GAUSSIAN, 0.1, 0) is None
+    assert _driver.lean(DISCRETE_GAUSSIAN, 2, True) is None
+    assert type(dgauss.sample_gaussian(10**40)) is int
+    assert dgauss.sample_gaussian(10, mu=2**70) - 2**70 < 10**4
+    # the same σ² given as another type or value is its own entry, with its own answer
+    assert _driver.lean(DISCRETE_GAUSSIAN, "1/3", 0)[1:3] == (1, 3)
+    assert _driver.lean(DISCRETE_GAUSSIAN, Fraction(1, 3), 0)[1:3] == (1, 3)
+    assert _driver.lean(DISCRETE_GAUSSIAN, 3, 0)[1:3] == (3, 1)
+
+
+@pytest.mark.parametrize(
+    "draw, param, mu, error, words",
+    [
+        (dgauss.sample_gaussian, -1, 0, ValueError, "sigma2"),
+        (dgauss.sample_gaussian, "abc", 0, ValueError, "sigma2"),
+        (dgauss.sample_gaussian, 0, 0, ValueError, "sigma2"),
+        (dgauss.sample_laplace, "-2/3", 0, ValueError, "scale"),
+        (dgauss.sample_gaussian, 4, "x", ValueError, "mu"),
+        (dgauss.sample_laplace, 4, Fraction(1, 2), ValueError, "mu"),
+    ],
+)
+def test_the_lean_path_refuses_what_the_general_one_does(draw, param, mu, error, words):
+    """A bad argument is refused by name, first time and after good calls were remembered
+    (it is never remembered itself)."""
+    for _ in range(2):
+        with pytest.raises(error, match=words):
+            draw(param, mu=mu)
+        draw(4, mu=0)
+        draw("4", mu=1)

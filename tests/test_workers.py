@@ -4,6 +4,7 @@ import errno
 import itertools
 import os
 import threading
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 import dgauss
 from _python import run_python
 from _stats import ALPHA, chi2_gof, gaussian_pmf, laplace_pmf
-from dgauss import _core, _driver, reference
+from dgauss import _core, _driver, _pool, reference
 from dgauss._kinds import Kind
 from dgauss.testing import ScriptedOS
 
@@ -201,11 +202,11 @@ def test_the_helper_pool_is_kept_between_calls():
     would)."""
     n = 2 * _driver.MIN_SLICE
     dgauss.sample_gaussian(100, n, workers=3)
-    pool, before = _driver._helpers(), _dgauss_workers()
-    assert 1 <= before <= _driver.MAX_HELPERS
+    pool, before = _pool.helpers(), _dgauss_workers()
+    assert 1 <= before <= _pool.MAX_HELPERS
     for _ in range(20):
         dgauss.sample_gaussian(100, n, workers=3)
-    assert _driver._helpers() is pool
+    assert _pool.helpers() is pool
     assert _dgauss_workers() <= max(before, 2)
 
 
@@ -232,16 +233,16 @@ _FORK_CHILD = """
 import os, sys, threading
 import numpy as np
 import dgauss
-from dgauss import _driver
+from dgauss import _driver, _pool
 
 n = 2 * _driver.MIN_SLICE
 dgauss.sample_gaussian(100, n, workers=2)  # the parent's pool is running
-parent_pool = _driver._helpers()
+parent_pool = _pool.helpers()
 hold = threading.Event()
 release = threading.Event()
 
 def holder():  # a thread holds the pool's lock across the fork
-    with _driver._pool_lock:
+    with _pool._lock:
         hold.set()
         release.wait()
 
@@ -252,7 +253,7 @@ pid = os.fork()
 if pid == 0:
     try:
         x = dgauss.sample_gaussian(100, n, workers=2)
-        ok = x.shape == (n,) and _driver._helpers() is not parent_pool and 5 < x.std() < 15
+        ok = x.shape == (n,) and _pool.helpers() is not parent_pool and 5 < x.std() < 15
         os._exit(0 if ok else 3)
     except BaseException:
         os._exit(4)
@@ -277,10 +278,10 @@ def test_a_call_finding_the_pool_busy_does_not_wait_for_it(monkeypatch):
     """With the pool's one thread held by another task, a batch on two workers is drawn by
     the calling thread alone and returns (its queued helper, with nothing left to do, is
     cancelled) instead of waiting for the pool."""
-    monkeypatch.setattr(_driver, "_pool", None)
-    monkeypatch.setattr(_driver, "MAX_HELPERS", 1)
+    monkeypatch.setattr(_pool, "_pool", None)
+    monkeypatch.setattr(_pool, "MAX_HELPERS", 1)
     release = threading.Event()
-    blocker = _driver._helpers().submit(release.wait, 60)
+    blocker = _pool.helpers().submit(release.wait, 60)
     try:
         done = []
         worker = threading.Thread(
@@ -294,4 +295,23 @@ def test_a_call_finding_the_pool_busy_does_not_wait_for_it(monkeypatch):
     finally:
         release.set()
         blocker.result(60)
-        _driver._helpers().shutdown()
+        _pool.helpers().shutdown()
+
+
+def test_map_ordered_keeps_the_order_and_raises_the_first_error():
+    """_pool.map_ordered (the PLD route's merges): results in the items' order on several
+    threads; an error in one item is raised, and the items not yet taken are not run."""
+    items = list(range(200))
+    assert _pool.map_ordered(lambda x: x * x, items, 3) == [x * x for x in items]
+    ran = []
+
+    def fn(x):
+        if x == 5:
+            raise ZeroDivisionError("item 5")
+        time.sleep(0.002)  # so that the other thread cannot race through the list meanwhile
+        ran.append(x)
+        return x
+
+    with pytest.raises(ZeroDivisionError, match="item 5"):
+        _pool.map_ordered(fn, items, 2)
+    assert len(ran) < 50  # the rest were not taken (a thread may finish one or two more)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dgauss import _core
-from dgauss._driver import RNGLike, ShapeLike, sample
+from dgauss._driver import RNGLike, ShapeLike, lean, sample
 from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE
 
 
@@ -101,6 +101,10 @@ def sample_gaussian(
     >>> type(dgauss.sample_gaussian("1e100"))
     <class 'int'>
     """
+    if size is None and rng is None and dtype is None and workers is None and method == "auto":
+        found = lean(DISCRETE_GAUSSIAN, sigma2, mu)  # one sample from the OS, a seen σ²
+        if found is not None:
+            return _core.draw_one(*found)
     return sample(_core.fill, DISCRETE_GAUSSIAN, sigma2, size, mu, rng, dtype, workers, method)
 
 
@@ -155,6 +159,10 @@ def sample_laplace(
     >>> dgauss.sample_laplace("7/3", size=(2, 3), rng=np.random.default_rng(0)).shape
     (2, 3)
     """
+    if size is None and rng is None and dtype is None and workers is None and method == "auto":
+        found = lean(DISCRETE_LAPLACE, scale, mu)  # one sample from the OS, a seen scale
+        if found is not None:
+            return _core.draw_one(*found)
     return sample(_core.fill, DISCRETE_LAPLACE, scale, size, mu, rng, dtype, workers, method)
 
 

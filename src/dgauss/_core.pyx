@@ -1254,38 +1254,42 @@ cdef class _Job:
         return 0
 
     cdef int run(self, cnp.ndarray out) except -1:
-        cdef Py_ssize_t n = out.shape[0], i = 0, m, k, item, done = 0
+        cdef Py_ssize_t n = out.shape[0], i = 0, m, k, done = 0
         cdef int rc = DG_OK
-        cdef char *data
-        cdef bint is_bool
         cdef object[:] po
-        if out.dtype.kind == "O":
-            po = out
-            self.reserve_vals(min(self.obj_chunk, n))
-            while i < n and rc == DG_OK:
-                m = min(self.nvals, n - i)
-                self.reserve()
-                with nogil:
-                    rc = fill_mpz(&self.s, self.vals, m, &done)
-                if rc == DG_OK:
-                    for k in range(done):
-                        po[i + k] = mpz_to_int(self.vals[k])
-                i += done
-                PyErr_CheckSignals()
-        else:
-            data = <char *>cnp.PyArray_DATA(out)
-            is_bool = out.dtype.kind == "b"
-            item = out.itemsize
-            while i < n and rc == DG_OK:
-                m = min(CHUNK, n - i)
-                self.reserve()
-                with nogil:
-                    if self.s.inversion and self.s.mu_small and not is_bool:
-                        rc = fill_inversion(&self.s, <int64_t *>(data + i * item), m, &done)
-                    else:
-                        rc = fill_native(&self.s, data + i * item, is_bool, m, &done)
-                i += done
-                PyErr_CheckSignals()
+        if out.dtype.kind != "O":
+            return self.run_into(<char *>cnp.PyArray_DATA(out), n, out.dtype.kind == "b")
+        po = out
+        self.reserve_vals(min(self.obj_chunk, n))
+        while i < n and rc == DG_OK:
+            m = min(self.nvals, n - i)
+            self.reserve()
+            with nogil:
+                rc = fill_mpz(&self.s, self.vals, m, &done)
+            if rc == DG_OK:
+                for k in range(done):
+                    po[i + k] = mpz_to_int(self.vals[k])
+            i += done
+            PyErr_CheckSignals()
+        if rc != DG_OK:
+            self.raise_status(rc)
+        return 0
+
+    cdef int run_into(self, char *data, Py_ssize_t n, bint is_bool) except -1:
+        """Fill n int64 (or bool) values at `data`, in chunks, the GIL released for each."""
+        cdef Py_ssize_t i = 0, m, done = 0
+        cdef Py_ssize_t item = 1 if is_bool else 8
+        cdef int rc = DG_OK
+        while i < n and rc == DG_OK:
+            m = min(CHUNK, n - i)
+            self.reserve()
+            with nogil:
+                if self.s.inversion and self.s.mu_small and not is_bool:
+                    rc = fill_inversion(&self.s, <int64_t *>(data + i * item), m, &done)
+                else:
+                    rc = fill_native(&self.s, data + i * item, is_bool, m, &done)
+            i += done
+            PyErr_CheckSignals()
         if rc != DG_OK:
             self.raise_status(rc)
         return 0
@@ -1321,6 +1325,49 @@ def cached_jobs():
     return list(jobs), sum((<_Job>job).nonzero_words() for job in jobs.values())
 
 
+cdef _Job _new_job(int kind, object num, object den, object mu, object source,
+                   unsigned long high_bits, bint fixed_point, object method, Py_ssize_t n):
+    cdef _Job job = _Job()
+    inversion = (kind in (KIND_DISCRETE_GAUSSIAN, KIND_DISCRETE_LAPLACE)
+                 and _inversion.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
+                                              source, method, n))
+    job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
+    return job
+
+
+cdef _Job _kept_job(dict jobs, tuple key, Py_ssize_t n):
+    """This thread's job for `key` (kind, num, den, mu, high_bits, fixed_point, method),
+    taken out of its cache and restarted on fresh OS bits, or a new one (OS source)."""
+    cdef _Job job = jobs.pop(key, None)
+    if job is not None:
+        job.restart_os()
+        return job
+    return _new_job(key[0], key[1], key[2], key[3], None, key[4], key[5], key[6], n)
+
+
+cdef _keep_job(dict jobs, tuple key, _Job job):
+    if len(jobs) >= JOB_CACHE:
+        del jobs[next(iter(jobs))]
+    jobs[key] = job
+
+
+def draw_one(int kind, object num, object den, object mu, object method):
+    """One sample drawn from the OS into int64, returned as a Python int: the same as
+    fill(kind, num, den, mu, None, out, method=method) of a one-element int64 `out`, without
+    the array (the lean path of a scalar call; the caller checked the parameters, resolved
+    `method` and that the law is drawn into int64)."""
+    cdef int64_t value = 0
+    cdef dict jobs = _thread_jobs()
+    cdef tuple key = (kind, num, den, mu, HIGH_BITS, True, method)
+    cdef _Job job = _kept_job(jobs, key, 1)
+    try:
+        job.run_into(<char *>&value, 1, False)
+    finally:
+        job.wipe()
+    _keep_job(jobs, key, job)
+    return value
+
+
 def fill(int kind, object num, object den, object mu, object source, cnp.ndarray out,
          object next_slice=None, *, unsigned long high_bits=HIGH_BITS, bint fixed_point=True,
          method="rejection"):
@@ -1352,33 +1399,22 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     if next_slice is not None and not (source is None or isinstance(source, _sources.ScriptedOS)):
         raise ValueError("next_slice needs source=None (the OS CSPRNG)")
     split_bits(1, high_bits)        # checks high_bits
-    cdef _Job job = None
-    cdef dict jobs = None
-    cdef object key = None
-    cdef bint inversion
+    cdef _Job job
+    cdef dict jobs
+    cdef object key
     if source is None and next_slice is None and out.dtype.kind != "O" and method != "auto":
         # a job kept by this thread for this key was set up (and method checked) as it would
         # be now: "inversion" or "rejection" is resolved without the batch's size
         jobs, key = _thread_jobs(), (kind, num, den, mu, high_bits, fixed_point, method)
-        job = jobs.pop(key, None)
-        if job is not None:
-            job.restart_os()
-    if job is None:
-        inversion = (kind in (KIND_DISCRETE_GAUSSIAN, KIND_DISCRETE_LAPLACE)
-                     and _inversion.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
-                                                  source, method, out.shape[0]))
-        job = _Job()
-        job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
-    if jobs is not None:
+        job = _kept_job(jobs, key, out.shape[0])
         try:
             job.run(out)
             used = dg_bits_used(&job.s.rng) + (dg_bits_used(&job.s.rng2) if job.s.lanes else 0)
         finally:
             job.wipe()
-        if len(jobs) >= JOB_CACHE:  # (an error above drops the job: it is not put back)
-            del jobs[next(iter(jobs))]
-        jobs[key] = job
+        _keep_job(jobs, key, job)  # (an error above drops the job: it is not put back)
         return used
+    job = _new_job(kind, num, den, mu, source, high_bits, fixed_point, method, out.shape[0])
     if isinstance(source, np.random.BitGenerator):
         with source.lock:
             job.run(out)

@@ -10,17 +10,15 @@ This module does not import the compiled core: the oracle works without it.
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import math
-import os
 import threading
 from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _inversion, _params
+from dgauss import _inversion, _params, _pool
 from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE, Kind
 
 ShapeLike = int | tuple[int, ...] | None
@@ -40,38 +38,6 @@ MIN_TAIL = 1 << 12
 #: And no slice is larger than this (0.4 s at 10 M/s): on an error or Ctrl-C in one thread,
 #: the others stop after their current slice.
 MAX_SLICE = 1 << 22
-
-
-#: Most helper threads the shared pool starts (lazily, as calls need them); a call asking
-#: for more, or finding them busy with other calls, runs on those it gets.
-MAX_HELPERS = 64
-
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _helpers() -> concurrent.futures.ThreadPoolExecutor:
-    """The helper threads of batches drawn on several workers: one pool for the process,
-    started on the first such call and kept (a pool started per call cost about 1 ms, 5%
-    of a 10^7 batch on two cores), its threads started as calls need them.  A forked child
-    starts its own (:func:`_forget_helpers`)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                MAX_HELPERS, thread_name_prefix="dgauss-worker"
-            )
-        return _pool
-
-
-def _forget_helpers() -> None:
-    """In a forked child: the parent's helper threads do not exist there, and its lock may
-    have been held by one of them at the fork."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_helpers)
 
 
 class _Slices:
@@ -96,15 +62,6 @@ class _Slices:
     def stop(self) -> None:
         with self._lock:
             self._start = self._count
-
-
-def _fill_slices(fill: Fill, slices: _Slices, args: tuple) -> int:
-    """One thread's share of a batch: ``fill`` the slices it takes; on an error, stop the rest."""
-    try:
-        return fill(*args, slices)
-    except BaseException:
-        slices.stop()
-        raise
 
 
 def draw(
@@ -150,17 +107,7 @@ def draw(
         # threads - 1 helpers, and the calling thread works too
         slices = _Slices(count, threads)
         args = (kind, param.numerator, param.denominator, mu, None, out)
-        pool = _helpers()
-        helpers = [pool.submit(_fill_slices, fill, slices, args) for _ in range(threads - 1)]
-        try:
-            _fill_slices(fill, slices, args)  # returns once every slice is taken
-        finally:
-            # a helper not started yet (the pool busy with other calls) has nothing left to
-            # do; the others end after their slice, before we do (on an error here too)
-            helpers = [helper for helper in helpers if not helper.cancel()]
-            concurrent.futures.wait(helpers)
-        for helper in helpers:
-            helper.result()  # re-raises a helper's error
+        _pool.share(lambda: fill(*args, slices), threads, slices.stop)
     if shape is None:
         return bool(out[0]) if dtype == np.bool_ else int(out[0])
     return out.reshape(shape)
@@ -202,6 +149,31 @@ def checked(kind: Kind, param, mu, dtype) -> tuple[Fraction, int, np.dtype]:
             _checked_cache.clear()
         _checked_cache[key] = found
     return found
+
+
+_lean_cache: dict = {}
+
+
+def lean(kind: Kind, param, mu) -> tuple | None:
+    """For a one-sample call from the OS with every other argument at its default: the
+    arguments of ``_core.draw_one`` (kind, num, den, mu, method), or None when the call goes
+    the general way (the law is not drawn into int64, or an argument not of
+    :data:`dgauss._params.EXACT_TYPES`).  Checks as :func:`checked` does; remembered on the
+    arguments' types and exact values, as it is."""
+    if type(param) not in _params.EXACT_TYPES or type(mu) not in _params.EXACT_TYPES:
+        return None
+    key = (kind, type(param), param, type(mu), mu)
+    found = _lean_cache.get(key)
+    if found is None:
+        value, mu_value, dtype = checked(kind, param, mu, None)
+        found = False
+        if dtype == np.int64:
+            method = _inversion.resolve(kind == DISCRETE_GAUSSIAN, value, "auto", 1, None)
+            found = (int(kind), value.numerator, value.denominator, mu_value, method)
+        if len(_lean_cache) >= _CHECKED_MAX:
+            _lean_cache.clear()
+        _lean_cache[key] = found
+    return found or None
 
 
 def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None, method="auto"):
