@@ -499,3 +499,44 @@ def test_basic_composition_that_fits_stops_a_refusal_without_composing(monkeypat
     fits = gmpy2.mpfr(math.log(budget) - 1)
     monkeypatch.setattr(_compose.Composition, "_basic_log_delta", lambda self, e, cap=None: fits)
     assert not acc._grid_refuses(candidate, step)
+
+
+def test_offers_at_the_edge_merge_only_themselves(monkeypatch, eager_look_ahead):
+    """Three kinds offered 1,200 times: past the zCDP route, a composition and its
+    look-ahead's certificate admit releases without merging; where the certificate ends, the
+    kept distribution is brought up to the releases made once (Accountant._advance_base),
+    and from then on each offer, admitted or refused, merges itself alone into it (before,
+    each merged every release since the last composition).  The budget ends full and within
+    its bound."""
+    from dgauss import mechanisms
+    from dgauss.accounting import _compose
+
+    calls: list[list[int]] = []  # per merge of an offer (_merged): the sizes merged
+    real_extended, real_merged = _compose._PLD.extended, mechanisms.Accountant._merged
+
+    def extended(self, more):
+        if calls:
+            calls[-1].append(sum(c.count for c in more))
+        return real_extended(self, more)
+
+    def merged(self, release, candidate):
+        calls.append([])
+        return real_merged(self, release, candidate)
+
+    monkeypatch.setattr(_compose._PLD, "extended", extended)
+    monkeypatch.setattr(mechanisms.Accountant, "_merged", merged)
+    acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+    kinds = [as_recorded(k) for k in (Gaussian(4000), Laplace(300), Gaussian(7000))]
+    made = []
+    for i in range(1200):
+        if offer(acc, kinds[i % 3]):
+            made.append(kinds[i % 3])
+    assert compose(*made).delta(1) <= 1e-6 and not plain_rule(
+        {"epsilon": "1", "delta": "1e-6"}, [*made, kinds[0]]
+    )
+    # each offer merged itself alone, once the releases made since the last composition
+    # were merged in (once, where the certificates ended)
+    sizes = [c for c in calls if c]
+    advances = [c for c in sizes if c[0] > 1]
+    assert advances and all(c[1:] == [1] for c in advances)
+    assert len(advances) <= 3 and sum(c == [1] for c in sizes) >= 5

@@ -181,3 +181,52 @@ def test_the_merge_convolution_is_within_its_error_bound(la, lb, shape):
         truth = np.convolve(ia, iother) * 2.0**-40  # < 2^40·5000 < 2^53: exact in int64
         bound = per_unit * float(a.sum()) * float((a if other is None else b).sum())
         assert np.abs(got - truth).max() <= bound
+
+
+@pytest.mark.parametrize(
+    "sigma2",
+    ["1", "1.9999", "2", "2.5", "71.41", "999.9", "123456789/1000", "1e12", "1e300", "2**999"],
+)
+def test_log_theta_is_a_close_lower_bound(sigma2):
+    """ln Θ(σ²) (Θ = Σ_y e^{−y²/(2σ²)}), from Poisson's √(2πσ²) for σ² ≥ 2: never above
+    the truth (the sum itself at 40 digits, or past σ² = 1000 Poisson's dual sum, whose
+    k ≠ 0 terms are then below e^{−19000}), and within a few float roundings of it (each of
+    the k coordinates of a Gaussian release adds the gap to its composed κ)."""
+    s = Fraction(2**999) if sigma2 == "2**999" else Fraction(sigma2)
+    with mpmath.workdps(40):
+        sm = mpmath.mpf(s.numerator) / s.denominator
+        if s < 1000:
+            reach = int(40 * mpmath.sqrt(sm)) + 1  # beyond, the terms are below e^{-800}
+            true = mpmath.log(
+                mpmath.fsum(mpmath.exp(-(y * y) / (2 * sm)) for y in range(-reach, reach + 1))
+            )
+        else:
+            true = mpmath.log(mpmath.sqrt(2 * mpmath.pi * sm))
+        got = C._log_theta(s)
+        assert got <= true
+        assert true - got <= 64 * C._U * (abs(true) + 1)
+
+
+def test_merges_on_every_core_give_the_same_bits(monkeypatch):
+    """The PLD route's levels of merges run on several threads when they are long: the
+    composed vector, its error bound and δ are the same bits as on one thread."""
+    releases = [Gaussian(f"{40 + i}.{i}") for i in range(40)] + [Laplace("7.5", 2, k=30)]
+    program = compose(*releases)
+    alpha, h, _ = C._choose(program._coords, 1.0, None)
+    threads_used = []
+    real = C._pool.map_ordered
+
+    def spy(fn, items, threads):
+        threads_used.append(threads)
+        return real(fn, items, threads)
+
+    monkeypatch.setattr(C._pool, "map_ordered", spy)
+    monkeypatch.setattr(C._pool, "cores", lambda: 4)
+    monkeypatch.setattr(C, "_PARALLEL_POINTS", 1000)  # every level with two merges or more
+    many = C._PLD(program._coords, alpha, h, None)
+    assert max(threads_used) == 4  # some level was shared out
+    monkeypatch.setattr(C._pool, "cores", lambda: 1)
+    one = C._PLD(program._coords, alpha, h, None)
+    assert many.root.lo == one.root.lo and many.root.err == one.root.err
+    assert np.array_equal(many.root.v, one.root.v)
+    assert many.log_delta(1.0) == one.log_delta(1.0)

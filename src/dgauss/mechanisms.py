@@ -1789,6 +1789,7 @@ class Accountant:
         """Admit ``release`` (True) if ``candidate`` merged into a kept PLD fits, refuse it
         (False) if that shows a fresh composition would refuse it too (:meth:`_grid_refuses`);
         None when no PLD is kept or neither holds."""
+        self._advance_base()
         step = self._extended(candidate)
         if step is None:
             return None
@@ -1800,6 +1801,20 @@ class Accountant:
             self._refused.add(release)
             return False
         return None
+
+    def _advance_base(self) -> None:
+        """(The lock held.)  Bring the kept PLD up to the releases made: merge every release
+        made since it was computed (admitted inside a certificate, say) into it once, and keep
+        that as the base, so that the offers that follow, admitted or refused, each merge
+        only themselves (at the budget's edge, every offer is merged: each took 40-200 ms at
+        10^4 releases of 10 kinds when it merged everything since the last composition)."""
+        program = self._program
+        bases = [b for b in (self._base, self._prepared_base) if b is not None and b[1] is not None]
+        if not program.counts or any(b[0].counts == program.counts for b in bases):
+            return
+        step = self._extended(program)
+        if step is not None:
+            self._base = (program.plus(), step)
 
     def _extended(self, candidate: _Program, base: tuple | None = None) -> Any:
         """The PLD of ``candidate``, merged into one kept of a program inside it (on that
