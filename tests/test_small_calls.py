@@ -19,7 +19,7 @@ import pytest
 
 import dgauss
 from _stats import ALPHA, chi2_gof, gaussian_pmf, laplace_pmf
-from dgauss import _core, _driver
+from dgauss import _core, _driver, _inversion
 from dgauss._kinds import DISCRETE_GAUSSIAN, DISCRETE_LAPLACE
 
 
@@ -252,3 +252,45 @@ def test_the_lean_path_refuses_what_the_general_one_does(draw, param, mu, error,
             draw(param, mu=mu)
         draw(4, mu=0)
         draw("4", mu=1)
+
+
+@pytest.mark.parametrize(
+    "kind, param",
+    [
+        (DISCRETE_GAUSSIAN, Fraction(1)),
+        (DISCRETE_GAUSSIAN, Fraction(100)),
+        (DISCRETE_GAUSSIAN, Fraction(10**6, 7)),
+        (DISCRETE_GAUSSIAN, Fraction(2**30)),  # past the inversion's range
+        (DISCRETE_LAPLACE, Fraction(1000)),
+        (DISCRETE_LAPLACE, Fraction(2**62 + 1, 2**30)),  # words not in fixed point
+    ],
+)
+def test_a_lean_batch_resolves_the_method_by_the_documented_rule(kind, param):
+    """ "auto" is inversion inside the range, with fixed-point words, for a batch of at least
+    a quarter as many samples as the table has words beyond 1,024 (written out here):
+    lean() picks it for each count around that edge as the general path does."""
+    gaussian = kind == DISCRETE_GAUSSIAN
+    inside, words, table = _inversion._facts(gaussian, param)
+    edge = max(0, -(-(table - 1024) // 4))
+    for count in {1, 2, max(1, edge - 1), max(1, edge), edge + 1, 5000, _driver.LEAN_MAX}:
+        expected = "inversion" if inside and words and 4 * count + 1024 >= table else "rejection"
+        assert _driver.lean(kind, param, 0, count)[4] == expected
+        assert _inversion.resolve(gaussian, param, "auto", count) == expected
+
+
+@pytest.mark.parametrize("size", [1, 7, 1000, 1 << 16])
+def test_lean_batches_follow_the_law(size):
+    """Batches drawn the lean way (an int size up to LEAN_MAX), by rejection or inversion as
+    the size decides: int64 arrays of the size, the pmf's law over 30,000 samples."""
+    param = Fraction(53, 2)
+    calls = -(-30_000 // size)
+    x = np.concatenate([dgauss.sample_gaussian(param, size) for _ in range(calls)])
+    assert x.dtype == np.int64 and len(x) == calls * size
+    assert chi2_gof(x, gaussian_pmf(param))[2] > ALPHA
+
+
+@pytest.mark.parametrize("size", [0, (3,), np.int64(5), _driver.LEAN_MAX + 1, (2, 3)])
+def test_other_sizes_go_the_general_way(size):
+    x = dgauss.sample_laplace(4, size)
+    shape = (size,) if isinstance(size, (int, np.integer)) else size
+    assert x.shape == tuple(int(n) for n in shape) and x.dtype == np.int64

@@ -3,9 +3,29 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from dgauss import _core
-from dgauss._driver import RNGLike, ShapeLike, lean, sample
+from dgauss._driver import LEAN_MAX, RNGLike, ShapeLike, lean, sample
 from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE
+
+
+def _lean(kind, param, size, mu):
+    """A one-sample call, or one of up to LEAN_MAX samples (``size`` an int), drawn the lean
+    way (:func:`dgauss._driver.lean`): the same samples the general way would draw, from
+    the same OS stream; None when the call must go the general way."""
+    if size is None:
+        found = lean(kind, param, mu)
+        return None if found is None else _core.draw_one(*found)
+    if type(size) is not int or not 1 <= size <= LEAN_MAX:
+        return None
+    found = lean(kind, param, mu, size)
+    if found is None:
+        return None
+    kind_, num, den, mu_value, method = found
+    out = np.empty(size, dtype=np.int64)
+    _core.fill(kind_, num, den, mu_value, None, out, method=method)
+    return out
 
 
 def sample_gaussian(
@@ -101,10 +121,10 @@ def sample_gaussian(
     >>> type(dgauss.sample_gaussian("1e100"))
     <class 'int'>
     """
-    if size is None and rng is None and dtype is None and workers is None and method == "auto":
-        found = lean(DISCRETE_GAUSSIAN, sigma2, mu)  # one sample from the OS, a seen σ²
+    if rng is None and dtype is None and workers is None and method == "auto":
+        found = _lean(DISCRETE_GAUSSIAN, sigma2, size, mu)  # a small call from the OS, a seen σ²
         if found is not None:
-            return _core.draw_one(*found)
+            return found
     return sample(_core.fill, DISCRETE_GAUSSIAN, sigma2, size, mu, rng, dtype, workers, method)
 
 
@@ -159,10 +179,10 @@ def sample_laplace(
     >>> dgauss.sample_laplace("7/3", size=(2, 3), rng=np.random.default_rng(0)).shape
     (2, 3)
     """
-    if size is None and rng is None and dtype is None and workers is None and method == "auto":
-        found = lean(DISCRETE_LAPLACE, scale, mu)  # one sample from the OS, a seen scale
+    if rng is None and dtype is None and workers is None and method == "auto":
+        found = _lean(DISCRETE_LAPLACE, scale, size, mu)  # a small call from the OS, a seen scale
         if found is not None:
-            return _core.draw_one(*found)
+            return found
     return sample(_core.fill, DISCRETE_LAPLACE, scale, size, mu, rng, dtype, workers, method)
 
 

@@ -152,28 +152,37 @@ def checked(kind: Kind, param, mu, dtype) -> tuple[Fraction, int, np.dtype]:
 
 
 _lean_cache: dict = {}
+_UNSEEN = object()
+
+#: Most samples a call draws the lean way (beyond, what it saves is a small share).
+LEAN_MAX = 1 << 16
 
 
-def lean(kind: Kind, param, mu) -> tuple | None:
-    """For a one-sample call from the OS with every other argument at its default: the
-    arguments of ``_core.draw_one`` (kind, num, den, mu, method), or None when the call goes
-    the general way (the law is not drawn into int64, or an argument not of
-    :data:`dgauss._params.EXACT_TYPES`).  Checks as :func:`checked` does; remembered on the
-    arguments' types and exact values, as it is."""
+def lean(kind: Kind, param, mu, count: int = 1) -> tuple | None:
+    """For a call of ``count`` samples (1: a scalar) from the OS with every other argument at
+    its default: the arguments of ``_core.draw_one`` or ``_core.fill`` (kind, num, den, mu,
+    method), or None when the call goes the general way (the law is not drawn into int64,
+    or an argument is not of :data:`dgauss._params.EXACT_TYPES`).  Checks as :func:`checked`
+    does, and resolves the method as :func:`dgauss._inversion.resolve` would for ``count``;
+    remembered on the arguments' types and exact values."""
     if type(param) not in _params.EXACT_TYPES or type(mu) not in _params.EXACT_TYPES:
         return None
     key = (kind, type(param), param, type(mu), mu)
-    found = _lean_cache.get(key)
-    if found is None:
+    found = _lean_cache.get(key, _UNSEEN)
+    if found is _UNSEEN:
         value, mu_value, dtype = checked(kind, param, mu, None)
-        found = False
+        found = None  # (None: drawn into object arrays, the general way)
         if dtype == np.int64:
-            method = _inversion.resolve(kind == DISCRETE_GAUSSIAN, value, "auto", 1, None)
-            found = (int(kind), value.numerator, value.denominator, mu_value, method)
+            first = _inversion.inversion_from(kind == DISCRETE_GAUSSIAN, value)
+            found = (int(kind), value.numerator, value.denominator, mu_value, first)
         if len(_lean_cache) >= _CHECKED_MAX:
             _lean_cache.clear()
         _lean_cache[key] = found
-    return found or None
+    if found is None:
+        return None
+    kind_, num, den, mu_value, first = found
+    method = "inversion" if first is not None and count >= first else "rejection"
+    return kind_, num, den, mu_value, method
 
 
 def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None, method="auto"):

@@ -564,6 +564,16 @@ def _facts(gaussian: bool, param: Fraction) -> tuple[bool, bool, int]:
     return low <= param <= high, words, table_words(gaussian, param)
 
 
+def inversion_from(gaussian: bool, param: Fraction) -> int | None:
+    """The fewest samples for which "auto" draws by inversion (4·count + SMALL_TABLE reaches
+    the table's words), or None if it never does (the parameter out of the range, or its
+    words not in fixed point): :func:`resolve`'s rule."""
+    inside, words, table = _facts(gaussian, param)
+    if not (inside and words):
+        return None
+    return max(0, -(-(table - SMALL_TABLE) // 4))
+
+
 def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, source=None) -> str:
     """``method`` ("auto", "inversion" or "rejection") resolved for ``count`` samples (None:
     one) of the discrete Gaussian (``param`` = sigma^2) or Laplace (``param`` = the scale), or
@@ -578,12 +588,13 @@ def resolve(gaussian: bool, param: Fraction, method, count: int | None = None, s
     outside the range, or for a Laplace scale whose numerator or denominator reaches
     WORD_PARAM (its words would all be computed in Python), is a ValueError."""
     method = check_method(method)
-    inside, words, table = _facts(gaussian, param)
     if method == "auto":
         if isinstance(source, DecisionTape):
             return "rejection"
-        batch = 4 * (1 if count is None else count) + SMALL_TABLE >= table
-        return "inversion" if inside and words and batch else "rejection"
+        first = inversion_from(gaussian, param)
+        samples = 1 if count is None else count
+        return "inversion" if first is not None and samples >= first else "rejection"
+    inside, words, table = _facts(gaussian, param)
     if method == "inversion" and not inside:
         low, high = _inversion_range(gaussian)
         name = "sigma2" if gaussian else "scale"
