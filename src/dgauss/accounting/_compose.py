@@ -755,16 +755,9 @@ def _truncate(node: _Node) -> _Node:
 _PARALLEL_POINTS = 1 << 16
 
 
-def _threads_for(work: list[tuple[_Node, int]] | list[tuple[_Node, _Node]]) -> int:
-    """How many threads a list of merges (pairs of nodes) or powers (node, count) gets."""
-    if len(work) < 2:
-        return 1
-    points = sum(
-        len(a.v) * (b.bit_length() if isinstance(b, int) else 1)
-        + (0 if isinstance(b, int) else len(b.v))
-        for a, b in work
-    )
-    return _pool.cores() if points >= _PARALLEL_POINTS else 1
+def _threads(tasks: int, points: int) -> int:
+    """How many threads ``tasks`` merges over vectors of ``points`` points in all get."""
+    return _pool.cores() if tasks > 1 and points >= _PARALLEL_POINTS else 1
 
 
 def _power(leaf: _Node, count: int) -> _Node:
@@ -916,21 +909,21 @@ class _PLD(_Readout):
         # the composed vector, cut by _truncate, spans at most its reach: refuse before the work
         laws = [leaf.law.times(c.count) for c, leaf in zip(coords, leaves, strict=True)]
         laws += [start.law] if start is not None else []
-        law = laws[0]
-        for other in laws[1:]:
-            law = law + other
+        law = sum(laws[1:], laws[0])
         if law.reach(True) + law.reach(False) > PLD_MAX_LENGTH / 2:
             raise ArithmeticError("the composed vector would exceed the PLD route's budget")
         # the kinds' powers, then a balanced tree (it keeps the vectors short), each level's
         # merges on every core where they are long enough to pay for it (NumPy's FFTs
         # release the GIL; the result does not depend on the order they finish in)
         powers = [(leaf, c.count) for c, leaf in zip(coords, leaves, strict=True)]
-        nodes = _pool.map_ordered(lambda p: _power(*p), powers, _threads_for(powers))
+        points = sum(len(leaf.v) * count.bit_length() for leaf, count in powers)
+        nodes = _pool.map_ordered(lambda p: _power(*p), powers, _threads(len(powers), points))
         nodes += [start] if start is not None else []
         while len(nodes) > 1:
             nodes.sort(key=lambda node: len(node.v))
             pairs = [(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
-            merged = _pool.map_ordered(lambda p: _merge(*p), pairs, _threads_for(pairs))
+            points = sum(len(a.v) + len(b.v) for a, b in pairs)
+            merged = _pool.map_ordered(lambda p: _merge(*p), pairs, _threads(len(pairs), points))
             nodes = merged + ([nodes[-1]] if len(nodes) % 2 else [])
         self.root = root = nodes[0]
         self.log_mgf = root.log_mgf  # Σ over the coordinates of ln M̄_j
