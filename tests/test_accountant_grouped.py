@@ -512,18 +512,22 @@ def test_offers_at_the_edge_merge_only_themselves(monkeypatch, eager_look_ahead)
     from dgauss.accounting import _compose
 
     calls: list[list[int]] = []  # per merge of an offer (_merged): the sizes merged
-    real_extended, real_merged = _compose._PLD.extended, mechanisms.Accountant._merged
+    real_merged = mechanisms.Accountant._merged
 
-    def extended(self, more):
-        if calls:
-            calls[-1].append(sum(c.count for c in more))
-        return real_extended(self, more)
+    def counted(real):
+        def extended(self, more):
+            if calls:
+                calls[-1].append(sum(c.count for c in more))
+            return real(self, more)
+
+        return extended
 
     def merged(self, release, candidate):
         calls.append([])
         return real_merged(self, release, candidate)
 
-    monkeypatch.setattr(_compose._PLD, "extended", extended)
+    for kept in (_compose._PLD, _compose._Extended):  # a composition, and one extended
+        monkeypatch.setattr(kept, "extended", counted(kept.extended))
     monkeypatch.setattr(mechanisms.Accountant, "_merged", merged)
     acc = dgauss.Accountant(epsilon=1, delta="1e-6")
     kinds = [as_recorded(k) for k in (Gaussian(4000), Laplace(300), Gaussian(7000))]

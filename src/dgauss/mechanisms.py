@@ -2028,6 +2028,8 @@ class Accountant:
         limit = self._zcdp_limit()
         if program.rho < limit * _PREPARE_FROM:
             return
+        if program.rho >= limit:  # past the zCDP route: each offer's merge does the work
+            return
         edge = _grown_to(program, limit)
         certificate = self._certificate
         if edge is None or certificate is not None and edge.within(certificate.program):

@@ -792,6 +792,21 @@ def _moments(c: _Coordinate, alpha: float) -> tuple[float, float]:
     return c.count * mean, c.count * float((w * (loss - mean) ** 2).sum())
 
 
+def _scaled(
+    log_up: np.ndarray, log_lo: np.ndarray, peak: int
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """(C, e^{log_up − C}, e^{log_lo − C}) for a vector's ε-free readout terms, C the largest
+    upper term from the tilted peak on (the readouts are at ε near it; to its left an error
+    floor, untilted by e^{−αg}, could dwarf them).  One scale for every ε, so that a readout
+    is the same float sum at every ε (δ then falls with ε, float for float); an underflow is
+    charged by the readouts (in the lower terms it only lowers them)."""
+    scale = float(log_up[peak:].max())
+    if not np.isfinite(scale):
+        raise ArithmeticError("the composed distribution is not finite")
+    with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+        return scale, np.exp(log_up - scale), np.exp(log_lo - scale)
+
+
 class _Readout:
     """δ(ε) read from a composed loss distribution held as points (grid points or exact
     atoms) with outward-rounded positions and tilted masses.
@@ -810,17 +825,8 @@ class _Readout:
     log_dropped: float
 
     def _prepare(self, log_up: np.ndarray, log_lo: np.ndarray, peak: int, big: float) -> None:
-        # C: the largest term from the tilted peak on (the readouts are at ε near it; to its
-        # left an error floor, untilted by e^{−αg}, could dwarf them)
         self.log_up = log_up
-        self.scale = float(log_up[peak:].max())
-        if not np.isfinite(self.scale):
-            raise ArithmeticError("the composed distribution is not finite")
-        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
-            # one scale for every ε, so that a readout is the same float sum at every ε
-            # (δ then falls with ε, float for float); an underflow is charged below
-            self.up_scaled = np.exp(log_up - self.scale)
-            self.lo_scaled = np.exp(log_lo - self.scale)  # an underflow only lowers it
+        self.scale, self.up_scaled, self.lo_scaled = _scaled(log_up, log_lo, peak)
         # the absolute rounding of every exponent (αg, the subtraction of C, κ), and 1e−9
         self.slop = 1e-9 + 16 * _U * (big + abs(self.scale) + abs(self.kappa))
 
@@ -838,6 +844,8 @@ class _Readout:
                 w = np.where(self.grid_dn > eps, -np.expm1(eps - self.grid_dn), 0.0)
                 total = float((self.lo_scaled * w).sum())
                 total = total * (1 - 64 * _U * math.log2(len(w) + 1))
+        if not math.isfinite(total):  # a term overflowed the common scale (ε far from it)
+            return math.inf if upper else _NEG_INF  # (the upper one is summed afresh)
         if not total > 0:
             return _NEG_INF
         if upper:
@@ -853,8 +861,10 @@ class _Readout:
         with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
             logs = self.log_up[sel] + np.log(-np.expm1(eps - self.grid_up[sel])) + self.kappa
             top = float(logs.max())
-            if not np.isfinite(top):
+            if top == _NEG_INF:  # no mass past ε
                 return _NEG_INF
+            if not np.isfinite(top):
+                return math.inf  # (read as δ ≤ 1)
             total = float(np.exp(logs - top).sum()) * (1 + 1e-12)
         return top + math.log(total)
 
@@ -864,8 +874,8 @@ class _Readout:
         Non-increasing in ε, float for float: the same sum of terms that each fall with ε."""
         a = self.alpha
         main = self._main(eps, True)
-        if main < self.scale + self.kappa - 650:  # far outside this grid's ε: sum afresh
-            main = self._main_rescaled(eps)
+        if not main < math.inf or main < self.scale + self.kappa - 650:
+            main = self._main_rescaled(eps)  # far outside this grid's ε: sum afresh
         if self.log_dropped > _NEG_INF:
             log_c = (
                 a * math.log(a) - (1 + a) * math.log1p(a) if a > 0 else 0.0
@@ -882,6 +892,61 @@ class _Readout:
         return main - self.slop - abs(main) * 16 * _U if main > _NEG_INF else main
 
 
+def _composed(
+    coords: list[_Coordinate], alpha: float, h: float, a: Fraction | None, start: _Node | None
+) -> _Node:
+    """The coordinates' leaves at (α, h) (or on the lattice a) composed into one node, and
+    merged into ``start`` (a node composed at the same α and h) when one is given."""
+    for c in coords:  # a leaf wider than the budget fails: find out before the work
+        p = cf._approx(c.param)
+        span = 2 * c.m / p if not c.gaussian else 2 * (_WINDOW * math.sqrt(p) + 1) * c.m / p
+        if span / h > 2 * PLD_MAX_POINTS:
+            raise ArithmeticError("a coordinate's leaf would exceed the PLD route's budget")
+    leaves = []
+    for c in coords:
+        leaf = _leaf(c, alpha, h, a)
+        if leaf is None:
+            raise ArithmeticError("a coordinate is out of the PLD route's range")
+        leaves.append(leaf)
+    # the composed vector, cut by _truncate, spans at most its reach: refuse before the work
+    laws = [leaf.law.times(c.count) for c, leaf in zip(coords, leaves, strict=True)]
+    laws += [start.law] if start is not None else []
+    law = sum(laws[1:], laws[0])
+    if law.reach(True) + law.reach(False) > PLD_MAX_LENGTH / 2:
+        raise ArithmeticError("the composed vector would exceed the PLD route's budget")
+    # the kinds' powers, then a balanced tree (it keeps the vectors short), each level's
+    # merges on every core where they are long enough to pay for it (NumPy's FFTs
+    # release the GIL; the result does not depend on the order they finish in)
+    powers = [(leaf, c.count) for c, leaf in zip(coords, leaves, strict=True)]
+    points = sum(len(leaf.v) * count.bit_length() for leaf, count in powers)
+    nodes = _pool.map_ordered(lambda p: _power(*p), powers, _threads(len(powers), points))
+    nodes += [start] if start is not None else []
+    while len(nodes) > 1:
+        nodes.sort(key=lambda node: len(node.v))
+        pairs = [(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
+        points = sum(len(a.v) + len(b.v) for a, b in pairs)
+        merged = _pool.map_ordered(lambda p: _merge(*p), pairs, _threads(len(pairs), points))
+        nodes = merged + ([nodes[-1]] if len(nodes) % 2 else [])
+    return nodes[0]
+
+
+def _tilted(
+    node: _Node, alpha: float, h: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float]:
+    """A node's grid points rounded outward and its masses' ε-free readout terms, ln of
+    (mass ± error)·e^{−αg} rounded up and down: (grid_up, grid_dn, log_up, log_lo, peak,
+    big), peak the largest mass's index and big the largest |αg| (the exponents' rounding
+    errors scale with it)."""
+    grid = (node.lo + np.arange(len(node.v), dtype=np.float64)) * h
+    grid_up = _float_up_array(grid)  # (h = float(a) may be inexact)
+    grid_dn = grid - np.abs(grid) * (4 * _U) - 1e-300
+    with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+        log_up = np.log(node.v + node.err) - alpha * grid_dn
+        log_lo = np.log(np.maximum(node.v - node.err, 0.0)) - alpha * grid_up
+    big = float(np.abs(alpha * grid).max())
+    return grid_up, grid_dn, log_up, log_lo, int(np.argmax(node.v)), big
+
+
 class _PLD(_Readout):
     """The composed, gridded, tilted privacy-loss distribution at one (α, h)."""
 
@@ -891,54 +956,26 @@ class _PLD(_Readout):
         alpha: float,
         h: float,
         a: Fraction | None,
-        start: _Node | None = None,
     ) -> None:
-        # start: a composed root at (α, h) to merge the coordinates into (see extended())
-        self.alpha, self.h = alpha, h
-        for c in coords:  # a leaf wider than the budget fails: find out before the work
-            p = cf._approx(c.param)
-            span = 2 * c.m / p if not c.gaussian else 2 * (_WINDOW * math.sqrt(p) + 1) * c.m / p
-            if span / h > 2 * PLD_MAX_POINTS:
-                raise ArithmeticError("a coordinate's leaf would exceed the PLD route's budget")
-        leaves = []
-        for c in coords:
-            leaf = _leaf(c, alpha, h, a)
-            if leaf is None:
-                raise ArithmeticError("a coordinate is out of the PLD route's range")
-            leaves.append(leaf)
-        # the composed vector, cut by _truncate, spans at most its reach: refuse before the work
-        laws = [leaf.law.times(c.count) for c, leaf in zip(coords, leaves, strict=True)]
-        laws += [start.law] if start is not None else []
-        law = sum(laws[1:], laws[0])
-        if law.reach(True) + law.reach(False) > PLD_MAX_LENGTH / 2:
-            raise ArithmeticError("the composed vector would exceed the PLD route's budget")
-        # the kinds' powers, then a balanced tree (it keeps the vectors short), each level's
-        # merges on every core where they are long enough to pay for it (NumPy's FFTs
-        # release the GIL; the result does not depend on the order they finish in)
-        powers = [(leaf, c.count) for c, leaf in zip(coords, leaves, strict=True)]
-        points = sum(len(leaf.v) * count.bit_length() for leaf, count in powers)
-        nodes = _pool.map_ordered(lambda p: _power(*p), powers, _threads(len(powers), points))
-        nodes += [start] if start is not None else []
-        while len(nodes) > 1:
-            nodes.sort(key=lambda node: len(node.v))
-            pairs = [(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
-            points = sum(len(a.v) + len(b.v) for a, b in pairs)
-            merged = _pool.map_ordered(lambda p: _merge(*p), pairs, _threads(len(pairs), points))
-            nodes = merged + ([nodes[-1]] if len(nodes) % 2 else [])
-        self.root = root = nodes[0]
+        self._set_root(_composed(coords, alpha, h, a, None), alpha, h)
+
+    @classmethod
+    def of_root(cls, root: _Node, alpha: float, h: float) -> _PLD:
+        """The readout of a composed root at (α, h)."""
+        pld = cls.__new__(cls)
+        pld._set_root(root, alpha, h)
+        return pld
+
+    def _set_root(self, root: _Node, alpha: float, h: float) -> None:
+        self.alpha, self.h, self.root = alpha, h, root
         self.log_mgf = root.log_mgf  # Σ over the coordinates of ln M̄_j
         if not (np.isfinite(root.kappa) and np.isfinite(root.err) and root.v.size):
             raise ArithmeticError("the PLD route's composed vector is not finite")
         self.kappa, self.kappa_slack = root.kappa, root.kappa_slack
         self.log_dropped = root.dropped + root.log_mgf if root.dropped > _NEG_INF else _NEG_INF
-        grid = (root.lo + np.arange(len(root.v), dtype=np.float64)) * h
-        # the grid points as floats, rounded outward (h = float(a) may be inexact)
-        self.grid_up = _float_up_array(grid)
-        self.grid_dn = grid - np.abs(grid) * (4 * _U) - 1e-300
-        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
-            log_up = np.log(root.v + root.err) - alpha * self.grid_dn
-            log_lo = np.log(np.maximum(root.v - root.err, 0.0)) - alpha * self.grid_up
-        self._prepare(log_up, log_lo, int(np.argmax(root.v)), float(np.abs(alpha * grid).max()))
+        self.grid_up, self.grid_dn, log_up, log_lo, peak, big = _tilted(root, alpha, h)
+        self._prepare(log_up, log_lo, peak, big)
+        self._sums: tuple[np.ndarray, ...] | None = None
 
     # ---- extending a composition (the Accountant's incremental hook) ------------------
     # A composed root at tilt α on the grid h, merged with more coordinates' leaves at the
@@ -948,6 +985,9 @@ class _PLD(_Readout):
     # _choose would pick for it.  Only grids whose spacing h is a power of two are extended
     # (their points index·h are exact floats, so leaves connected onto h share them; an exact
     # lattice a that is not a power of two belongs to the coordinates it was computed for).
+    # The merge into the root is never formed: the more coordinates are composed into a node
+    # of their own, and δ of the root ∗ that node is read from the root's suffix sums
+    # (_Extended), in time linear in the node's length.
 
     @classmethod
     def on_shared_grid(cls, coords: list[_Coordinate], eps: float) -> _PLD | None:
@@ -962,31 +1002,211 @@ class _PLD(_Readout):
         except (ArithmeticError, MemoryError, ValueError, OverflowError):
             return None
 
-    def extended(self, more: list[_Coordinate]) -> _PLD | None:
+    def extended(self, more: list[_Coordinate]) -> _PLD | _Extended | None:
         """This composition (on a power-of-two grid) with the coordinates ``more`` merged in,
         at the same tilt and grid; None if one is out of range."""
-        if not _power_of_two(self.h):
-            return None
-        try:
-            with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
-                return _PLD(more, self.alpha, self.h, None, start=self.root)
-        except (ArithmeticError, MemoryError, ValueError, OverflowError):
-            return None
+        return _Extended.of(self, None, more)
+
+    def suffix_sums(self) -> tuple[np.ndarray, ...]:
+        """(Computed once.)  The root's readout terms summed from each point to the end, for
+        reading δ of the root merged with another node (:class:`_Extended`): with x_i the
+        upper terms (``up_scaled``) and x'_i the lower ones (``lo_scaled``), and y_i = e^{−g_i}
+        (g_i = (lo + i)·h exact, h a power of two), arrays of length n + 1 (0 at n) that
+        bound Σ_{i≥k} x_i from above (A↑) and Σ_{i≥k} x_i·y_i from below (B↓), and
+        Σ_{i≥k} x'_i from below (A↓) and Σ_{i≥k} x'_i·y_i from above (B↑).  Each underflowed
+        upper term is charged 1e-300; a float sum of n nonnegative terms is within a
+        relative (n + 2)·u of the truth, a product or e^x within 8u."""
+        if self._sums is None:
+            n = len(self.up_scaled)
+            g = (self.root.lo + np.arange(n, dtype=np.float64)) * self.h
+            with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+                y = np.exp(-g)
+                gamma = (n + 2) * _U * 1.01
+                up_terms = self.up_scaled + 1e-300
+                parts = (
+                    (up_terms, 1 + gamma),
+                    (self.up_scaled * y * (1 - 16 * _U), 1 - gamma),
+                    (self.lo_scaled, 1 - gamma),
+                    (self.lo_scaled * y * (1 + 16 * _U) + 1e-300, 1 + gamma),
+                )
+                sums = []
+                for terms, factor in parts:
+                    suffix = np.zeros(n + 1)
+                    suffix[:n] = np.cumsum(terms[::-1])[::-1] * factor
+                    sums.append(suffix)
+            self._sums = tuple(sums)
+        return self._sums
 
     def log_delta_at(self, e: Fraction) -> float:
         """An upper bound on ln δ(e), e exact (read at a float ε rounded down), at most 0."""
-        ef = float(e) if e < _PLD_MAX_EPS else _PLD_MAX_EPS
-        e_lo = ef if Fraction(ef) <= e else math.nextafter(ef, -math.inf)
-        return min(self.log_delta(e_lo), 0.0)
+        return min(self.log_delta(_float_down(e)), 0.0)
 
     def log_delta_low_at(self, e: Fraction) -> float:
         """A lower bound on ln δ̃(e) of this grid's composition (:meth:`log_delta_low`, read
         at a float ε rounded up; −inf past the route's largest ε)."""
         if e >= _PLD_MAX_EPS:
             return _NEG_INF
-        ef = float(e)
-        e_hi = ef if Fraction(ef) >= e else math.nextafter(ef, math.inf)
-        return self.log_delta_low(e_hi)
+        return self.log_delta_low(_float_up_of(e))
+
+
+def _float_down(e: Fraction) -> float:
+    """e as a float rounded down (capped at the route's largest ε)."""
+    ef = float(e) if e < _PLD_MAX_EPS else _PLD_MAX_EPS
+    return ef if Fraction(ef) <= e else math.nextafter(ef, -math.inf)
+
+
+def _float_up_of(e: Fraction) -> float:
+    """e (below the route's largest ε) as a float rounded up."""
+    ef = float(e)
+    return ef if Fraction(ef) >= e else math.nextafter(ef, math.inf)
+
+
+#: An extension's node is merged into its root once longer than the root over this.
+_FORM_SHARE = 4
+
+
+class _Extended:
+    """A kept composition (``base``, a :class:`_PLD` on a power-of-two grid) merged with a
+    node of more coordinates composed at its tilt and grid, read without forming the merge.
+
+    The gridded δ̃ of the merge at ε is Σ_{i,j} R_i·Q_j·e^{−α(g_i+g_j)}(1 − e^{ε−g_i−g_j})
+    over g_i + g_j > ε, R and Q the two nodes' tilted masses: for each point j of the node,
+    with c_j = e^{ε−g_j} and k_j the first root point past ε − g_j (exactly: the points
+    are integers times h), the inner sum is e^{−αg_j}·(A(k_j) − c_j·B(k_j)), A and B the
+    root's suffix sums (:meth:`_PLD.suffix_sums`).  Every quantity is rounded toward the
+    side of the bound read (masses ± their error bounds, the subtracted part rounded the
+    other way), so :meth:`log_delta` bounds what the merged vector would read from above,
+    and :meth:`log_delta_low` δ̃ from below, in time linear in the node.  Where the common
+    scales leave the sums without enough range, the merge is formed after all (a
+    :class:`_PLD` of the merged root) and read."""
+
+    def __init__(self, base: _PLD, node: _Node) -> None:
+        self.base, self.node = base, node
+        self.alpha, self.h = base.alpha, base.h
+        root = base.root
+        self.kappa = _float_up(root.kappa + node.kappa)
+        self.kappa_slack = (
+            root.kappa_slack
+            + node.kappa_slack
+            + 16 * _U * (abs(root.kappa) + abs(node.kappa) + abs(self.kappa))
+        )
+        dropped = float(np.logaddexp(root.dropped, node.dropped))
+        log_mgf = root.log_mgf + node.log_mgf
+        self.log_dropped = dropped + log_mgf if dropped > _NEG_INF else _NEG_INF
+        _, _, log_up, log_lo, peak, big = _tilted(node, self.alpha, self.h)
+        self.scale, self.up, self.lo = _scaled(log_up, log_lo, peak)
+        self.slop = base.slop + 1e-9 + 16 * _U * (big + abs(self.scale) + abs(node.kappa))
+        self.g = (node.lo + np.arange(len(node.v), dtype=np.float64)) * self.h
+        self._formed: _PLD | None = None
+
+    @classmethod
+    def of(cls, base: _PLD, node: _Node | None, more: list[_Coordinate]) -> _PLD | _Extended | None:
+        """``base`` merged with ``node`` (None: nothing yet) and the coordinates ``more``;
+        None if one is out of range or the grid is not a power of two."""
+        if not _power_of_two(base.h):
+            return None
+        if node is None and not more:
+            return base
+        try:
+            with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+                return cls(base, _composed(more, base.alpha, base.h, None, node))
+        except (ArithmeticError, MemoryError, ValueError, OverflowError):
+            return None
+
+    def extended(self, more: list[_Coordinate]) -> _PLD | _Extended | None:
+        """This composition with the coordinates ``more`` merged in: into the node, or, once
+        the node is longer than _FORM_SHARE of the root, into the merge formed (so that a
+        run of extensions by a release or two, an Accountant's at its budget's edge, each
+        merge and read a short node: the formed merge's cost is shared by the many)."""
+        if len(self.node.v) * _FORM_SHARE > len(self.base.root.v):
+            try:
+                formed = self._merged()
+            except (ArithmeticError, MemoryError, ValueError, OverflowError):
+                return None
+            return _Extended.of(formed, None, more)
+        return _Extended.of(self.base, self.node, more)
+
+    def _inner(self, eps: float, upper: bool) -> np.ndarray:
+        """Per node point j: a bound (upper or lower) on the root's sum e^{αg_j}·Σ_i …
+        at ε, i.e. A(k_j) − c_j·B(k_j) rounded to that side (0 where no root point is past
+        ε − g_j)."""
+        a_up, b_lo, a_lo, b_up = self.base.suffix_sums()
+        n = len(a_up) - 1
+        h = self.h
+        m = len(self.g)
+        # the first grid index past ε (eps/h is exact), as a root index for node point 0
+        first = math.floor(eps / h) + 1 - self.base.root.lo - self.node.lo
+        first = min(max(first, -1), n + m)  # (k is clipped to [0, n] below: fits an int64)
+        k = np.clip(first - np.arange(m, dtype=np.int64), 0, n)
+        arg = eps - self.g
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            c = np.exp(arg)
+            rel = 8 * _U + 2 * _U * np.abs(arg)  # exp within 4 ulp, arg within u·|arg|
+            if upper:
+                t = a_up[k] - c * (1 - rel) * b_lo[k] * (1 - 2 * _U)
+                t = np.maximum(t, 0.0) * (1 + 2 * _U)
+            else:
+                t = a_lo[k] - c * (1 + rel) * b_up[k] * (1 + 2 * _U)
+                t = np.maximum(t, 0.0) * (1 - 2 * _U)
+        return np.where(k < n, t, 0.0)  # (where no root point is past it, c may be inf)
+
+    def _main(self, eps: float, upper: bool) -> float | None:
+        """ln of the main sum (as :meth:`_Readout._main`), or None where the common scales
+        leave it without range (an overflow, or a sum too far below its scales)."""
+        inner = self._inner(eps, upper)
+        m = len(inner)
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            if upper:
+                total = float(((self.up + 1e-300) * inner).sum())
+                total *= 1 + 64 * _U * (math.log2(m + 1) + 1)
+            else:
+                total = float((self.lo * inner).sum())
+                total *= 1 - 64 * _U * (math.log2(m + 1) + 1)
+        if not math.isfinite(total):  # (a lower bound of 0 is valid, if useless)
+            return None if upper else _NEG_INF
+        if not total > 0:
+            return _NEG_INF if not upper else None
+        if upper and math.log(total) < -600:  # the 1e-300 charges may dominate: form it
+            return None
+        scales = self.base.scale + self.scale + self.kappa
+        if upper:
+            return scales + math.log(total)
+        return scales - self.kappa_slack + math.log(total)
+
+    def _merged(self) -> _PLD:
+        """The merge formed after all (for readouts the suffix sums cannot answer)."""
+        if self._formed is None:
+            with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+                self._formed = _PLD.of_root(_merge(self.base.root, self.node), self.alpha, self.h)
+        return self._formed
+
+    def log_delta(self, eps: float) -> float:
+        """An upper bound on ln δ(ε) of the merged composition (as :meth:`_Readout.log_delta`)."""
+        main = self._main(eps, True)
+        if main is None:
+            return self._merged().log_delta(eps)
+        a = self.alpha
+        if self.log_dropped > _NEG_INF:
+            log_c = a * math.log(a) - (1 + a) * math.log1p(a) if a > 0 else 0.0
+            main = float(np.logaddexp(main, log_c - a * eps + self.log_dropped))
+        return main + self.slop + abs(main) * 16 * _U if main > _NEG_INF else main
+
+    def log_delta_low(self, eps: float) -> float:
+        """A lower bound on ln δ̃(ε) of the merged grid composition."""
+        main = self._main(eps, False)
+        if main is None:
+            return self._merged().log_delta_low(eps)
+        return main - self.slop - abs(main) * 16 * _U if main > _NEG_INF else main
+
+    def log_delta_at(self, e: Fraction) -> float:
+        """An upper bound on ln δ(e), e exact (read at a float ε rounded down), at most 0."""
+        return min(self.log_delta(_float_down(e)), 0.0)
+
+    def log_delta_low_at(self, e: Fraction) -> float:
+        """As :meth:`_PLD.log_delta_low_at`."""
+        if e >= _PLD_MAX_EPS:
+            return _NEG_INF
+        return self.log_delta_low(_float_up_of(e))
 
 
 #: The exact route (every atom of the composed loss, no grid) is used when the composed atoms
