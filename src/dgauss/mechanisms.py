@@ -1262,7 +1262,7 @@ _PREPARE_STEPS = 8
 #: While it is at work, each admission waits for it up to this many seconds: offers in a
 #: tight loop would otherwise reach the zCDP route's end (and wait there for all of it)
 #: having given it little of the interpreter; spread, the wait is a few ms per admission.
-_PREPARE_PACE = 0.004
+_PREPARE_PACE = 0.002
 
 
 def _repeated(program: _Program) -> dict:
@@ -1508,7 +1508,7 @@ class Accountant:
     of repeated kinds) is prepared ahead: once its ρ passes 1/8 of what the zCDP route
     certifies, a daemon thread composes the program the releases are heading for and
     certifies a larger one, so that the releases past the zCDP route are admitted without a
-    composition of seconds; while it works, each admission waits for it up to 4 ms.  It
+    composition of seconds; while it works, each admission waits for it up to 2 ms.  It
     decides nothing on its own: its certificates are the same certified bounds.
 
     Saving: :meth:`to_json` / :meth:`from_json` write and read a ledger of the budget and the
