@@ -294,3 +294,149 @@ def test_other_sizes_go_the_general_way(size):
     x = dgauss.sample_laplace(4, size)
     shape = (size,) if isinstance(size, (int, np.integer)) else size
     assert x.shape == tuple(int(n) for n in shape) and x.dtype == np.int64
+
+
+# ---- the mechanisms' lean releases (mechanisms._lean_release, _lean_add) -----------------
+
+
+class TapeCore:
+    """The compiled core with ``fill`` writing a known tape (the lean release's noise)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def fill(self, kind, num, den, mu, rng, out, method):
+        self.calls += 1
+        out[:] = 3 * np.arange(out.size) - 7
+
+    add_int64_checked = staticmethod(_core.add_int64_checked)
+
+
+@pytest.fixture
+def tape(monkeypatch):
+    from dgauss import mechanisms
+
+    core = TapeCore()
+    monkeypatch.setattr(mechanisms, "_core_module", core)
+    return core
+
+
+def tape_of(shape) -> np.ndarray:
+    return (3 * np.arange(int(np.prod(shape))) - 7).reshape(shape)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.arange(10, dtype=np.int64),
+        np.arange(12, dtype=np.int64).reshape(3, 4).T,  # not C-ordered
+        np.arange(20, dtype=np.int64)[::3],  # strided
+        np.array(5, dtype=np.int64),  # 0-d
+        np.full(4, -(2**62), dtype=np.int64),
+    ],
+)
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda v: dgauss.GaussianMechanism(sigma2=100)(v),
+        lambda v: dgauss.LaplaceMechanism(scale="5/2")(v),
+        lambda v: dgauss.add_gaussian_noise(v, sigma2="7/3"),
+        lambda v: dgauss.add_laplace_noise(v, scale=4),
+        lambda v: dgauss.add_gaussian_noise(v, sigma2=4, sensitivity=2),  # via a mechanism
+        lambda v: dgauss.add_laplace_noise(v, epsilon=1),
+    ],
+)
+def test_a_lean_release_adds_its_draw_to_the_values(tape, values, release):
+    """An int64 array with every keyword at its default is noised the lean way: one fill of
+    the values' size, added exactly, in the values' shape (0-d stays 0-d); the values are
+    left as they were."""
+    before = values.copy()
+    got = release(values)
+    assert tape.calls == 1
+    assert isinstance(got, np.ndarray) and got.dtype == np.int64 and got.shape == values.shape
+    assert np.array_equal(got, before + tape_of(values.shape))
+    assert np.array_equal(values, before)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda v: dgauss.add_gaussian_noise(v.astype(np.int32), sigma2=4),
+        lambda v: dgauss.add_gaussian_noise(v, sigma2=4, granularity=1),
+        lambda v: dgauss.add_gaussian_noise(v, sigma2=4, clip=(0, 5)),
+        lambda v: dgauss.add_gaussian_noise(v, sigma2=10**40),  # object noise
+        lambda v: dgauss.add_laplace_noise(list(v), scale=4),
+        lambda v: dgauss.GaussianMechanism(sigma2=4)(v, rng=np.random.default_rng(1)),
+        lambda v: dgauss.GaussianMechanism(sigma2=4)(v, overflow="object"),
+    ],
+)
+def test_other_releases_go_the_general_way(tape, call):
+    """A keyword set, another dtype or input type, a law past int64: the general way (the
+    tape is never read), with its own result."""
+    call(np.arange(6, dtype=np.int64))
+    assert tape.calls == 0
+
+
+def test_a_lean_release_is_counted_before_its_draw_and_refused_after_its_last(tape):
+    mech = dgauss.GaussianMechanism(sigma2=9, k=2)
+    values = np.zeros(3, dtype=np.int64)
+    mech(values)
+    mech(values)
+    with pytest.raises(dgauss.PrivacyBudgetError, match="k=2"):
+        mech(values)
+    assert tape.calls == 2
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda v: dgauss.GaussianMechanism(sigma2=9)(v),
+        lambda v: dgauss.add_laplace_noise(v, scale=9),
+    ],
+)
+def test_a_lean_release_that_leaves_int64_raises_the_general_error(tape, release):
+    """A value plus its noise past int64: OverflowError after the draw, as the general way
+    says it, and the values untouched."""
+    values = np.array([2**63 - 1, 5, 2**63 - 1], dtype=np.int64)  # noise -7, -4, -1: fits
+    assert np.array_equal(release(values), values + tape_of(3))
+    values = np.array([0, 0, 0, 2**63 - 2], dtype=np.int64)  # noise -7, -4, -1, +2
+    before = values.copy()
+    with pytest.raises(OverflowError, match="leaves int64"):
+        release(values)
+    assert np.array_equal(values, before)
+
+
+@pytest.mark.parametrize(
+    "make, bad, words",
+    [
+        (lambda p: dgauss.add_gaussian_noise(np.zeros(3, np.int64), sigma2=p), -1, "sigma2"),
+        (lambda p: dgauss.add_gaussian_noise(np.zeros(3, np.int64), sigma2=p), "x", "sigma2"),
+        (lambda p: dgauss.add_laplace_noise(np.zeros(3, np.int64), scale=p), 0, "scale"),
+        (lambda p: dgauss.add_laplace_noise(np.zeros(3, np.int64), scale=p), True, "scale"),
+    ],
+)
+def test_a_lean_add_refuses_as_the_mechanism_does(make, bad, words):
+    """A bad parameter gets the mechanism's own error, after good calls were remembered."""
+    for _ in range(2):
+        with pytest.raises((ValueError, TypeError), match=words) as lean_error:
+            make(bad)
+        make(4)
+    kind = dgauss.GaussianMechanism if "sigma2" in words else dgauss.LaplaceMechanism
+    with pytest.raises(lean_error.type) as direct:
+        kind(**{words: bad})
+    assert str(direct.value) == str(lean_error.value)
+
+
+@pytest.mark.parametrize(
+    "release, pmf",
+    [
+        (lambda v: dgauss.GaussianMechanism(sigma2="53/2", k=10**6)(v), "gaussian"),
+        (lambda v: dgauss.add_laplace_noise(v, scale="5/2"), "laplace"),
+    ],
+)
+def test_lean_releases_follow_the_law(release, pmf):
+    """3,000 lean releases on 10 zeros: the noise follows the exact pmf."""
+    values = np.zeros(10, dtype=np.int64)
+    x = np.concatenate([release(values) for _ in range(3000)])
+    law = gaussian_pmf(Fraction(53, 2)) if pmf == "gaussian" else laplace_pmf(Fraction(5, 2))
+    assert chi2_gof(x, law)[2] > ALPHA

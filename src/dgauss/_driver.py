@@ -158,13 +158,12 @@ _UNSEEN = object()
 LEAN_MAX = 1 << 16
 
 
-def lean(kind: Kind, param, mu, count: int = 1) -> tuple | None:
-    """For a call of ``count`` samples (1: a scalar) from the OS with every other argument at
-    its default: the arguments of ``_core.draw_one`` or ``_core.fill`` (kind, num, den, mu,
-    method), or None when the call goes the general way (the law is not drawn into int64,
-    or an argument is not of :data:`dgauss._params.EXACT_TYPES`).  Checks as :func:`checked`
-    does, and resolves the method as :func:`dgauss._inversion.resolve` would for ``count``;
-    remembered on the arguments' types and exact values."""
+def lean_job(kind: Kind, param, mu) -> tuple | None:
+    """For calls from the OS with every other argument at its default: (kind, num, den, mu,
+    first), the law's arguments of ``_core.draw_one``/``_core.fill`` and the smallest batch
+    drawn by inversion (None: never), or None when such calls go the general way (the law
+    is not drawn into int64, or an argument is not of :data:`dgauss._params.EXACT_TYPES`).
+    Checks as :func:`checked` does; remembered on the arguments' types and exact values."""
     if type(param) not in _params.EXACT_TYPES or type(mu) not in _params.EXACT_TYPES:
         return None
     key = (kind, type(param), param, type(mu), mu)
@@ -178,11 +177,24 @@ def lean(kind: Kind, param, mu, count: int = 1) -> tuple | None:
         if len(_lean_cache) >= _CHECKED_MAX:
             _lean_cache.clear()
         _lean_cache[key] = found
+    return found
+
+
+def lean_method(first: int | None, count: int) -> str:
+    """The method a batch of ``count`` takes, as :func:`dgauss._inversion.resolve` picks it
+    (``first`` from :func:`lean_job`)."""
+    return "inversion" if first is not None and count >= first else "rejection"
+
+
+def lean(kind: Kind, param, mu, count: int = 1) -> tuple | None:
+    """For a call of ``count`` samples (1: a scalar) from the OS with every other argument at
+    its default: the arguments of ``_core.draw_one`` or ``_core.fill`` (kind, num, den, mu,
+    method), or None when the call goes the general way (:func:`lean_job`)."""
+    found = lean_job(kind, param, mu)
     if found is None:
         return None
     kind_, num, den, mu_value, first = found
-    method = "inversion" if first is not None and count >= first else "rejection"
-    return kind_, num, den, mu_value, method
+    return kind_, num, den, mu_value, lean_method(first, count)
 
 
 def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None, method="auto"):

@@ -434,11 +434,10 @@ def _add_int64(noise: np.ndarray, flat: np.ndarray, overflow: str) -> np.ndarray
     int64 -- in one pass for int64 values, checked by the noise's range for narrower ones,
     exactly otherwise (uint64 values beyond int64, noise near int64's ends) -- else
     OverflowError, or exact Python ints with ``overflow="object"``."""
-    from dgauss import _core
-
+    core = _core_module or _load_core()
     big = flat.dtype == np.uint64 and flat.size > 0 and int(flat.max()) > INT64_MAX
     if flat.dtype in (np.int64, np.uint64) and not big:
-        if _core.add_int64_checked(noise, flat.view(np.int64)) < 0:
+        if core.add_int64_checked(noise, flat.view(np.int64)) < 0:
             return noise
         exact = None  # a sum leaves int64 (noise is as it was)
     else:  # |values| < 2**32: a sum leaves int64 only if the noise is that close to its ends
@@ -585,12 +584,94 @@ def _check_float_range(flat: np.ndarray, g: Fraction) -> None:
         )
 
 
+def _lean_release(mech, values: np.ndarray, take):
+    """The common release, the lean way: an int64 ndarray of 1 to LEAN_MAX counts, no
+    granularity, every keyword at its default (:func:`_noised_lean`); None when the call
+    must go the general way."""
+    if values.dtype != np.int64 or mech.granularity is not None:
+        return None
+    job = mech.__dict__.get("_lean_job", _driver._UNSEEN)  # (settings are fixed)
+    if job is _driver._UNSEEN:
+        job = mech.__dict__["_lean_job"] = _driver.lean_job(mech._kind, mech._param, 0)
+    return _noised_lean(job, values, take)
+
+
+def _lean_add(kind: Kind, param, values):
+    """``add_*_noise(values, sigma2=param)`` (``scale=``) with every other keyword at its
+    default, the lean way (:func:`_noised_lean`: one release of a mechanism of k = 1, which
+    nothing else can spend); None when the call must go the general way, and for a
+    parameter it refuses (the general way then refuses it, in its own words)."""
+    if type(values) is not np.ndarray or values.dtype != np.int64:
+        return None
+    try:
+        job = _driver.lean_job(kind, param, 0)
+    except (ValueError, TypeError):
+        return None
+    return _noised_lean(job, values, None)
+
+
+def _noised_lean(job: tuple | None, values: np.ndarray, take):
+    """``values`` (an int64 ndarray) + noise of ``job`` (:func:`dgauss._driver.lean_job`),
+    drawn from the OS as :func:`dgauss.sample_gaussian` draws a batch that size, and added
+    exactly in place; ``take(n)`` (if given) first.  What the general way gives and raises
+    (the release counted first, an OverflowError after the draw); None (nothing done) for
+    no job or a size outside 1 to LEAN_MAX."""
+    n = values.size
+    if job is None or not 1 <= n <= _LEAN_MAX:
+        return None
+    kind, num, den, mu, first = job
+    core = _core_module or _load_core()
+    if take is not None:
+        take(n)
+    noise = np.empty(n, dtype=np.int64)
+    core.fill(kind, num, den, mu, None, noise, method=_driver.lean_method(first, n))
+    flat = np.ascontiguousarray(values).reshape(-1)  # (a view where values is C-ordered)
+    if core.add_int64_checked(noise, flat) >= 0:  # a sum leaves int64: the general message
+        return _add_int64(noise, flat, "raise")
+    return noise.reshape(values.shape)
+
+
+_core_module: Any = None
+_LEAN_MAX = _driver.LEAN_MAX
+
+
+def _is_one(x) -> bool:
+    """Whether ``x`` is the int 1 (a default left as it is)."""
+    return type(x) is int and x == 1
+
+
+def _all_none(*args) -> bool:
+    return all(a is None for a in args)
+
+
+def _load_core() -> Any:
+    """The compiled core, imported on first use and kept."""
+    global _core_module
+    from dgauss import _core
+
+    _core_module = _core
+    return _core
+
+
 def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns):
     """One release of ``mech`` (a :class:`GaussianMechanism` or :class:`LaplaceMechanism`):
     check every argument, ``take()`` the release (count it, spend the budget: it raises to
     refuse), then noise ``values``.  Nothing is drawn before ``take()`` admits the release, and
     nothing is counted before every argument has been checked.  A Dask collection is noised
-    lazily, block by block (:mod:`dgauss.dask`)."""
+    lazily, block by block (:mod:`dgauss.dask`).  An int64 array with every keyword at its
+    default goes the lean way (:func:`_lean_release`)."""
+    if (
+        type(values) is np.ndarray
+        and rng is None
+        and out is None
+        and clip is None
+        and workers is None
+        and columns is None
+        and overflow == "raise"
+    ):
+        noised = _lean_release(mech, values, take)
+        if noised is not None:
+            return noised
     if _is_dask(values):
         from dgauss import dask as _dask  # the optional extra, on first use
 
@@ -1036,6 +1117,20 @@ def add_gaussian_noise(
     >>> dgauss.add_gaussian_noise([[1.5, 2.0]], sigma2=4, granularity=0.5).dtype
     dtype('float64')
     """
+    if (
+        sigma2 is not None
+        and rho is None
+        and epsilon is None
+        and delta is None
+        and _is_one(sensitivity)
+        and _is_one(k)
+        and accounting == "exact"
+        and _all_none(granularity, rng, out, clip, workers, columns)
+        and overflow == "raise"
+    ):
+        noised = _lean_add(Kind.DISCRETE_GAUSSIAN, sigma2, values)
+        if noised is not None:
+            return noised
     mech = GaussianMechanism(
         sigma2=sigma2,
         rho=rho,
@@ -1079,6 +1174,19 @@ def add_laplace_noise(
     smallest t whose exact δ at ε is at most ``delta``).  Every element gets an independent
     exact draw from Lap_Z(t).
     """
+    if (
+        scale is not None
+        and epsilon is None
+        and type(delta) is int
+        and delta == 0
+        and _is_one(sensitivity)
+        and _is_one(k)
+        and _all_none(granularity, rng, out, clip, workers, columns)
+        and overflow == "raise"
+    ):
+        noised = _lean_add(Kind.DISCRETE_LAPLACE, scale, values)
+        if noised is not None:
+            return noised
     mech = LaplaceMechanism(
         scale=scale,
         epsilon=epsilon,
