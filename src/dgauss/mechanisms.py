@@ -62,6 +62,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import decimal
+import functools
 import json
 import math
 import threading
@@ -714,6 +715,13 @@ def _one_way(named: dict[str, Any], what: str) -> str:
     return given[0]
 
 
+# A mechanism's release for the accounting (an Accountant's ledger entry), remembered per
+# exact parameter and sensitivity (a Fraction, and a tuple of ints or an L2Ball: exact
+# values): an Accountant makes one per release, and its ρ once (accounting.Gaussian.rho).
+_gaussian_release = functools.lru_cache(maxsize=1024)(_acc.Gaussian)
+_laplace_release = functools.lru_cache(maxsize=1024)(_acc.Laplace)
+
+
 class _Releases:
     """Counts the releases a mechanism's guarantee covers (k of them).
 
@@ -896,7 +904,7 @@ class GaussianMechanism:
         if isinstance(sens, _acc.L2Ball) and size is not None and size >= 1:
             limit = size if sens.coordinates is None else min(size, sens.coordinates)
             sens = _acc.L2Ball(sens.radius, limit)
-        return _acc.Gaussian(self.sigma2, sens)
+        return _gaussian_release(self.sigma2, sens)
 
     def __repr__(self) -> str:
         return (
@@ -1001,7 +1009,7 @@ class LaplaceMechanism:
 
     def _accounting_release(self, size: int | None = None) -> _acc.Laplace:
         """One release of this mechanism, for :func:`dgauss.accounting.compose`."""
-        return _acc.Laplace(self.scale, self.sensitivity)
+        return _laplace_release(self.scale, self.sensitivity)
 
     def __repr__(self) -> str:
         return f"LaplaceMechanism(scale={self.scale}, sensitivity={self.sensitivity}, k={self.k})"

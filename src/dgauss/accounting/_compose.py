@@ -145,7 +145,7 @@ class Gaussian:
         object.__setattr__(self, "sensitivity", cf._gaussian_sensitivity(sensitivity))
         object.__setattr__(self, "k", cf._count(k, "k"))
 
-    @property
+    @functools.cached_property
     def rho(self) -> Fraction:
         """ρ = k‖μ‖²/(2σ²), exactly (Theorems 4, 14; the largest ‖μ‖ of a ball)."""
         return self.k * norm2(self.sensitivity) / (2 * self.sigma2)
@@ -171,12 +171,12 @@ class Laplace:
         object.__setattr__(self, "sensitivity", _vector(sensitivity))
         object.__setattr__(self, "k", cf._count(k, "k"))
 
-    @property
+    @functools.cached_property
     def epsilon(self) -> Fraction:
         """The pure ε = k‖μ‖₁/t, exactly."""
         return Fraction(self.k * sum(abs(x) for x in self.sensitivity)) / self.scale
 
-    @property
+    @functools.cached_property
     def rho(self) -> Fraction:
         """ρ = ε₀²/2 per query (pure ε₀-DP implies ε₀²/2-zCDP), times k; exact."""
         eps0 = Fraction(sum(abs(x) for x in self.sensitivity)) / self.scale
