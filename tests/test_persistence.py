@@ -435,6 +435,22 @@ def test_a_mechanism_copy_draws_the_same_noise():
     assert (a == b).all() and twin.sigma2 == Fraction(7, 3)
 
 
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_mechanism_saved_after_lean_releases_leaves_their_job_behind(how):
+    """A lean release (an int64 array, default keywords) keeps the resolved job on the
+    mechanism for this process; a pickle or deep copy carries only the settings and the
+    count, and the copy resolves its own job when it draws."""
+    import numpy as np
+
+    mech = dgauss.LaplaceMechanism(scale="5/2", k=3)
+    mech(np.zeros(4, dtype=np.int64))
+    assert "_lean_job" in vars(mech)
+    twin = COPIES[how](mech)
+    assert "_lean_job" not in vars(twin) and twin._releases.used == 1
+    assert twin(np.zeros(4, dtype=np.int64)).shape == (4,)
+    assert vars(twin)["_lean_job"] == vars(mech)["_lean_job"]
+
+
 def test_accounting_releases_pickle():
     for r in (Gaussian("1/3", [1, -2], k=5), Laplace("2.5", 3, k=2)):
         assert pickle.loads(pickle.dumps(r)) == r == copy.deepcopy(r)

@@ -758,6 +758,15 @@ def _copy_mechanism(mech):
     return new
 
 
+def _mechanism_state(mech) -> dict:
+    """A mechanism's pickled state: its settings and release count, without what it keeps
+    for this process (the lean release's job, :func:`_lean_release`, which a later dgauss
+    could resolve otherwise)."""
+    state = dict(mech.__dict__)
+    state.pop("_lean_job", None)
+    return state
+
+
 #: The argument types whose values a mechanism's set-up is remembered for (None: the
 #: argument not given).
 _EXACT_ARGUMENTS = (type(None), *_params.EXACT_TYPES)
@@ -891,6 +900,7 @@ class GaussianMechanism:
         self.rho = Fraction(self.k * norm2) / (2 * self.sigma2)
 
     __copy__ = _copy_mechanism
+    __getstate__ = _mechanism_state
 
     @property
     def _param(self) -> Fraction:
@@ -1002,6 +1012,7 @@ class LaplaceMechanism:
         self.rho = self.k * (Fraction(self.sensitivity) / self.scale) ** 2 / 2
 
     __copy__ = _copy_mechanism
+    __getstate__ = _mechanism_state
 
     @property
     def _param(self) -> Fraction:
