@@ -1163,12 +1163,14 @@ class _Extended:
         arg = eps - self.g
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             c = np.exp(arg)
-            rel = 8 * _U + 2 * _U * np.abs(arg)  # exp within 4 ulp, arg within u·|arg|
+            # c: exp within 4 ulp (8u), its argument within u·|arg|; the product's three
+            # roundings and 1 ∓ rel's, 4u more: 8u covers them
+            rel = 8 * _U + 2 * _U * np.abs(arg)
             if upper:
-                t = a_up[k] - c * (1 - rel) * b_lo[k] * (1 - 2 * _U)
-                t = np.maximum(t, 0.0) * (1 + 2 * _U)
+                t = a_up[k] - c * (1 - rel) * b_lo[k] * (1 - 8 * _U)
+                t = np.maximum(t, 0.0) * (1 + 2 * _U)  # (the difference's rounding)
             else:
-                t = a_lo[k] - c * (1 + rel) * b_up[k] * (1 + 2 * _U)
+                t = a_lo[k] - c * (1 + rel) * b_up[k] * (1 + 8 * _U)
                 t = np.maximum(t, 0.0) * (1 - 2 * _U)
         return np.where(k < n, t, 0.0)  # (where no root point is past it, c may be inf)
 
