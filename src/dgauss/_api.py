@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from dgauss import _core
-from dgauss._driver import LEAN_MAX, RNGLike, ShapeLike, lean, sample
+from dgauss._driver import LEAN_MAX, RNGLike, ShapeLike, lean, lean_batch, lean_job, sample
 from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE
 
 
@@ -19,13 +17,8 @@ def _lean(kind, param, size, mu):
         return None if found is None else _core.draw_one(*found)
     if type(size) is not int or not 1 <= size <= LEAN_MAX:
         return None
-    found = lean(kind, param, mu, size)
-    if found is None:
-        return None
-    kind_, num, den, mu_value, method = found
-    out = np.empty(size, dtype=np.int64)
-    _core.fill(kind_, num, den, mu_value, None, out, method=method)
-    return out
+    job = lean_job(kind, param, mu)
+    return None if job is None else lean_batch(_core.fill, job, size)
 
 
 def sample_gaussian(

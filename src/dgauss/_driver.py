@@ -186,6 +186,15 @@ def lean_method(first: int | None, count: int) -> str:
     return "inversion" if first is not None and count >= first else "rejection"
 
 
+def lean_batch(fill: Fill, job: tuple, count: int) -> np.ndarray:
+    """``count`` samples of ``job`` (:func:`lean_job`) from the OS, into a new int64 array,
+    by the method the batch's size resolves to (:func:`lean_method`)."""
+    kind, num, den, mu, first = job
+    out = np.empty(count, dtype=np.int64)
+    fill(kind, num, den, mu, None, out, method=lean_method(first, count))
+    return out
+
+
 def lean(kind: Kind, param, mu, count: int = 1) -> tuple | None:
     """For a call of ``count`` samples (1: a scalar) from the OS with every other argument at
     its default: the arguments of ``_core.draw_one`` or ``_core.fill`` (kind, num, den, mu,

@@ -620,12 +620,10 @@ def _noised_lean(job: tuple | None, values: np.ndarray, take):
     n = values.size
     if job is None or not 1 <= n <= _LEAN_MAX:
         return None
-    kind, num, den, mu, first = job
     core = _core_module or _load_core()
     if take is not None:
         take(n)
-    noise = np.empty(n, dtype=np.int64)
-    core.fill(kind, num, den, mu, None, noise, method=_driver.lean_method(first, n))
+    noise = _driver.lean_batch(core.fill, job, n)
     flat = np.ascontiguousarray(values).reshape(-1)  # (a view where values is C-ordered)
     if core.add_int64_checked(noise, flat) >= 0:  # a sum leaves int64: the general message
         return _add_int64(noise, flat, "raise")

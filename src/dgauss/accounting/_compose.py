@@ -872,24 +872,48 @@ class _Readout:
         """An upper bound on ln δ(ε) of the composition held (so of the true one).
 
         Non-increasing in ε, float for float: the same sum of terms that each fall with ε."""
-        a = self.alpha
         main = self._main(eps, True)
         if not main < math.inf or main < self.scale + self.kappa - 650:
             main = self._main_rescaled(eps)  # far outside this grid's ε: sum afresh
-        if self.log_dropped > _NEG_INF:
-            log_c = (
-                a * math.log(a) - (1 + a) * math.log1p(a) if a > 0 else 0.0
-            )  # c_α = α^α/(1+α)^{1+α}
-            tail = log_c - a * eps + self.log_dropped
-            main = float(np.logaddexp(main, tail))
-        return main + self.slop + abs(main) * 16 * _U if main > _NEG_INF else main
+        return _upper(main, self.alpha, eps, self.log_dropped, self.slop)
 
     def log_delta_low(self, eps: float) -> float:
         """A lower bound on ln δ̃(ε) of the composition held (δ̃ ≥ the true δ for a grid,
         = for exact atoms): the kept masses less their error bounds, rounded downward.
         Used only to show that a bound need not be carried (Composition._pld_log_delta)."""
-        main = self._main(eps, False)
-        return main - self.slop - abs(main) * 16 * _U if main > _NEG_INF else main
+        return _lower(self._main(eps, False), self.slop)
+
+
+def _upper(main: float, a: float, eps: float, log_dropped: float, slop: float) -> float:
+    """ln δ(ε) from the ln of a readout's main sum: the dropped mass charged by Chernoff's
+    bound at the tilt a (c_a·e^{−aε}·dropped, c_a = a^a/(1+a)^{1+a}), the exponents'
+    rounding (``slop``) and the ln's own added, upward."""
+    if log_dropped > _NEG_INF:
+        log_c = a * math.log(a) - (1 + a) * math.log1p(a) if a > 0 else 0.0
+        main = float(np.logaddexp(main, log_c - a * eps + log_dropped))
+    return main + slop + abs(main) * 16 * _U if main > _NEG_INF else main
+
+
+def _lower(main: float, slop: float) -> float:
+    """The ln of a readout's main sum (its lower reading) less the rounding, downward."""
+    return main - slop - abs(main) * 16 * _U if main > _NEG_INF else main
+
+
+class _ReadAtExact:
+    """Readings at an exact ε (a Fraction), for a readout's float ``log_delta``/
+    ``log_delta_low``."""
+
+    def log_delta_at(self, e: Fraction) -> float:
+        """An upper bound on ln δ(e), e exact (read at a float ε rounded down), at most 0."""
+        ef = cf._float_down(min(e, Fraction(_PLD_MAX_EPS)))
+        return min(self.log_delta(ef), 0.0)  # type: ignore[attr-defined]
+
+    def log_delta_low_at(self, e: Fraction) -> float:
+        """A lower bound on ln δ̃(e) of this grid's composition (``log_delta_low``, read at a
+        float ε rounded up; −inf past the route's largest ε)."""
+        if e >= _PLD_MAX_EPS:
+            return _NEG_INF
+        return self.log_delta_low(cf._float_up(e))  # type: ignore[attr-defined]
 
 
 #: A kept composition keeps at most this many of its extensions' leaves (composed(): each
@@ -965,7 +989,7 @@ def _tilted(
     return grid_up, grid_dn, log_up, log_lo, int(np.argmax(node.v)), big
 
 
-class _PLD(_Readout):
+class _PLD(_Readout, _ReadAtExact):
     """The composed, gridded, tilted privacy-loss distribution at one (α, h)."""
 
     def __init__(
@@ -1056,29 +1080,6 @@ class _PLD(_Readout):
             self._sums = tuple(sums)
         return self._sums
 
-    def log_delta_at(self, e: Fraction) -> float:
-        """An upper bound on ln δ(e), e exact (read at a float ε rounded down), at most 0."""
-        return min(self.log_delta(_float_down(e)), 0.0)
-
-    def log_delta_low_at(self, e: Fraction) -> float:
-        """A lower bound on ln δ̃(e) of this grid's composition (:meth:`log_delta_low`, read
-        at a float ε rounded up; −inf past the route's largest ε)."""
-        if e >= _PLD_MAX_EPS:
-            return _NEG_INF
-        return self.log_delta_low(_float_up_of(e))
-
-
-def _float_down(e: Fraction) -> float:
-    """e as a float rounded down (capped at the route's largest ε)."""
-    ef = float(e) if e < _PLD_MAX_EPS else _PLD_MAX_EPS
-    return ef if Fraction(ef) <= e else math.nextafter(ef, -math.inf)
-
-
-def _float_up_of(e: Fraction) -> float:
-    """e (below the route's largest ε) as a float rounded up."""
-    ef = float(e)
-    return ef if Fraction(ef) >= e else math.nextafter(ef, math.inf)
-
 
 #: An extension's node is merged into its root once longer than the root over this (an
 #: extension costs a merge into the node and a reading linear in it; forming, a merge into
@@ -1086,7 +1087,7 @@ def _float_up_of(e: Fraction) -> float:
 _FORM_SHARE = 4
 
 
-class _Extended:
+class _Extended(_ReadAtExact):
     """A kept composition (``base``, a :class:`_PLD` on a power-of-two grid) merged with a
     node of more coordinates composed at its tilt and grid, read without forming the merge.
 
@@ -1211,28 +1212,14 @@ class _Extended:
         main = self._main(eps, True)
         if main is None:
             return self._merged().log_delta(eps)
-        a = self.alpha
-        if self.log_dropped > _NEG_INF:
-            log_c = a * math.log(a) - (1 + a) * math.log1p(a) if a > 0 else 0.0
-            main = float(np.logaddexp(main, log_c - a * eps + self.log_dropped))
-        return main + self.slop + abs(main) * 16 * _U if main > _NEG_INF else main
+        return _upper(main, self.alpha, eps, self.log_dropped, self.slop)
 
     def log_delta_low(self, eps: float) -> float:
         """A lower bound on ln δ̃(ε) of the merged grid composition."""
         main = self._main(eps, False)
         if main is None:
             return self._merged().log_delta_low(eps)
-        return main - self.slop - abs(main) * 16 * _U if main > _NEG_INF else main
-
-    def log_delta_at(self, e: Fraction) -> float:
-        """An upper bound on ln δ(e), e exact (read at a float ε rounded down), at most 0."""
-        return min(self.log_delta(_float_down(e)), 0.0)
-
-    def log_delta_low_at(self, e: Fraction) -> float:
-        """As :meth:`_PLD.log_delta_low_at`."""
-        if e >= _PLD_MAX_EPS:
-            return _NEG_INF
-        return self.log_delta_low(_float_up_of(e))
+        return _lower(main, self.slop)
 
 
 #: The exact route (every atom of the composed loss, no grid) is used when the composed atoms
