@@ -760,18 +760,174 @@ def _threads(tasks: int, points: int) -> int:
     return _pool.cores() if tasks > 1 and points >= _PARALLEL_POINTS else 1
 
 
-def _power(leaf: _Node, count: int) -> _Node:
-    result = None
-    base = leaf
+def _transform_error(n: int) -> float:
+    """Relative ℓ2 error bound of one real FFT of length n, forward or inverse: 25·⌈log₂ n⌉·u,
+    five times the classical radix-2 bound (as the convolution's 80 is three transforms'
+    and a product's)."""
+    return 25 * max(1, (n - 1).bit_length()) * _U
+
+
+def _spectrum_power(f: np.ndarray, k: int) -> tuple[np.ndarray, int]:
+    """(f^k entrywise by repeated squaring, the complex multiplications made)."""
+    result, base, made = None, f, 0
     while True:
-        if count & 1:
-            result = base if result is None else _merge(result, base)
-        count >>= 1
-        if not count:
-            break
-        base = _merge(base, base)
-    assert result is not None
-    return result
+        if k & 1:
+            if result is None:
+                result = base.copy() if base is f else base
+            else:
+                result = result * base
+                made += 1
+        k >>= 1
+        if not k:
+            assert result is not None
+            return result, made
+        base = base * base
+        made += 1
+
+
+@dataclass
+class _Factor:
+    """One leaf's part of a product: its normalised vector's spectrum raised to its count."""
+
+    spectrum: np.ndarray
+    made: int  # complex multiplications made
+    top: float  # an upper bound on the transform's largest modulus (at least 1)
+    scale: float  # the leaf's vector sum S (the normalised vector is v / S)
+    err: float  # entrywise error bound of the normalised vector (against the true one / S)
+    mass: float  # an upper bound on the true normalised vector's ℓ1 mass
+
+
+def _factor(leaf: _Node, count: int, n: int) -> _Factor:
+    s = float(leaf.v.sum())
+    w = leaf.v / s
+    # w = v/S within a rounding: the true vector / S is within err/S (+ that rounding) of w
+    err = leaf.err / s * (1 + 2 * _U) + _U * float(w.max())
+    mass = (1 + 2 * len(w) * _U) + err * len(w) * (1 + 2 * _U)
+    f = np.fft.rfft(w, n)
+    top = max(1.0, float(np.abs(f).max()) * (1 + 4 * _U))
+    spectrum, made = _spectrum_power(f, count)
+    return _Factor(spectrum, made, top, s, err, mass)
+
+
+def _span(pairs: list[tuple[_Node, int]]) -> tuple[_Law, int, int, int, int]:
+    """For leaves taken ``k`` times each: (their sum's law, the support's first and last
+    grid index, and the window _product keeps: the support cut to the law's mean ± reach)."""
+    laws = [leaf.law.times(k) for leaf, k in pairs]
+    law = sum(laws[1:], laws[0])
+    first = sum(leaf.lo * k for leaf, k in pairs)
+    last = sum((leaf.lo + len(leaf.v) - 1) * k for leaf, k in pairs)
+    lo = max(first, math.floor(law.mean - law.reach(False)))
+    hi = min(last, math.ceil(law.mean + law.reach(True)))
+    return law, first, last, lo, hi
+
+
+def _transform_cost(n: int) -> float:
+    return n * max(1, n.bit_length())
+
+
+def _composed_leaves(pairs: list[tuple[_Node, int]]) -> _Node:
+    """The node of leaves taken k times each: one :func:`_product` of them all where that
+    transforms fewer points than a tree would, else each leaf's power in one transform and
+    a balanced tree of merges (shortest first, each level's merges on every core where they
+    are long enough to pay: NumPy's FFTs release the GIL, and the result does not depend on
+    the order they finish in).  The cost model: a product transforms every leaf and its
+    result at the whole window's length n (n·log₂ n each); a tree of m powers transforms, level
+    by level, about ten times their own windows' points (three transforms a merge, the levels'
+    lengths falling by about √2: a few kinds taken many times compose in one product, many
+    kinds taken once in a tree)."""
+    windows = [_span([pair]) for pair in pairs]
+    _, _, _, lo, hi = _span(pairs)
+    product = (len(pairs) + 1) * _transform_cost(_fft_length(hi - lo + 1))
+    tree = 10 * sum(_transform_cost(_fft_length(w[4] - w[3] + 1)) for w in windows)
+    if product <= tree:
+        return _product([leaf for leaf, _ in pairs], [k for _, k in pairs])
+    points = sum(w[4] - w[3] + 1 for w in windows)
+    threads = _threads(len(pairs), points)
+    nodes = _pool.map_ordered(lambda p: _product([p[0]], [p[1]]), pairs, threads)
+    while len(nodes) > 1:
+        nodes.sort(key=lambda node: len(node.v))
+        merges = [(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
+        points = sum(len(x.v) + len(y.v) for x, y in merges)
+        merged = _pool.map_ordered(lambda p: _merge(*p), merges, _threads(len(merges), points))
+        nodes = merged + ([nodes[-1]] if len(nodes) % 2 else [])
+    return nodes[0]
+
+
+def _product(leaves: list[_Node], counts: list[int]) -> _Node:
+    """The node of the leaves' convolution, leaf i taken ``counts[i]`` times, in one
+    transform: each normalised leaf's spectrum raised to its count, the spectra multiplied,
+    one inverse transform.  Its length is cut to the law's mean ± reach (as _truncate would
+    cut it), the transform length n holding that window: the circular convolution then adds
+    to each entry at most the computed convolution's mass beyond the window, 2·_DROP of the
+    whole (the law bounds the computed leaves' sum as well as the true one's).
+
+    Entrywise error, in units of Π S_i^{k_i} (S_i a leaf's vector sum, w_i = v_i/S_i): the
+    inputs', Σ_i k_i·e_i·σ_i^{k_i−1}·Π_{j≠i} σ_j^{k_j} (e_i w_i's entrywise bound, σ_i an
+    upper bound on the true and computed normalised masses: telescoping, each factor's ℓ1 at
+    most σ); the transforms': with K = Σ k_i, γ = _transform_error(n) and M ≥ 1 bounding
+    every computed spectrum's modulus, ‖Ŵ_i − W_i‖₂ ≤ γ·√n·‖w_i‖₂ ≤ γ√n, so the product's
+    spectrum is within M^{K−1}·K·γ√n in ℓ2, the T complex multiplications add
+    T·√5·u·M^K·√n (each within √5·u, Brent et al. 2007), and the inverse (1/√n in ℓ2)
+    γ·M^K: each entry within M^{K−1}Kγ + γM^K + T√5uM^K (the ℓ2 bound bounds every entry)."""
+    pairs = list(zip(leaves, counts, strict=True))
+    if pairs == [(leaves[0], 1)]:
+        return leaves[0]
+    law, first, last, lo, hi = _span(pairs)
+    cut = int(lo > first) + int(hi < last)
+    length = hi - lo + 1
+    if length > PLD_MAX_LENGTH:
+        raise ArithmeticError(
+            f"a composed vector of {length} points exceeds the PLD route's budget"
+        )
+    n = _fft_length(length)
+    threads = _threads(len(leaves), n * len(leaves)) if n <= 1 << 22 else 1
+    factors = _pool.map_ordered(lambda p: _factor(p[0], p[1], n), pairs, threads)
+    spectrum = factors[0].spectrum
+    made = sum(f.made for f in factors) + len(factors) - 1
+    for f in factors[1:]:
+        spectrum = spectrum * f.spectrum
+    x = np.fft.irfft(spectrum, n)
+    total = sum(counts)
+    top = max(f.top for f in factors)
+    gamma = _transform_error(n)
+    power = top**total * (1 + 2 * _U)
+    if not power < 1e300:
+        raise ArithmeticError("the PLD route's product of transforms has no error bound")
+    rounding = (power / top * total * gamma + gamma * power + made * 2.25 * _U * power) * 1.01
+    inputs, mass = 0.0, 1.0  # the inputs' error and the masses' product, leaf by leaf
+    for f, k in zip(factors, counts, strict=True):
+        grown = f.mass**k * (1 + 4 * _U)
+        inputs = (inputs * grown + mass * k * f.err * f.mass ** (k - 1)) * (1 + 4 * _U)
+        mass *= grown
+    alias = 2 * _DROP * mass * (1 + 1e-9) if cut else 0.0
+    v = x[(lo - first + np.arange(length)) % n]  # entry j: grid index lo + j
+    np.maximum(v, 0.0, out=v)
+    peak = float(v.max())
+    if peak <= 0:
+        peak = 1.0
+    v /= peak
+    err = (inputs + rounding + alias + 1e-300) / peak * (1 + 4 * _U)
+    # κ: ln of Π (S_i·e^{κ_i})^{k_i}·peak, its float sum rounded up by a bound on its error
+    terms = [
+        k * (leaf.kappa + math.log(f.scale))
+        for leaf, f, k in zip(leaves, factors, counts, strict=True)
+    ]
+    terms.append(math.log(peak))
+    # each term within a few roundings of its parts (libm's ln within 4 ulp), the sum
+    # (math.fsum) within one
+    parts = sum(
+        k * (abs(leaf.kappa) + abs(math.log(f.scale)))
+        for leaf, f, k in zip(leaves, factors, counts, strict=True)
+    )
+    slop = 16 * _U * (parts + abs(terms[-1])) + 1e-300
+    kappa = _float_up(math.fsum(terms) + slop)
+    slack = sum(leaf.kappa_slack * k for leaf, k in zip(leaves, counts, strict=True)) + 2 * slop
+    slack += 16 * _U * abs(kappa)
+    pieces = [math.log(k) + leaf.dropped for leaf, k in pairs if leaf.dropped > _NEG_INF]
+    pieces += [_LOG_DROP] * cut
+    dropped = _float_up(float(np.logaddexp.reduce(pieces))) if pieces else _NEG_INF
+    log_mgf = _float_up(math.fsum(leaf.log_mgf * k for leaf, k in pairs))
+    return _truncate(_Node(lo, v, kappa, err, dropped, log_mgf, law, slack))
 
 
 def _moments(c: _Coordinate, alpha: float) -> tuple[float, float]:
@@ -956,20 +1112,9 @@ def _composed(
     law = sum(laws[1:], laws[0])
     if law.reach(True) + law.reach(False) > PLD_MAX_LENGTH / 2:
         raise ArithmeticError("the composed vector would exceed the PLD route's budget")
-    # the kinds' powers, then a balanced tree (it keeps the vectors short), each level's
-    # merges on every core where they are long enough to pay for it (NumPy's FFTs
-    # release the GIL; the result does not depend on the order they finish in)
-    powers = [(leaf, c.count) for c, leaf in zip(coords, leaves, strict=True)]
-    points = sum(len(leaf.v) * count.bit_length() for leaf, count in powers)
-    nodes = _pool.map_ordered(lambda p: _power(*p), powers, _threads(len(powers), points))
-    nodes += [start] if start is not None else []
-    while len(nodes) > 1:
-        nodes.sort(key=lambda node: len(node.v))
-        pairs = [(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
-        points = sum(len(a.v) + len(b.v) for a, b in pairs)
-        merged = _pool.map_ordered(lambda p: _merge(*p), pairs, _threads(len(pairs), points))
-        nodes = merged + ([nodes[-1]] if len(nodes) % 2 else [])
-    return nodes[0]
+    # the leaves' powers (_composed_leaves), then merged into ``start``
+    node = _composed_leaves(list(zip(leaves, [c.count for c in coords], strict=True)))
+    return node if start is None else _merge(start, node)
 
 
 def _tilted(
@@ -1049,6 +1194,11 @@ class _PLD(_Readout, _ReadAtExact):
         """This composition (on a power-of-two grid) with the coordinates ``more`` merged in,
         at the same tilt and grid; None if one is out of range."""
         return _Extended.of(self, None, more)
+
+    def formed(self) -> _PLD:
+        """This composition, its suffix sums computed (for an extension read soon)."""
+        self.suffix_sums()
+        return self
 
     def suffix_sums(self) -> tuple[np.ndarray, ...]:
         """(Computed once.)  The root's readout terms summed from each point to the end, for
@@ -1197,6 +1347,10 @@ class _Extended(_ReadAtExact):
         if upper:
             return scales + math.log(total)
         return scales - self.kappa_slack + math.log(total)
+
+    def formed(self) -> _PLD:
+        """The merge formed, its suffix sums computed (a root for extensions to come)."""
+        return self._merged().formed()
 
     def _merged(self) -> _PLD:
         """The merge formed after all (for readouts the suffix sums cannot answer)."""
