@@ -199,3 +199,55 @@ def test_prepared_admissions_of_l2_balls_fit_by_the_plain_rule(
     assert compose(*made).delta(epsilon, log=True) <= log_budget
     for kind in kinds:
         assert compose(*made, as_recorded(kind)).delta(epsilon, log=True) > log_budget, kind
+
+
+def catch_ups(monkeypatch) -> list:
+    """Per catch-up (Accountant._advance_base bringing the kept distribution up to the
+    releases made): how many releases it merged, from the largest base it could use."""
+    gaps: list = []
+    real = mechanisms.Accountant._advance_base
+
+    def counted(self):
+        program = self._program
+        bases = [
+            b[0]
+            for b in (self._base, *self._prepared_bases)
+            if b is not None and b[1] is not None and b[0].within(program)
+        ]
+        if bases and all(b.counts != program.counts for b in bases):
+            largest = max(sum(b.counts.values()) for b in bases)
+            gaps.append(sum(program.counts.values()) - largest)
+        return real(self)
+
+    monkeypatch.setattr(mechanisms.Accountant, "_advance_base", counted)
+    return gaps
+
+
+def test_the_first_offer_past_the_prepared_certificate_merges_from_short_of_it(
+    small_preparation, monkeypatch
+):
+    """The preparation hands over, besides its composition, one of the program short of its
+    certificate's edge (mechanisms._short_of): the offer that leaves the certificate merges
+    the releases since that one, not every release made inside the certificate.  Without
+    it (_SHORT_OF_EDGE = 1: nothing short), that offer merges several times as many; both
+    runs admit by valid bounds and end full by the plain rule."""
+    runs = {}
+    for short in (mechanisms._SHORT_OF_EDGE, Fraction(1)):
+        monkeypatch.setattr(mechanisms, "_SHORT_OF_EDGE", short)
+        gaps = catch_ups(monkeypatch)
+        acc = dgauss.Accountant(**BUDGET)
+        made = fill(acc, [])
+        assert compose(*made).delta(1) <= 1e-6
+        for kind in KINDS:
+            assert compose(*made, as_recorded(kind)).delta(1) > 1e-6, kind
+        if short < 1:
+            shorts = [
+                b for b in acc._prepared_bases if b[0].counts != acc._prepared_bases[0][0].counts
+            ]
+            assert shorts  # the preparation handed a short program over
+        runs[short] = gaps
+        monkeypatch.undo()
+        monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 30)
+    with_short, without = runs[mechanisms._SHORT_OF_EDGE], runs[Fraction(1)]
+    assert with_short and without, runs
+    assert max(with_short) * 4 <= max(without), runs

@@ -1404,6 +1404,23 @@ def _grown(program: _Program, share: float | Fraction) -> _Program:
     return grown
 
 
+#: The preparation also composes the program this share short of its certificate's growth
+#: (:func:`_short_of`): the releases reach it before they leave the certificate, unless they
+#: stray from the proportions it was grown in by more than this share of it.
+_SHORT_OF_EDGE = Fraction(1, 8)
+
+
+def _short_of(program: _Program, certified: _Program, share: Fraction) -> _Program:
+    """The program between ``program`` and ``certified`` (which holds it), ``share`` of each
+    kind's growth short of ``certified`` (rounded down: inside it)."""
+    short = program.plus()
+    for unit, n in certified.counts.items():
+        more = math.floor((1 - share) * (n - program.counts.get(unit, 0)))
+        if more > 0:
+            short.add(unit, more)
+    return short
+
+
 def _grown_to(program: _Program, rho: Fraction) -> _Program | None:
     """``program`` :func:`_grown` by the share that takes its total ρ to ``rho`` (at least;
     ``program`` itself if it is there); None when the kinds released at least twice hold
@@ -1694,7 +1711,7 @@ class Accountant:
         self._admitted_here = 0  # admissions since this object was made or restored
         self._zcdp_rho: Fraction | None = None  # _zcdp_limit, once computed
         self._prepared: tuple | None = None
-        self._prepared_base: tuple | None = None
+        self._prepared_bases: tuple = ()
         self._spent: PrivacyLoss | None = None  # built when read
         self._lock = threading.Lock()
 
@@ -1884,11 +1901,11 @@ class Accountant:
         if decided is None and self._preparing is not None:
             # no merge answered: what the preparation hands over may (its certificate,
             # or a distribution nearer this program to merge into); wait for it
-            before = self._prepared_base
+            before = self._prepared_bases
             self._wait_for_prepared()
             if self._inside_certificate(release):
                 return True
-            if self._prepared_base is not before:
+            if self._prepared_bases is not before:
                 decided = self._merged(release, candidate)
         if decided is not None:
             return decided
@@ -1934,7 +1951,9 @@ class Accountant:
         only themselves (at the budget's edge, every offer is merged: each took 40-200 ms at
         10^4 releases of 10 kinds when it merged everything since the last composition)."""
         program = self._program
-        bases = [b for b in (self._base, self._prepared_base) if b is not None and b[1] is not None]
+        bases = [
+            b for b in (self._base, *self._prepared_bases) if b is not None and b[1] is not None
+        ]
         if not program.counts or any(b[0].counts == program.counts for b in bases):
             return
         step = self._extended(program)
@@ -1944,8 +1963,8 @@ class Accountant:
     def _extended(self, candidate: _Program, base: tuple | None = None) -> Any:
         """The PLD of ``candidate``, merged into one kept of a program inside it (on that
         one's tilt and grid: :meth:`_compose._PLD.extended`): ``base`` = (program, PLD), by
-        default the larger of the last composition's and the preparation's; None without."""
-        bases = [base] if base is not None else [self._base, self._prepared_base]
+        default the largest of the last composition's and the preparation's; None without."""
+        bases = [base] if base is not None else [self._base, *self._prepared_bases]
         usable = [b for b in bases if b is not None and b[1] is not None and b[0].within(candidate)]
         if not usable:
             return None
@@ -2167,9 +2186,13 @@ class Accountant:
 
     def _prepare(self, edge: _Program) -> None:
         """(On the background thread.)  Compose ``edge``; if it fits, certify the largest
-        grown program from its PLD and hand over ((edge, PLD), that certificate).  (Composing
-        the certified program afresh to certify more from there was tried: at 10^3 and 10^4
-        releases it certified nothing more, and admissions at the edge waited for it.)"""
+        grown program from its PLD, compose the program short of that certificate's edge
+        (:func:`_short_of`) from the same PLD, and hand over (((edge, PLD), (short, PLD)),
+        the certificate).  The first offer past the certificate then merges only the releases
+        since the short program into its PLD (not the thousand or so made inside the
+        certificate: 0.15 s at 10^4 releases of 10 kinds).  (Composing the certified program
+        afresh to certify more from there was tried: at 10^3 and 10^4 releases it certified
+        nothing more, and admissions at the edge waited for it.)"""
         eps = self._budget[1]
         try:
             composition = edge.composition()
@@ -2179,7 +2202,13 @@ class Accountant:
             base = (edge, composition._shared_grid_pld(eps))
             found = _Certificate(edge, composition.delta(eps), composition.delta(eps, log=True))
             grown, _ = self._grown_certificate(edge, log_delta, base, None, _PREPARE_STEPS)
-            self._prepared = (base, grown if grown is not None else found)
+            bases = [base]
+            if grown is not None and base[1] is not None:
+                short = _short_of(edge, grown.program, _SHORT_OF_EDGE)
+                step = self._extended(short, base) if short.counts != edge.counts else None
+                if step is not None:
+                    bases.append((short, step.formed()))
+            self._prepared = (tuple(bases), grown if grown is not None else found)
         except Exception:  # nothing found: the admissions compose as without it
             return
 
@@ -2193,9 +2222,9 @@ class Accountant:
         self._preparing, prepared, self._prepared = None, self._prepared, None
         if prepared is None:  # it found nothing (did not fit, or failed)
             return
-        base, certificate = prepared
-        if base[1] is not None:  # (no PLD on a shared grid: nothing to merge into)
-            self._prepared_base = base
+        bases, certificate = prepared
+        # (no PLD on a shared grid: nothing to merge into)
+        self._prepared_bases = tuple(b for b in bases if b[1] is not None)
         current = self._certificate
         if self._program.within(certificate.program) and (
             current is None or not certificate.program.within(current.program)
