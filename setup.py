@@ -78,6 +78,7 @@ def extensions():
             "csrc/dg_prim.c",
             "csrc/dg_exp.c",
             "csrc/dg_inv.c",
+            "csrc/dg_chacha.c",
         ],
         # the paper's loops and the int conversion are included by _core.pyx (one unit)
         depends=[
@@ -89,6 +90,7 @@ def extensions():
             "csrc/dg_prim.h",
             "csrc/dg_exp.h",
             "csrc/dg_inv.h",
+            "csrc/dg_chacha.h",
         ],
         include_dirs=["csrc", numpy_include, *gmp_include],
         library_dirs=gmp_lib,

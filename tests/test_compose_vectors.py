@@ -249,7 +249,7 @@ def _exact_product(ints_list, counts) -> list[int]:
     slot = (
         sum(
             k * (int(max(ints)).bit_length() + len(ints).bit_length())
-            for ints, k in zip(ints_list, counts)
+            for ints, k in zip(ints_list, counts, strict=True)
         )
         + 2
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from dgauss import accounting
+from dgauss._chacha import ChaCha20
 from dgauss.mechanisms import (
     Accountant,
     GaussianMechanism,
@@ -36,6 +37,7 @@ __all__ = [
     "sample_laplace",
     "sample_bernoulli_exp",
     "accounting",
+    "ChaCha20",
     "GaussianMechanism",
     "LaplaceMechanism",
     "Accountant",

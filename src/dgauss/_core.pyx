@@ -37,7 +37,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _inversion, _kinds, _sources
+from dgauss import _chacha, _inversion, _kinds, _sources
 
 cnp.import_array()
 
@@ -950,6 +950,86 @@ cdef void _prefix(dg_os_script *script, cnp.ndarray words):
         script.nprefix = words.size
 
 
+cdef class ChaChaState:
+    """One thread's state of a :class:`dgauss.ChaCha20` (csrc/dg_chacha.h): made unkeyed,
+    keyed from the OS on first use.  Never shared between threads (the Python object keeps
+    one per thread)."""
+    cdef dg_chacha *st
+    cdef dg_os_script script     # for tests: a scripted OS its keys come from (fail_keying)
+
+    def __cinit__(self):
+        self.st = dg_chacha_new()
+        if self.st == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        dg_chacha_free(self.st)
+
+    def forget(self):
+        """Forget the key: the next fill keys afresh from the OS."""
+        dg_chacha_forget(self.st)
+
+    @property
+    def keyed(self):
+        return bool(self.st.keyed)
+
+    @property
+    def blocks_left(self):
+        return self.st.blocks_left
+
+    @blocks_left.setter
+    def blocks_left(self, uint64_t value):  # for tests: bring the reseed near
+        self.st.blocks_left = value
+
+    def fail_keying(self, int errno_value):
+        """For tests: the OS refuses its keys from now on (a scripted source failing with
+        errno_value, through the loop the OS source reads with)."""
+        memset(&self.script, 0, sizeof(self.script))
+        self.script.fail_after = 0
+        self.script.fail_count = 1 << 30
+        self.script.fail_errno = errno_value
+        self.st.key_fill = dg_fill_scripted
+        self.st.key_ctx = &self.script
+
+    def set_key(self, bytes key):
+        """For tests: key it with these 32 bytes, as if the OS had given them."""
+        cdef unsigned int words[8]
+        if len(key) != 32:
+            raise ValueError("key must be 32 bytes")
+        for i in range(8):
+            words[i] = int.from_bytes(key[4 * i:4 * i + 4], "little")
+        dg_chacha_set_key(self.st, words)
+        memset(words, 0, sizeof(words))
+
+    def words(self, Py_ssize_t n):
+        """For tests: the next n 64-bit words of this state's output."""
+        out = np.zeros(n, dtype=np.uint64)
+        cdef uint64_t *p = <uint64_t *>cnp.PyArray_DATA(out)
+        cdef int rc
+        with nogil:
+            rc = dg_fill_chacha(self.st, p, <size_t>n)
+        if rc != DG_OK:
+            err = self.st.err or _errno.EIO
+            raise OSError(err, "dgauss could not read randomness from the operating system: "
+                          + _os.strerror(err))
+        return out
+
+
+def chacha20_blocks(bytes key, unsigned int counter, bytes nonce, Py_ssize_t nblocks):
+    """For tests: ChaCha20 blocks (RFC 8439, section 2.3) as bytes."""
+    cdef unsigned int k[8]
+    cdef unsigned int nn[3]
+    if len(key) != 32 or len(nonce) != 12 or nblocks < 0:
+        raise ValueError("key must be 32 bytes, nonce 12, nblocks >= 0")
+    for i in range(8):
+        k[i] = int.from_bytes(key[4 * i:4 * i + 4], "little")
+    for i in range(3):
+        nn[i] = int.from_bytes(nonce[4 * i:4 * i + 4], "little")
+    out = np.zeros(16 * nblocks, dtype=np.uint32)
+    dg_chacha20_blocks(k, counter, nn, <unsigned int *>cnp.PyArray_DATA(out), <size_t>nblocks)
+    return out.astype("<u4").tobytes()
+
+
 cdef class _Job:
     """Everything one public call needs: parameters, scratch space, its bit stream (two, its
     lanes, for an int64 batch by inversion from the OS)."""
@@ -958,6 +1038,7 @@ cdef class _Job:
     cdef uint64_t *buf2         # the second lane's (State.lanes)
     cdef dg_os_ctx os_ctx, os_ctx2
     cdef dg_os_script script, script2   # a testing ScriptedOS's state for this call (each lane)
+    cdef ChaChaState chacha     # a dgauss.ChaCha20's state for this thread (both lanes)
     cdef mpz_t *vals
     cdef TapeWords tape
     cdef dg_decider decider
@@ -1151,7 +1232,7 @@ cdef class _Job:
         self.obj_chunk = max(1, min(OBJECT_CHUNK, OBJECT_CHUNK_BYTES // (value_bits // 8 + 16)))
 
         self.source = source
-        cdef bint os = source is None or isinstance(source, _sources.ScriptedOS)
+        cdef bint os = source is None or isinstance(source, (_sources.ScriptedOS, _chacha.ChaCha20))
         cdef size_t cap = OS_BUFFER_WORDS if os else 1
         self.buf = <uint64_t *>calloc(cap, sizeof(uint64_t))  # zero: only read words are not
         if self.buf == NULL:
@@ -1159,7 +1240,8 @@ cdef class _Job:
         cdef dg_rng *rng = &self.s.rng
         # an int64 batch by inversion from the OS draws in two lanes, each with its own stream
         # and buffer (the second is filled only when a batch first draws from it)
-        self.s.lanes = os and inversion and (source is None or source.lanes == 2)
+        self.s.lanes = os and inversion and (
+            source is None or isinstance(source, _chacha.ChaCha20) or source.lanes == 2)
         if self.s.lanes:
             self.buf2 = <uint64_t *>calloc(cap, sizeof(uint64_t))
             if self.buf2 == NULL:
@@ -1168,6 +1250,12 @@ cdef class _Job:
             dg_rng_init(rng, dg_fill_os, &self.os_ctx, self.buf, cap, OS_FIRST_BLOCK)
             if self.s.lanes:
                 dg_rng_init(&self.s.rng2, dg_fill_os, &self.os_ctx2, self.buf2, cap,
+                            OS_FIRST_BLOCK)
+        elif isinstance(source, _chacha.ChaCha20):
+            self.chacha = source._state()  # this thread's (a fill runs on the thread that made the job)
+            dg_rng_init(rng, dg_fill_chacha, self.chacha.st, self.buf, cap, OS_FIRST_BLOCK)
+            if self.s.lanes:
+                dg_rng_init(&self.s.rng2, dg_fill_chacha, self.chacha.st, self.buf2, cap,
                             OS_FIRST_BLOCK)
         elif isinstance(source, _sources.ScriptedOS):
             memset(&self.script, 0, sizeof(self.script))
@@ -1207,7 +1295,8 @@ cdef class _Job:
     cdef int raise_status(self, int rc) except -1:
         if rc == DG_ERR_ENTROPY:
             err = (self.os_ctx.err or self.os_ctx2.err or self.script.os.err
-                   or self.script2.os.err or _errno.EIO)
+                   or self.script2.os.err or (self.chacha is not None and self.chacha.st.err)
+                   or _errno.EIO)
             raise OSError(err, "dgauss could not read randomness from the operating system: "
                           + _os.strerror(err))
         if rc == DG_ERR_OVERFLOW:
@@ -1396,8 +1485,9 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
         raise ValueError("out must be a 1-D C-contiguous array")
     if out.dtype.kind not in "Oib" or (out.dtype.kind == "i" and out.dtype.itemsize != 8):
         raise TypeError("out must have dtype int64, bool or object")
-    if next_slice is not None and not (source is None or isinstance(source, _sources.ScriptedOS)):
-        raise ValueError("next_slice needs source=None (the OS CSPRNG)")
+    if next_slice is not None and not (
+            source is None or isinstance(source, (_sources.ScriptedOS, _chacha.ChaCha20))):
+        raise ValueError("next_slice needs source=None (the OS CSPRNG) or a dgauss.ChaCha20")
     split_bits(1, high_bits)        # checks high_bits
     cdef _Job job
     cdef dict jobs

@@ -46,6 +46,21 @@ cdef extern from "dg_rng.h" nogil:
     int dg_bit(dg_rng *rng)
     uint64_t dg_bits(dg_rng *rng, unsigned k)
 
+cdef extern from "dg_chacha.h" nogil:
+    ctypedef struct dg_chacha:
+        uint64_t blocks_left
+        int keyed
+        int err
+        dg_fill_fn key_fill
+        void *key_ctx
+    dg_chacha *dg_chacha_new()
+    void dg_chacha_free(dg_chacha *st)
+    void dg_chacha_forget(dg_chacha *st)
+    int dg_fill_chacha(void *ctx, uint64_t *words, size_t n)
+    void dg_chacha_set_key(dg_chacha *st, const unsigned int *key)
+    void dg_chacha20_blocks(const unsigned int *key, unsigned int counter,
+                            const unsigned int *nonce, unsigned int *out, size_t nblocks)
+
 cdef extern from "dg_prim.h" nogil:
     uint64_t DG_BERNOULLI_DMAX
     enum:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from dgauss import _sources
+from dgauss import _chacha, _sources
 
 #: gmpy2's integer and rational types, for isinstance (empty without gmpy2)
 _GMPY_INT: tuple[type[Any], ...]
@@ -216,14 +216,14 @@ def shape(size) -> tuple[int, ...] | None:
 
 def bit_generator(rng):
     """None (the OS CSPRNG), the numpy BitGenerator behind ``rng``, or a testing tape."""
-    if rng is None or isinstance(rng, _sources.SOURCES):
+    if rng is None or isinstance(rng, (*_sources.SOURCES, _chacha.ChaCha20)):
         return rng
     if isinstance(rng, np.random.Generator):
         return rng.bit_generator
     if isinstance(rng, np.random.BitGenerator):
         return rng
     raise TypeError(
-        "rng must be None (the OS CSPRNG), a numpy.random.Generator or a "
+        "rng must be None (the OS CSPRNG), a dgauss.ChaCha20, a numpy.random.Generator or a "
         f"numpy.random.BitGenerator, not {type(rng).__name__}"
     )
 
@@ -246,7 +246,7 @@ def workers(value, rng) -> int:
         raise ValueError(
             f"workers must be None, -1 or a positive int up to {MAX_WORKERS}, got {show(value)}"
         )
-    if count > 1 and rng is not None:
+    if count > 1 and rng is not None and not isinstance(rng, _chacha.ChaCha20):
         raise ValueError(
             "workers > 1 needs rng=None (the OS CSPRNG): a seeded generator or tape is "
             "one sequential stream, and splitting it across threads would make the "
