@@ -544,3 +544,25 @@ def test_offers_at_the_edge_merge_only_themselves(monkeypatch, eager_look_ahead)
     advances = [c for c in sizes if c[0] > 1]
     assert advances and all(c[1:] == [1] for c in advances)
     assert len(advances) <= 3 and sum(c == [1] for c in sizes) >= 5
+
+
+def test_spent_delta_never_rises_with_epsilon_past_the_admitting_bound():
+    """An accountant's ``spent`` reads the bound that admitted its last release (a ceiling at
+    the budget's ε, below the fresh composition's reading there); that bound holds at every
+    larger ε too, so δ read just past the budget's ε is not above δ read at it (it was, by
+    the fresh reading, before: a hostile review's finding)."""
+    import math
+
+    from dgauss.mechanisms import PrivacyLoss
+
+    releases = [Gaussian(400, k=30), Laplace(40, k=5)]
+    fresh = compose(*releases).delta(1)
+    ceiling = (Fraction(1), fresh / 2, math.log(fresh / 2))  # as if certified by a merge
+    spent = PrivacyLoss(releases, ("approx", Fraction(1), Fraction(1)), ceiling=ceiling)
+    eps = [1.0, math.nextafter(1.0, 2.0), 1.5, 3.0]
+    read = [spent.delta(e) for e in eps]
+    assert read[0] == fresh / 2
+    assert all(a >= b for a, b in zip(read, read[1:], strict=False)), read
+    logs = [spent.delta(e, log=True) for e in eps]
+    assert all(a >= b for a, b in zip(logs, logs[1:], strict=False)), logs
+    assert spent.delta(0.5) == compose(*releases).delta(0.5)  # below its ε: the fresh one

@@ -1279,7 +1279,8 @@ class PrivacyLoss:
             _cf._nonnegative(epsilon, "epsilon")
             return -math.inf if log else 0.0
         found = self._composition.delta(epsilon, log=log)
-        if self._ceiling is not None and _cf._nonnegative(epsilon, "epsilon") == self._ceiling[0]:
+        # the ceiling bounds δ at its ε, and so at every larger ε (δ never rises with ε)
+        if self._ceiling is not None and _cf._nonnegative(epsilon, "epsilon") >= self._ceiling[0]:
             found = min(found, self._ceiling[2] if log else self._ceiling[1])
         return found
 

@@ -767,22 +767,20 @@ def _transform_error(n: int) -> float:
     return 25 * max(1, (n - 1).bit_length()) * _U
 
 
-def _spectrum_power(f: np.ndarray, k: int) -> tuple[np.ndarray, int]:
-    """(f^k entrywise by repeated squaring, the complex multiplications made)."""
-    result, base, made = None, f, 0
+def _spectrum_power(f: np.ndarray, k: int) -> np.ndarray:
+    """f^k entrywise, by repeated squaring."""
+    result, base = None, f
     while True:
         if k & 1:
             if result is None:
                 result = base.copy() if base is f else base
             else:
                 result = result * base
-                made += 1
         k >>= 1
         if not k:
             assert result is not None
-            return result, made
+            return result
         base = base * base
-        made += 1
 
 
 @dataclass
@@ -790,7 +788,6 @@ class _Factor:
     """One leaf's part of a product: its normalised vector's spectrum raised to its count."""
 
     spectrum: np.ndarray
-    made: int  # complex multiplications made
     top: float  # an upper bound on the transform's largest modulus (at least 1)
     scale: float  # the leaf's vector sum S (the normalised vector is v / S)
     err: float  # entrywise error bound of the normalised vector (against the true one / S)
@@ -805,8 +802,7 @@ def _factor(leaf: _Node, count: int, n: int) -> _Factor:
     mass = (1 + 2 * len(w) * _U) + err * len(w) * (1 + 2 * _U)
     f = np.fft.rfft(w, n)
     top = max(1.0, float(np.abs(f).max()) * (1 + 4 * _U))
-    spectrum, made = _spectrum_power(f, count)
-    return _Factor(spectrum, made, top, s, err, mass)
+    return _Factor(_spectrum_power(f, count), top, s, err, mass)
 
 
 def _span(pairs: list[tuple[_Node, int]]) -> tuple[_Law, int, int, int, int]:
@@ -866,9 +862,11 @@ def _product(leaves: list[_Node], counts: list[int]) -> _Node:
     upper bound on the true and computed normalised masses: telescoping, each factor's ℓ1 at
     most σ); the transforms': with K = Σ k_i, γ = _transform_error(n) and M ≥ 1 bounding
     every computed spectrum's modulus, ‖Ŵ_i − W_i‖₂ ≤ γ·√n·‖w_i‖₂ ≤ γ√n, so the product's
-    spectrum is within M^{K−1}·K·γ√n in ℓ2, the T complex multiplications add
-    T·√5·u·M^K·√n (each within √5·u, Brent et al. 2007), and the inverse (1/√n in ℓ2)
-    γ·M^K: each entry within M^{K−1}Kγ + γM^K + T√5uM^K (the ℓ2 bound bounds every entry)."""
+    spectrum is within M^{K−1}·K·γ√n in ℓ2, the complex multiplications add
+    (K − 1)·√5·u·M^K·√n (each within √5·u, Brent et al. 2007; a product of K factors by
+    repeated squaring or any other order, unrolled, is K − 1 multiplications, each rounding
+    factor raised to how often its result recurs), and the inverse (1/√n in ℓ2) γ·M^K: each
+    entry within M^{K−1}Kγ + γM^K + (K − 1)√5uM^K (the ℓ2 bound bounds every entry)."""
     pairs = list(zip(leaves, counts, strict=True))
     if pairs == [(leaves[0], 1)]:
         return leaves[0]
@@ -883,7 +881,6 @@ def _product(leaves: list[_Node], counts: list[int]) -> _Node:
     threads = _threads(len(leaves), n * len(leaves)) if n <= 1 << 22 else 1
     factors = _pool.map_ordered(lambda p: _factor(p[0], p[1], n), pairs, threads)
     spectrum = factors[0].spectrum
-    made = sum(f.made for f in factors) + len(factors) - 1
     for f in factors[1:]:
         spectrum = spectrum * f.spectrum
     x = np.fft.irfft(spectrum, n)
@@ -893,7 +890,7 @@ def _product(leaves: list[_Node], counts: list[int]) -> _Node:
     power = top**total * (1 + 2 * _U)
     if not power < 1e300:
         raise ArithmeticError("the PLD route's product of transforms has no error bound")
-    rounding = (power / top * total * gamma + gamma * power + made * 2.25 * _U * power) * 1.01
+    rounding = (power / top * total * gamma + gamma * power + total * 2.25 * _U * power) * 1.01
     inputs, mass = 0.0, 1.0  # the inputs' error and the masses' product, leaf by leaf
     for f, k in zip(factors, counts, strict=True):
         grown = f.mass**k * (1 + 4 * _U)
