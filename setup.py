@@ -94,7 +94,8 @@ def extensions():
         ],
         include_dirs=["csrc", numpy_include, *gmp_include],
         library_dirs=gmp_lib,
-        libraries=["gmp"],
+        # libdl: dlsym (the C library's getrandom, csrc/dg_rng.c), in libc itself from glibc 2.34
+        libraries=["gmp", *(["dl"] if sys.platform.startswith("linux") else [])],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         # hidden: calls between the C files and the Cython module skip the PLT
         extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden"],

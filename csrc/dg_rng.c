@@ -13,8 +13,42 @@
 #include <sys/syscall.h>
 #if defined(SYS_getrandom)
 #define DG_HAVE_GETRANDOM 1
+#include <dlfcn.h>
 #endif
 #endif
+
+#if defined(DG_HAVE_GETRANDOM)
+typedef long (*dg_getrandom_fn)(void *buf, size_t n, unsigned int flags);
+
+/* The C library's getrandom(3), looked up once at run time (NULL: it has none).  From glibc
+ * 2.41 on it reads the kernel's vDSO getrandom where the kernel has one (Linux >= 6.11),
+ * without a system call; an older C library makes the system call itself, as we would.
+ * Looked up rather than linked: the manylinux wheels are built against a glibc (2.17) that
+ * has no getrandom(3), and run on ones that may have the fast one.  (Two threads may both
+ * look it up the first time: they find the same pointer.) */
+static dg_getrandom_fn libc_getrandom(void)
+{
+    static dg_getrandom_fn fn;
+    static int looked;
+    if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+        void *found = dlsym(RTLD_DEFAULT, "getrandom");
+        dg_getrandom_fn cast;
+        memcpy(&cast, &found, sizeof cast); /* (a data pointer to a function pointer) */
+        __atomic_store_n(&fn, cast, __ATOMIC_RELAXED);
+        __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+    }
+    return __atomic_load_n(&fn, __ATOMIC_RELAXED);
+}
+#endif
+
+int dg_os_reader(void)
+{
+#if defined(DG_HAVE_GETRANDOM)
+    return libc_getrandom() != NULL ? 1 : 0;
+#else
+    return -1;
+#endif
+}
 
 void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
                  uint64_t *buf, size_t cap, size_t first_block)
@@ -120,6 +154,9 @@ static long getrandom_read(void *arg, unsigned char *p, size_t n)
 {
     (void)arg;
 #if defined(DG_HAVE_GETRANDOM)
+    dg_getrandom_fn libc = libc_getrandom();
+    if (libc != NULL)
+        return libc(p, n, 0);
     return syscall(SYS_getrandom, p, n, 0);
 #else
     (void)p;

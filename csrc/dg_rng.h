@@ -77,6 +77,10 @@ void dg_rng_wipe(dg_rng *rng);
 typedef struct dg_os_ctx { int err; } dg_os_ctx;
 int dg_fill_os(void *ctx, uint64_t *words, size_t n);
 
+/* How the OS is read: 1 through the C library's getrandom(3) (glibc >= 2.41: the kernel's
+ * vDSO where it has one), 0 by the getrandom(2) system call, -1 from /dev/urandom. */
+int dg_os_reader(void);
+
 /* One read of at most n bytes: bytes read, or -1 with errno, or -2 for "no getrandom(2)". */
 typedef long (*dg_read_fn)(void *arg, unsigned char *p, size_t n);
 

@@ -176,3 +176,21 @@ def test_oracle_reads_the_os_by_default():
     a = reference.sample_gaussian(10**6, 16)
     b = reference.sample_gaussian(10**6, 16)
     assert a.tolist() != b.tolist()
+
+
+def test_the_os_is_read_through_the_c_librarys_getrandom_where_it_has_one():
+    """On Linux with glibc 2.25 or later the OS source calls the C library's getrandom(3)
+    (looked up at run time), so that glibc 2.41's vDSO getrandom is used where the kernel has
+    one; otherwise the system call, or /dev/urandom."""
+    import platform
+    import sys
+
+    from dgauss import _core
+
+    reader = _core.os_reader()
+    libc, version = platform.libc_ver()
+    if sys.platform.startswith("linux") and libc == "glibc" and version:
+        major, minor = (int(x) for x in version.split(".")[:2])
+        assert reader == ("getrandom(3)" if (major, minor) >= (2, 25) else "getrandom(2)")
+    else:
+        assert reader in ("getrandom(3)", "getrandom(2)", "urandom")

@@ -950,6 +950,12 @@ cdef void _prefix(dg_os_script *script, cnp.ndarray words):
         script.nprefix = words.size
 
 
+def os_reader():
+    """How the OS source reads: "getrandom(3)" (the C library's, which from glibc 2.41 reads
+    the kernel's vDSO where it has one), "getrandom(2)" (the system call) or "urandom"."""
+    return ("urandom", "getrandom(2)", "getrandom(3)")[dg_os_reader() + 1]
+
+
 cdef class ChaChaState:
     """One thread's state of a :class:`dgauss.ChaCha20` (csrc/dg_chacha.h): made unkeyed,
     keyed from the OS on first use.  Never shared between threads (the Python object keeps

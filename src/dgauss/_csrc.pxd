@@ -41,6 +41,7 @@ cdef extern from "dg_rng.h" nogil:
                      uint64_t *buf, size_t cap, size_t first_block)
     void dg_rng_wipe(dg_rng *rng)
     int dg_fill_os(void *ctx, uint64_t *words, size_t n)
+    int dg_os_reader()
     int dg_fill_scripted(void *ctx, uint64_t *words, size_t n)
     uint64_t dg_bits_used(const dg_rng *rng)
     int dg_bit(dg_rng *rng)
