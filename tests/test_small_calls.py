@@ -268,14 +268,42 @@ def test_the_lean_path_refuses_what_the_general_one_does(draw, param, mu, error,
 def test_a_lean_batch_resolves_the_method_by_the_documented_rule(kind, param):
     """ "auto" is inversion inside the range, with fixed-point words, for a batch of at least
     a quarter as many samples as the table has words beyond 1,024 (written out here):
-    lean() picks it for each count around that edge as the general path does."""
+    lean() picks it at a parameter's first call for each count around that edge as the
+    general path does; from the second call at the parameter on, inversion at every count
+    wherever inversion can draw it (the table is worth building: _driver.warmed)."""
     gaussian = kind == DISCRETE_GAUSSIAN
     inside, words, table = _inversion._facts(gaussian, param)
     edge = max(0, -(-(table - 1024) // 4))
     for count in {1, 2, max(1, edge - 1), max(1, edge), edge + 1, 5000, _driver.LEAN_MAX}:
         expected = "inversion" if inside and words and 4 * count + 1024 >= table else "rejection"
+        _driver._lean_cache.clear()
         assert _driver.lean(kind, param, 0, count)[4] == expected
         assert _inversion.resolve(gaussian, param, "auto", count) == expected
+        again = "inversion" if inside and words else "rejection"
+        assert _driver.lean(kind, param, 0, count)[4] == again
+    if inside and words and edge > 1:  # the second call changes something here
+        _driver._lean_cache.clear()
+        assert _driver.lean(kind, param, 0, 1)[4] == "rejection"
+        assert _driver.lean(kind, param, 0, 1)[4] == "inversion"
+
+
+def test_a_mechanism_draws_a_parameter_by_inversion_from_its_second_call(monkeypatch):
+    """A mechanism's lean release takes "auto"'s method on its first call (100 counts at
+    scale 1,000: rejection, the table of about 3,000 words not yet worth it) and inversion
+    on the later ones (the samples' law is the same either way: the methods are exact)."""
+    methods = []
+    real = _driver.lean_batch
+
+    def recorded(fill, job, count):
+        methods.append(_driver.lean_method(job[4], count))
+        return real(fill, job, count)
+
+    monkeypatch.setattr(_driver, "lean_batch", recorded)
+    mech = dgauss.LaplaceMechanism(scale=1000, k=3)
+    values = np.zeros(100, dtype=np.int64)
+    for _ in range(3):
+        mech(values)
+    assert methods == ["rejection", "inversion", "inversion"]
 
 
 @pytest.mark.parametrize("size", [1, 7, 1000, 1 << 16])

@@ -163,7 +163,11 @@ def lean_job(kind: Kind, param, mu) -> tuple | None:
     first), the law's arguments of ``_core.draw_one``/``_core.fill`` and the smallest batch
     drawn by inversion (None: never), or None when such calls go the general way (the law
     is not drawn into int64, or an argument is not of :data:`dgauss._params.EXACT_TYPES`).
-    Checks as :func:`checked` does; remembered on the arguments' types and exact values."""
+    Checks as :func:`checked` does; remembered on the arguments' types and exact values.
+    The first call at a parameter gets "auto"'s rule (:func:`dgauss._inversion.resolve`);
+    every later one the job :func:`warmed`: a parameter drawn again is drawn by inversion
+    at every batch size (its table is built once and kept; OS bits are never replayed, so
+    which exact method draws them is the process's choice, unlike a seeded call's)."""
     if type(param) not in _params.EXACT_TYPES or type(mu) not in _params.EXACT_TYPES:
         return None
     key = (kind, type(param), param, type(mu), mu)
@@ -176,8 +180,16 @@ def lean_job(kind: Kind, param, mu) -> tuple | None:
             found = (int(kind), value.numerator, value.denominator, mu_value, first)
         if len(_lean_cache) >= _CHECKED_MAX:
             _lean_cache.clear()
-        _lean_cache[key] = found
+        _lean_cache[key] = warmed(found)
     return found
+
+
+def warmed(job: tuple | None) -> tuple | None:
+    """A :func:`lean_job` for a parameter drawn before: by inversion from one sample on
+    wherever inversion can draw it at all."""
+    if job is None or job[4] is None or job[4] <= 1:
+        return job
+    return (*job[:4], 1)
 
 
 def lean_method(first: int | None, count: int) -> str:

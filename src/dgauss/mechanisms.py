@@ -593,7 +593,8 @@ def _lean_release(mech, values: np.ndarray, take):
         return None
     job = mech.__dict__.get("_lean_job", _driver._UNSEEN)  # (settings are fixed)
     if job is _driver._UNSEEN:
-        job = mech.__dict__["_lean_job"] = _driver.lean_job(mech._kind, mech._param, 0)
+        job = _driver.lean_job(mech._kind, mech._param, 0)
+        mech.__dict__["_lean_job"] = _driver.warmed(job)  # (the next calls: by inversion)
     return _noised_lean(job, values, take)
 
 
