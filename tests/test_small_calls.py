@@ -468,3 +468,26 @@ def test_lean_releases_follow_the_law(release, pmf):
     x = np.concatenate([release(values) for _ in range(3000)])
     law = gaussian_pmf(Fraction(53, 2)) if pmf == "gaussian" else laplace_pmf(Fraction(5, 2))
     assert chi2_gof(x, law)[2] > ALPHA
+
+
+@pytest.mark.parametrize(
+    "param, method", [(100, "inversion"), (10**6, "inversion"), (3, "rejection")]
+)
+def test_a_kept_jobs_first_os_read_is_sized_by_its_last_call(param, method):
+    """A thread's kept job notes the OS bits per sample its last call read; the next call's
+    first read is sized for its batch at that rate plus a quarter (so a batch of 1,000 is
+    one read, not reads of 4, 8, 16, ... words), never less than 4 words and never more than
+    the buffer's 2,048."""
+    from dgauss import _core
+
+    kind = int(DISCRETE_GAUSSIAN)
+    out = np.empty(1000, dtype=np.int64)
+    _core.fill(kind, param, 1, 0, None, out, method=method)
+    bits, words = _core.first_read(kind, param, 1, 0, method, 1000)
+    used = _core.fill(kind, param, 1, 0, None, out, method=method)  # bits this call read
+    assert abs(bits * 1000 - used) < 0.5 * used  # the rate of a call of the same size
+    lanes = 2 if method == "inversion" else 1
+    need = bits * 1000 / lanes / 64
+    assert need <= words <= 1.25 * need + 2
+    assert _core.first_read(kind, param, 1, 0, method, 1)[1] == 4
+    assert _core.first_read(kind, param, 1, 0, method, 10**7)[1] == 2048

@@ -1059,6 +1059,7 @@ cdef class _Job:
     cdef Py_ssize_t nvals       # how many GMP integers vals has: obj_chunk, or fewer for a
                                 # smaller array (a scalar inits one, not thousands)
     cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
+    cdef double bits_per_sample # OS bits its last call read per sample (0: none yet)
 
     def __cinit__(self):
         _work_init(&self.s.w)
@@ -1104,18 +1105,39 @@ cdef class _Job:
         free(probe)
         return 0
 
-    cdef void restart_os(self):
+    cdef void restart_os(self, Py_ssize_t n):
         """Start a fresh stream of OS bits for the next call of a job set up for the OS
         (``source=None``) as a new job starts: nothing read before is read again, and the
-        lanes' phase back at 0 (fill's per-thread jobs)."""
+        lanes' phase back at 0 (fill's per-thread jobs).  The first read is sized for ``n``
+        samples at the bits per sample the job's last call read, plus a quarter (a read
+        costs about as much as 2 KiB of bits: one read where the batch needs no more,
+        rather than reads of 4, 8, 16, ... words), at least OS_FIRST_BLOCK words."""
+        cdef size_t first = self.first_read(n)
         self.s.phase = 0
         self.os_ctx.err = 0
-        dg_rng_init(&self.s.rng, dg_fill_os, &self.os_ctx, self.buf, OS_BUFFER_WORDS,
-                    OS_FIRST_BLOCK)
+        dg_rng_init(&self.s.rng, dg_fill_os, &self.os_ctx, self.buf, OS_BUFFER_WORDS, first)
         if self.s.lanes:
             self.os_ctx2.err = 0
             dg_rng_init(&self.s.rng2, dg_fill_os, &self.os_ctx2, self.buf2, OS_BUFFER_WORDS,
-                        OS_FIRST_BLOCK)
+                        first)
+
+    cdef size_t first_read(self, Py_ssize_t n):
+        """The first read's words (each lane's) for ``n`` samples (restart_os)."""
+        cdef double lanes = 2.0 if self.s.lanes else 1.0
+        cdef double want = self.bits_per_sample * <double>n / lanes * 1.25 / 64.0 + 2.0
+        if want > OS_BUFFER_WORDS:
+            return OS_BUFFER_WORDS
+        if want > OS_FIRST_BLOCK:
+            return <size_t>want
+        return OS_FIRST_BLOCK
+
+    cdef void read_per_sample(self, Py_ssize_t n):
+        """Note the OS bits per sample the call just made read (for restart_os)."""
+        cdef uint64_t used = dg_bits_used(&self.s.rng)
+        if self.s.lanes:
+            used += dg_bits_used(&self.s.rng2)
+        if n > 0:
+            self.bits_per_sample = <double>used / <double>n
 
     cdef void wipe(self):
         """Zero the OS words read (the noise just drawn could be told from them) before the
@@ -1412,6 +1434,15 @@ cdef dict _thread_jobs():
         return _job_local.jobs
 
 
+def first_read(int kind, object num, object den, object mu, object method, Py_ssize_t n):
+    """For tests: (bits per sample its last call read, the words of each lane's first OS read
+    for n samples) of this thread's cached job for these arguments (None: none cached)."""
+    cdef _Job job = _thread_jobs().get((kind, num, den, mu, HIGH_BITS, True, method))
+    if job is None:
+        return None
+    return job.bits_per_sample, job.first_read(n)
+
+
 def cached_jobs():
     """For tests: the keys of this thread's cached jobs, oldest first, and how many words of
     their OS buffers are not zero (0: every word read was wiped)."""
@@ -1435,7 +1466,7 @@ cdef _Job _kept_job(dict jobs, tuple key, Py_ssize_t n):
     taken out of its cache and restarted on fresh OS bits, or a new one (OS source)."""
     cdef _Job job = jobs.pop(key, None)
     if job is not None:
-        job.restart_os()
+        job.restart_os(n)
         return job
     return _new_job(key[0], key[1], key[2], key[3], None, key[4], key[5], key[6], n)
 
@@ -1506,6 +1537,7 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
         try:
             job.run(out)
             used = dg_bits_used(&job.s.rng) + (dg_bits_used(&job.s.rng2) if job.s.lanes else 0)
+            job.read_per_sample(out.shape[0])
         finally:
             job.wipe()
         _keep_job(jobs, key, job)  # (an error above drops the job: it is not put back)
