@@ -70,6 +70,24 @@ void dg_rng_wipe(dg_rng *rng)
     rng->avail = 0;
 }
 
+int dg_rng_preload_pair(dg_rng *a, dg_rng *b, size_t n)
+{
+    int rc;
+    if (n == 0 || 2 * n > a->cap || n > b->cap || a->len != 0 || b->len != 0)
+        return DG_OK; /* (not fresh, or too large: each stream fills as it goes) */
+    rc = a->fill(a->ctx, a->buf, 2 * n);
+    if (rc != DG_OK) {
+        a->status = b->status = rc;
+        return rc;
+    }
+    memcpy(b->buf, a->buf + n, n * sizeof *a->buf);
+    memset(a->buf + n, 0, n * sizeof *a->buf); /* b's words are b's alone */
+    a->pos = b->pos = 0;
+    a->len = b->len = n;
+    a->block = b->block = (n > a->cap / 2) ? a->cap : 2 * n;
+    return DG_OK;
+}
+
 int dg_rng_next_word(dg_rng *rng)
 {
     if (rng->status != DG_OK)

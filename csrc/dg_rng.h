@@ -100,6 +100,12 @@ typedef struct dg_os_script {
 } dg_os_script;
 int dg_fill_scripted(void *ctx, uint64_t *words, size_t n);
 
+/* Two fresh streams of one source (two lanes of the OS): their first `n` words each from
+ * one call of a's fill (one system call, not two), as if each had filled `n` words itself;
+ * the next fills grow from there.  Nothing happens unless both are fresh and 2n fits a's
+ * buffer.  DG_OK, or the fill's error (then both streams carry it). */
+int dg_rng_preload_pair(dg_rng *a, dg_rng *b, size_t n);
+
 /* Refill `cur` with the next word (fewer than 64 bits when bit_budget runs
  * low; DG_ERR_EXHAUSTED when it is 0).  Returns 0, or -1 with status set. */
 int dg_rng_next_word(dg_rng *rng);

@@ -81,8 +81,9 @@ def test_a_kept_job_draws_fresh_bits_each_call():
 @pytest.mark.parametrize("size", [1, 3, 1000, 100_000])
 @pytest.mark.parametrize("draw", [dgauss.sample_gaussian, dgauss.sample_laplace])
 def test_the_words_read_are_zeroed_when_the_call_ends(draw, size):
-    draw(1000, size=size, method="inversion")
-    draw(1000, size=size, method="rejection")
+    for _ in range(2):  # the second call restarts the kept job (both lanes read at once)
+        draw(1000, size=size, method="inversion")
+        draw(1000, size=size, method="rejection")
     keys, nonzero = _core.cached_jobs()
     assert len(keys) >= 2
     assert nonzero == 0
@@ -291,14 +292,19 @@ def test_a_mechanism_draws_a_parameter_by_inversion_from_its_second_call(monkeyp
     """A mechanism's lean release takes "auto"'s method on its first call (100 counts at
     scale 1,000: rejection, the table of about 3,000 words not yet worth it) and inversion
     on the later ones (the samples' law is the same either way: the methods are exact)."""
+    from dgauss import mechanisms
+
     methods = []
-    real = _driver.lean_batch
 
-    def recorded(fill, job, count):
-        methods.append(_driver.lean_method(job[4], count))
-        return real(fill, job, count)
+    class Recorded:
+        def __getattr__(self, name):
+            return getattr(_core, name)
 
-    monkeypatch.setattr(_driver, "lean_batch", recorded)
+        def noised_int64(self, kind, num, den, mu, method, values):
+            methods.append(method)
+            return _core.noised_int64(kind, num, den, mu, method, values)
+
+    monkeypatch.setattr(mechanisms, "_core_module", Recorded())
     mech = dgauss.LaplaceMechanism(scale=1000, k=3)
     values = np.zeros(100, dtype=np.int64)
     for _ in range(3):
@@ -338,6 +344,14 @@ class TapeCore:
         out[:] = 3 * np.arange(out.size) - 7
 
     add_int64_checked = staticmethod(_core.add_int64_checked)
+
+    def noised_int64(self, kind, num, den, mu, method, values):
+        """As _core.noised_int64 (whose sum and overflow are tested on their own below),
+        with the tape's noise."""
+        noise = np.empty(values.size, dtype=np.int64)
+        self.fill(kind, num, den, mu, None, noise, method)
+        bad = _core.add_int64_checked(noise, np.ascontiguousarray(values).reshape(-1))
+        return noise.reshape(values.shape), bad
 
 
 @pytest.fixture
@@ -491,3 +505,45 @@ def test_a_kept_jobs_first_os_read_is_sized_by_its_last_call(param, method):
     assert need <= words <= 1.25 * need + 2
     assert _core.first_read(kind, param, 1, 0, method, 1)[1] == 4
     assert _core.first_read(kind, param, 1, 0, method, 10**7)[1] == 2048
+
+
+def test_noised_int64_adds_the_noise_or_names_the_first_sum_that_leaves_int64():
+    """_core.noised_int64 (the mechanisms' lean release: noise drawn and added in one call):
+    values of any C-ordered shape come back plus noise of the law; where a sum leaves int64
+    the array holds the noise alone (every earlier sum undone) and the first such index is
+    returned.  With every value at INT64_MAX a sum leaves int64 exactly where the noise is
+    positive."""
+    from dgauss import _core
+
+    kind = int(DISCRETE_GAUSSIAN)
+    values = np.arange(6000, dtype=np.int64).reshape(20, 300)
+    out, bad = _core.noised_int64(kind, 100, 1, 0, "inversion", values)
+    assert bad == -1 and out.shape == values.shape and out.dtype == np.int64
+    noise = (out - values).reshape(-1)
+    assert abs(noise.mean()) < 0.5 and 90 < noise.var() < 110  # N_Z(0, 100): Var ≈ 100
+    top = np.full(64, np.iinfo(np.int64).max, dtype=np.int64)
+    for _ in range(20):
+        out, bad = _core.noised_int64(kind, 100, 1, 0, "rejection", top)
+        assert 0 <= bad < 64  # (every noise <= 0: probability about 0.52^64)
+        assert out[bad] > 0 and (out[:bad] <= 0).all()  # the noise, and where it overflows
+        assert (top == np.iinfo(np.int64).max).all()  # values untouched
+    out, bad = _core.noised_int64(kind, 100, 1, 0, "inversion", values.T)  # not C-ordered
+    assert bad == -1 and out.shape == values.T.shape and out.flags.c_contiguous
+    assert 90 < (out - values.T).var() < 110
+    with pytest.raises(ValueError):
+        _core.noised_int64(kind, 100, 1, 0, "inversion", values.astype(np.int32))
+
+
+def test_the_two_lanes_read_words_of_their_own_when_read_at_once():
+    """A kept job's restart reads both lanes' first words in one OS call
+    (dg_rng_preload_pair): lane 0 draws the even samples, lane 1 the odd ones, so were the
+    lanes given the same words, every pair (x[2j], x[2j+1]) would be equal.  At σ² = 10^6 two
+    independent draws are equal with probability about 1/(2√π·1000) < 3·10^-4: over 800
+    pairs a handful at most."""
+    for _ in range(2):
+        dgauss.sample_gaussian(10**6, size=8, method="inversion")
+    equal = 0
+    for _ in range(100):
+        x = dgauss.sample_gaussian(10**6, size=8, method="inversion")
+        equal += int((x[0::2] == x[1::2]).sum())
+    assert equal <= 5

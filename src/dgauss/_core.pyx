@@ -1120,6 +1120,8 @@ cdef class _Job:
             self.os_ctx2.err = 0
             dg_rng_init(&self.s.rng2, dg_fill_os, &self.os_ctx2, self.buf2, OS_BUFFER_WORDS,
                         first)
+            if n >= 2 and self.bits_per_sample > 0:  # both lanes will draw: one read for both
+                dg_rng_preload_pair(&self.s.rng, &self.s.rng2, first)
 
     cdef size_t first_read(self, Py_ssize_t n):
         """The first read's words (each lane's) for ``n`` samples (restart_os)."""
@@ -1494,6 +1496,50 @@ def draw_one(int kind, object num, object den, object mu, object method):
     return value
 
 
+cdef extern from *:
+    bint dg_add_overflow "__builtin_add_overflow" (int64_t a, int64_t b, int64_t *out) nogil
+
+
+def noised_int64(int kind, object num, object den, object mu, object method,
+                 cnp.ndarray values):
+    """(out, bad): a new C-ordered int64 array of ``values``' shape (int64, at least one
+    value) holding values + noise drawn from the OS as fill(kind, num, den, mu, None, out,
+    method=method) draws a batch that size, in C order (the mechanisms' lean release: the
+    caller checked the parameters and resolved ``method``), and bad = -1; or, when a sum
+    leaves int64, out holding the noise alone and bad the first such index, in C order
+    (the caller raises)."""
+    if cnp.PyArray_TYPE(values) != cnp.NPY_INT64:
+        raise ValueError("values must be an int64 array")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(values):
+        values = np.ascontiguousarray(values)
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(values), i, j, bad = -1
+    if n < 1:
+        raise ValueError("values must hold at least one value")
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(values), cnp.PyArray_DIMS(values),
+                                             cnp.NPY_INT64, 0)
+    cdef int64_t *o = <int64_t *>cnp.PyArray_DATA(out)
+    cdef const int64_t *v = <const int64_t *>cnp.PyArray_DATA(values)
+    cdef int64_t sum_
+    cdef dict jobs = _thread_jobs()
+    cdef tuple key = (kind, num, den, mu, HIGH_BITS, True, method)
+    cdef _Job job = _kept_job(jobs, key, n)
+    try:
+        job.run_into(<char *>o, n, False)
+        job.read_per_sample(n)
+    finally:
+        job.wipe()
+    _keep_job(jobs, key, job)
+    with nogil:
+        for i in range(n):
+            if dg_add_overflow(o[i], v[i], &sum_):
+                bad = i
+                for j in range(i):
+                    o[j] -= v[j]        # the sums there fit, so this gives the noise back
+                break
+            o[i] = sum_
+    return out, bad
+
+
 def fill(int kind, object num, object den, object mu, object source, cnp.ndarray out,
          object next_slice=None, *, unsigned long high_bits=HIGH_BITS, bint fixed_point=True,
          method="rejection"):
@@ -1566,8 +1612,6 @@ def object_chunk(int kind, object num, object den, object mu=0):
     return job.obj_chunk
 
 
-cdef extern from *:
-    bint dg_add_overflow "__builtin_add_overflow" (int64_t a, int64_t b, int64_t *out) nogil
 
 
 def add_int64_checked(cnp.ndarray out, cnp.ndarray values):

@@ -40,6 +40,7 @@ cdef extern from "dg_rng.h" nogil:
     void dg_rng_init(dg_rng *rng, dg_fill_fn fill, void *ctx,
                      uint64_t *buf, size_t cap, size_t first_block)
     void dg_rng_wipe(dg_rng *rng)
+    int dg_rng_preload_pair(dg_rng *a, dg_rng *b, size_t n)
     int dg_fill_os(void *ctx, uint64_t *words, size_t n)
     int dg_os_reader()
     int dg_fill_scripted(void *ctx, uint64_t *words, size_t n)

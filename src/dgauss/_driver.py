@@ -168,11 +168,14 @@ def lean_job(kind: Kind, param, mu) -> tuple | None:
     every later one the job :func:`warmed`: a parameter drawn again is drawn by inversion
     at every batch size (its table is built once and kept; OS bits are never replayed, so
     which exact method draws them is the process's choice, unlike a seeded call's)."""
-    if type(param) not in _params.EXACT_TYPES or type(mu) not in _params.EXACT_TYPES:
-        return None
     key = (kind, type(param), param, type(mu), mu)
-    found = _lean_cache.get(key, _UNSEEN)
+    try:
+        found = _lean_cache.get(key, _UNSEEN)  # (only exact types are ever kept)
+    except TypeError:  # an unhashable argument: the general way says what is wrong
+        return None
     if found is _UNSEEN:
+        if type(param) not in _params.EXACT_TYPES or type(mu) not in _params.EXACT_TYPES:
+            return None
         value, mu_value, dtype = checked(kind, param, mu, None)
         found = None  # (None: drawn into object arrays, the general way)
         if dtype == np.int64:

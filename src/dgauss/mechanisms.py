@@ -589,8 +589,8 @@ def _lean_release(mech, values: np.ndarray, take):
     """The common release, the lean way: an int64 ndarray of 1 to LEAN_MAX counts, no
     granularity, every keyword at its default (:func:`_noised_lean`); None when the call
     must go the general way."""
-    if values.dtype != np.int64 or mech.granularity is not None:
-        return None
+    if values.dtype is not _INT64 or mech.granularity is not None:
+        return None  # (a byte-swapped int64 dtype is another object: the general way)
     job = mech.__dict__.get("_lean_job", _driver._UNSEEN)  # (settings are fixed)
     if job is _driver._UNSEEN:
         job = _driver.lean_job(mech._kind, mech._param, 0)
@@ -603,7 +603,7 @@ def _lean_add(kind: Kind, param, values):
     default, the lean way (:func:`_noised_lean`: one release of a mechanism of k = 1, which
     nothing else can spend); None when the call must go the general way, and for a
     parameter it refuses (the general way then refuses it, in its own words)."""
-    if type(values) is not np.ndarray or values.dtype != np.int64:
+    if type(values) is not np.ndarray or values.dtype is not _INT64:
         return None
     try:
         job = _driver.lean_job(kind, param, 0)
@@ -624,24 +624,23 @@ def _noised_lean(job: tuple | None, values: np.ndarray, take):
     core = _core_module or _load_core()
     if take is not None:
         take(n)
-    noise = _driver.lean_batch(core.fill, job, n)
-    flat = np.ascontiguousarray(values).reshape(-1)  # (a view where values is C-ordered)
-    if core.add_int64_checked(noise, flat) >= 0:  # a sum leaves int64: the general message
-        return _add_int64(noise, flat, "raise")
-    return noise.reshape(values.shape)
+    kind, num, den, mu, first = job
+    method = "inversion" if first is not None and n >= first else "rejection"  # lean_method's
+    noised, bad = core.noised_int64(kind, num, den, mu, method, values)  # one call
+    if bad < 0:
+        return noised
+    flat = np.ascontiguousarray(values).reshape(-1)
+    return _add_int64(noised.reshape(-1), flat, "raise")  # a sum leaves int64: its message
 
 
 _core_module: Any = None
 _LEAN_MAX = _driver.LEAN_MAX
+_INT64 = np.dtype(np.int64)
 
 
 def _is_one(x) -> bool:
     """Whether ``x`` is the int 1 (a default left as it is)."""
     return type(x) is int and x == 1
-
-
-def _all_none(*args) -> bool:
-    return all(a is None for a in args)
 
 
 def _load_core() -> Any:
@@ -1143,7 +1142,12 @@ def add_gaussian_noise(
         and _is_one(sensitivity)
         and _is_one(k)
         and accounting == "exact"
-        and _all_none(granularity, rng, out, clip, workers, columns)
+        and granularity is None
+        and rng is None
+        and out is None
+        and clip is None
+        and workers is None
+        and columns is None
         and overflow == "raise"
     ):
         noised = _lean_add(Kind.DISCRETE_GAUSSIAN, sigma2, values)
@@ -1199,7 +1203,12 @@ def add_laplace_noise(
         and delta == 0
         and _is_one(sensitivity)
         and _is_one(k)
-        and _all_none(granularity, rng, out, clip, workers, columns)
+        and granularity is None
+        and rng is None
+        and out is None
+        and clip is None
+        and workers is None
+        and columns is None
         and overflow == "raise"
     ):
         noised = _lean_add(Kind.DISCRETE_LAPLACE, scale, values)
