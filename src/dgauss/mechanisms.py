@@ -643,6 +643,20 @@ def _is_one(x) -> bool:
     return type(x) is int and x == 1
 
 
+def _release_defaults(granularity, rng, out, clip, workers, columns, overflow) -> bool:
+    """Whether a release's keywords are all at their defaults (the lean way's condition;
+    written out, not a loop: it is on the path of every small call)."""
+    return (
+        granularity is None
+        and rng is None
+        and out is None
+        and clip is None
+        and workers is None
+        and columns is None
+        and overflow == "raise"
+    )
+
+
 def _load_core() -> Any:
     """The compiled core, imported on first use and kept."""
     global _core_module
@@ -659,15 +673,9 @@ def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns
     nothing is counted before every argument has been checked.  A Dask collection is noised
     lazily, block by block (:mod:`dgauss.dask`).  An int64 array with every keyword at its
     default goes the lean way (:func:`_lean_release`)."""
-    if (
-        type(values) is np.ndarray
-        and rng is None
-        and out is None
-        and clip is None
-        and workers is None
-        and columns is None
-        and overflow == "raise"
-    ):
+    if type(values) is np.ndarray and _release_defaults(
+        None, rng, out, clip, workers, columns, overflow
+    ):  # (the granularity is the mechanism's: _lean_release checks it)
         noised = _lean_release(mech, values, take)
         if noised is not None:
             return noised
@@ -1142,13 +1150,7 @@ def add_gaussian_noise(
         and _is_one(sensitivity)
         and _is_one(k)
         and accounting == "exact"
-        and granularity is None
-        and rng is None
-        and out is None
-        and clip is None
-        and workers is None
-        and columns is None
-        and overflow == "raise"
+        and _release_defaults(granularity, rng, out, clip, workers, columns, overflow)
     ):
         noised = _lean_add(Kind.DISCRETE_GAUSSIAN, sigma2, values)
         if noised is not None:
@@ -1203,13 +1205,7 @@ def add_laplace_noise(
         and delta == 0
         and _is_one(sensitivity)
         and _is_one(k)
-        and granularity is None
-        and rng is None
-        and out is None
-        and clip is None
-        and workers is None
-        and columns is None
-        and overflow == "raise"
+        and _release_defaults(granularity, rng, out, clip, workers, columns, overflow)
     ):
         noised = _lean_add(Kind.DISCRETE_LAPLACE, scale, values)
         if noised is not None:
