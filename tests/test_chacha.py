@@ -142,6 +142,9 @@ def test_reseed_reaches_every_thread_once():
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+# (Python 3.12 warns of fork() beside threads, the helper pool's here; the child only draws
+# from its own state, which holds no lock, and leaves by os._exit)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_forked_child_never_repeats_its_parents_bits():
     """Parent and child both draw after a fork: the child keys afresh (its state page is
     wiped on fork, and the pid is checked), so the two streams share no word.  The control:

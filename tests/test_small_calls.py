@@ -497,14 +497,15 @@ def test_a_kept_jobs_first_os_read_is_sized_by_its_last_call(param, method):
     kind = int(DISCRETE_GAUSSIAN)
     out = np.empty(1000, dtype=np.int64)
     _core.fill(kind, param, 1, 0, None, out, method=method)
-    bits, words = _core.first_read(kind, param, 1, 0, method, 1000)
+    last_bits, last_samples, words = _core.first_read(kind, param, 1, 0, method, 1000)
+    assert last_samples == 1000
     used = _core.fill(kind, param, 1, 0, None, out, method=method)  # bits this call read
-    assert abs(bits * 1000 - used) < 0.5 * used  # the rate of a call of the same size
+    assert abs(last_bits - used) < 0.5 * used  # the rate of a call of the same size
     lanes = 2 if method == "inversion" else 1
-    need = bits * 1000 / lanes / 64
-    assert need <= words <= 1.25 * need + 2
-    assert _core.first_read(kind, param, 1, 0, method, 1)[1] == 4
-    assert _core.first_read(kind, param, 1, 0, method, 10**7)[1] == 2048
+    need = last_bits * 1000 / last_samples / lanes / 64
+    assert need <= words <= 1.25 * (need + 1000 / lanes / 64) + 2  # (the rate rounded up)
+    assert _core.first_read(kind, param, 1, 0, method, 1)[2] == 4
+    assert _core.first_read(kind, param, 1, 0, method, 10**7)[2] == 2048
 
 
 def test_noised_int64_adds_the_noise_or_names_the_first_sum_that_leaves_int64():

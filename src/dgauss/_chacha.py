@@ -15,7 +15,7 @@ import threading
 class ChaCha20:
     """A cryptographically secure source of random bits in user space, keyed from the OS.
 
-    Pass it as ``rng`` to any sampler or mechanism (``dgauss.discrete_gaussian(100, size=n,
+    Pass it as ``rng`` to any sampler or mechanism (``dgauss.sample_gaussian(100, size=n,
     rng=dgauss.ChaCha20())``); keep one and reuse it: each thread that draws with it gets a
     state of its own, keyed on first use with 32 bytes of getrandom(2), and every later call
     in that thread continues from it (no system call per call).  The samples are exactly as

@@ -1059,7 +1059,8 @@ cdef class _Job:
     cdef Py_ssize_t nvals       # how many GMP integers vals has: obj_chunk, or fewer for a
                                 # smaller array (a scalar inits one, not thousands)
     cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
-    cdef double bits_per_sample # OS bits its last call read per sample (0: none yet)
+    cdef uint64_t last_bits     # OS bits its last call read, and how many samples it drew
+    cdef uint64_t last_samples  # (0: none yet): restart_os sizes the first read by them
 
     def __cinit__(self):
         _work_init(&self.s.w)
@@ -1120,26 +1121,33 @@ cdef class _Job:
             self.os_ctx2.err = 0
             dg_rng_init(&self.s.rng2, dg_fill_os, &self.os_ctx2, self.buf2, OS_BUFFER_WORDS,
                         first)
-            if n >= 2 and self.bits_per_sample > 0:  # both lanes will draw: one read for both
+            if n >= 2 and self.last_samples > 0:  # both lanes will draw: one read for both
                 dg_rng_preload_pair(&self.s.rng, &self.s.rng2, first)
 
     cdef size_t first_read(self, Py_ssize_t n):
-        """The first read's words (each lane's) for ``n`` samples (restart_os)."""
-        cdef double lanes = 2.0 if self.s.lanes else 1.0
-        cdef double want = self.bits_per_sample * <double>n / lanes * 1.25 / 64.0 + 2.0
+        """The first read's words (each lane's) for ``n`` samples (restart_os): n samples
+        at the last call's bits per sample, a quarter more, over the lanes, plus 2; from
+        OS_FIRST_BLOCK to OS_BUFFER_WORDS.  Integers only (each factor below 2^32 here, so
+        the product fits: a larger n or rate is a full buffer anyway)."""
+        cdef uint64_t lanes = 2 if self.s.lanes else 1
+        cdef uint64_t rate, want
+        if self.last_samples == 0 or n <= 0:
+            return OS_FIRST_BLOCK
+        rate = self.last_bits // self.last_samples + 1  # bits per sample, rounded up
+        if rate >= (<uint64_t>1 << 24) or <uint64_t>n >= (<uint64_t>1 << 24):
+            return OS_BUFFER_WORDS
+        want = rate * <uint64_t>n * 5 // (4 * 64 * lanes) + 2
         if want > OS_BUFFER_WORDS:
             return OS_BUFFER_WORDS
-        if want > OS_FIRST_BLOCK:
-            return <size_t>want
-        return OS_FIRST_BLOCK
+        return want if want > OS_FIRST_BLOCK else OS_FIRST_BLOCK
 
     cdef void read_per_sample(self, Py_ssize_t n):
-        """Note the OS bits per sample the call just made read (for restart_os)."""
+        """Note the OS bits the call just made read, and for how many samples (restart_os)."""
         cdef uint64_t used = dg_bits_used(&self.s.rng)
         if self.s.lanes:
             used += dg_bits_used(&self.s.rng2)
         if n > 0:
-            self.bits_per_sample = <double>used / <double>n
+            self.last_bits, self.last_samples = used, <uint64_t>n
 
     cdef void wipe(self):
         """Zero the OS words read (the noise just drawn could be told from them) before the
@@ -1437,12 +1445,13 @@ cdef dict _thread_jobs():
 
 
 def first_read(int kind, object num, object den, object mu, object method, Py_ssize_t n):
-    """For tests: (bits per sample its last call read, the words of each lane's first OS read
-    for n samples) of this thread's cached job for these arguments (None: none cached)."""
+    """For tests: (OS bits its last call read, the samples it drew, the words of each lane's
+    first OS read for n samples) of this thread's cached job for these arguments (None:
+    none cached)."""
     cdef _Job job = _thread_jobs().get((kind, num, den, mu, HIGH_BITS, True, method))
     if job is None:
         return None
-    return job.bits_per_sample, job.first_read(n)
+    return job.last_bits, job.last_samples, job.first_read(n)
 
 
 def cached_jobs():
@@ -1500,6 +1509,20 @@ cdef extern from *:
     bint dg_add_overflow "__builtin_add_overflow" (int64_t a, int64_t b, int64_t *out) nogil
 
 
+cdef Py_ssize_t add_checked(int64_t *o, const int64_t *v, Py_ssize_t n) noexcept nogil:
+    """o += v over n values, unless a sum leaves int64: then o is restored (the sums before it
+    fit, so subtracting gives each back exactly) and that first index returned; else -1."""
+    cdef Py_ssize_t i, j
+    cdef int64_t total
+    for i in range(n):
+        if dg_add_overflow(o[i], v[i], &total):
+            for j in range(i):
+                o[j] -= v[j]
+            return i
+        o[i] = total
+    return -1
+
+
 def noised_int64(int kind, object num, object den, object mu, object method,
                  cnp.ndarray values):
     """(out, bad): a new C-ordered int64 array of ``values``' shape (int64, at least one
@@ -1512,14 +1535,13 @@ def noised_int64(int kind, object num, object den, object mu, object method,
         raise ValueError("values must be an int64 array")
     if not cnp.PyArray_IS_C_CONTIGUOUS(values):
         values = np.ascontiguousarray(values)
-    cdef Py_ssize_t n = cnp.PyArray_SIZE(values), i, j, bad = -1
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(values), bad
     if n < 1:
         raise ValueError("values must hold at least one value")
     cdef cnp.ndarray out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(values), cnp.PyArray_DIMS(values),
                                              cnp.NPY_INT64, 0)
     cdef int64_t *o = <int64_t *>cnp.PyArray_DATA(out)
     cdef const int64_t *v = <const int64_t *>cnp.PyArray_DATA(values)
-    cdef int64_t sum_
     cdef dict jobs = _thread_jobs()
     cdef tuple key = (kind, num, den, mu, HIGH_BITS, True, method)
     cdef _Job job = _kept_job(jobs, key, n)
@@ -1530,13 +1552,7 @@ def noised_int64(int kind, object num, object den, object mu, object method,
         job.wipe()
     _keep_job(jobs, key, job)
     with nogil:
-        for i in range(n):
-            if dg_add_overflow(o[i], v[i], &sum_):
-                bad = i
-                for j in range(i):
-                    o[j] -= v[j]        # the sums there fit, so this gives the noise back
-                break
-            o[i] = sum_
+        bad = add_checked(o, v, n)
     return out, bad
 
 
@@ -1623,14 +1639,7 @@ def add_int64_checked(cnp.ndarray out, cnp.ndarray values):
         raise ValueError("out and values must be 1-D C-contiguous int64 arrays of one length")
     cdef int64_t *o = <int64_t *>cnp.PyArray_DATA(out)
     cdef const int64_t *v = <const int64_t *>cnp.PyArray_DATA(values)
-    cdef Py_ssize_t n = out.shape[0], i, j, bad = -1
-    cdef int64_t s
+    cdef Py_ssize_t n = out.shape[0], bad
     with nogil:
-        for i in range(n):
-            if dg_add_overflow(o[i], v[i], &s):
-                bad = i
-                for j in range(i):
-                    o[j] -= v[j]        # the sums there fit, so this gives o[j] back exactly
-                break
-            o[i] = s
+        bad = add_checked(o, v, n)
     return bad
