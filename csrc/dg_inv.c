@@ -118,14 +118,15 @@ static void terms_next(gauss_terms *t)
 
 
 /*
- * T_x = 2 S_x / Z lies in [2 S_lo / Z_hi, 2 S_hi / Z_lo], with S_lo = sum of lo_k (k >= x),
- * S_hi = the rest's bound + sum of hi_k, Z = 1 + 2 S_1 likewise (units 2**-112).  With
- * V_lo = floor(2**239 / Z_hi) and V_hi = ceil(2**239 / Z_lo) (< 2**128 as Z >= 1):
- * f_lo = floor(mul_fix(2 S_lo, V_lo) / 2**47) <= floor(2**64 T_x) <= f_hi =
- * floor((mul_fix(2 S_hi, V_hi) + 1) / 2**47), since mul_fix(a, b) <= ab / 2**128 <
- * mul_fix(a, b) + 1 and 2 S V / 2**128 ~ 2**111 T_x.  When f_lo = f_hi, that is the word.
+ * T_x = w S_x / Z (w = weight: 2, or 1 one-sided) lies in [w S_lo / Z_hi, w S_hi / Z_lo], with
+ * S_lo = sum of lo_k (k >= x), S_hi = the rest's bound + sum of hi_k, Z = 1 + w S_1 likewise
+ * (units 2**-112).  With V_lo = floor(2**239 / Z_hi) and V_hi = ceil(2**239 / Z_lo) (< 2**128
+ * as Z >= 1): f_lo = floor(mul_fix(w S_lo, V_lo) / 2**47) <= floor(2**64 T_x) <= f_hi =
+ * floor((mul_fix(w S_hi, V_hi) + 1) / 2**47), since mul_fix(a, b) <= ab / 2**128 <
+ * mul_fix(a, b) + 1 and w S V / 2**128 ~ 2**111 T_x.  When f_lo = f_hi, that is the word.
  */
-int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap)
+int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, unsigned weight,
+                       uint64_t *thr, uint64_t cap)
 {
     gauss_terms t;
     dg_u128 lo, hi, rest = 0, lo_total = 0, hi_total, z_lo, z_hi, v_lo, v_hi, s_lo, s_hi, f_lo, f_hi;
@@ -142,8 +143,8 @@ int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *t
         terms_next(&t);
     }
     hi_total += rest;
-    z_lo = ((dg_u128)1 << SUM_BITS) + 2 * lo_total;
-    z_hi = ((dg_u128)1 << SUM_BITS) + 2 * hi_total;
+    z_lo = ((dg_u128)1 << SUM_BITS) + weight * lo_total;
+    z_hi = ((dg_u128)1 << SUM_BITS) + weight * hi_total;
 
     v_lo = recip(239, z_hi, 0);
     v_hi = recip(239, z_lo, 1);
@@ -155,8 +156,8 @@ int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *t
     for (x = 1;; x++) {
         if (x + 1 >= cap)
             return -2;
-        f_lo = mul_fix(2 * s_lo, v_lo) >> 47;
-        f_hi = (mul_fix(2 * s_hi, v_hi) + 1) >> 47;
+        f_lo = mul_fix(weight * s_lo, v_lo) >> 47;
+        f_hi = (mul_fix(weight * s_hi, v_hi) + 1) >> 47;
         if (f_lo != f_hi)
             return -1;
         if (f_hi == 0)
@@ -173,6 +174,32 @@ int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *t
     }
     thr[x] = 0;
     return (int64_t)(x - 1);
+}
+
+/*
+ * The geometric's words floor(2**64 p**x), x = 1 .. count, from e1 = floor(2**128 p): P_x = e1**x
+ * by products rounded down is a lower bound within 2x - 1 units of 2**128 p**x (dg_exp.c's
+ * table), so the word is P_x >> 64 when (P_x + 2x - 1) >> 64 agrees; else thr[x] = 0 and
+ * undecided[x] = 1 (the caller computes it exactly).  Into thr[1 .. K] up to the last x whose
+ * upper bound is not below 2**64 (thr[0] = 2**64 - 1, thr[K + 1] = 0; count + 2 words);
+ * returns K.
+ */
+uint64_t dg_geometric_words(dg_u128 e1, uint64_t count, uint64_t *thr, uint8_t *undecided)
+{
+    dg_u128 w = e1, top;
+    uint64_t x, last = 0;
+    thr[0] = UINT64_MAX;
+    for (x = 1; x <= count; x++) {
+        top = w + 2 * (dg_u128)x - 1;
+        if ((top >> 64) == 0)
+            break;                      /* p**x < 2**-64, and every later one */
+        undecided[x] = (w >> 64) != (top >> 64);
+        thr[x] = undecided[x] ? 0 : (uint64_t)(w >> 64);
+        last = x;
+        w = mul_fix(w, e1);
+    }
+    thr[last + 1] = 0;
+    return last;
 }
 
 /*

@@ -29,6 +29,7 @@
 
 #include <stdint.h>
 
+#include "dg_exp.h"
 #include "dg_prim.h"
 #include "dg_rng.h"
 
@@ -56,12 +57,19 @@ typedef struct dg_inv_table {
 
 /*
  * The words floor(2**64 T_x) of the discrete Gaussian's |X|, T_x = P[|X| >= x] for
- * X ~ N_Z(0, n/d), into thr[1 .. K] (thr[0] = 2**64 - 1, thr[K + 1] = 0), from
- * e = floor(2**128 exp(-d/(2n))) and q = floor(2**128 exp(-d/n)); needs n, d < 2**62 and
- * n/d <= 2**24, and `cap` >= K + 2 words.  Returns K, or -1 when some word is not decided
- * by the error bound (then compute them exactly another way), or -2 when cap is too small.
+ * X ~ N_Z(0, sigma^2) (weight 2), or of the one-sided B, P[B = b] proportional to
+ * exp(-b**2 / (2 sigma^2)), b >= 0 (weight 1: enveloped inversion's block index), into
+ * thr[1 .. K] (thr[0] = 2**64 - 1, thr[K + 1] = 0), from e = floor(2**128 exp(-1/(2 sigma^2)))
+ * and q = floor(2**128 exp(-1/sigma^2)); n/d >= sigma^2 (only the bound on the sums' rest
+ * reads it), n, d < 2**62 and n/d <= 2**24, and `cap` >= K + 2 words.  Returns K, or -1 when
+ * some word is not decided by the error bound (then compute them exactly another way), or
+ * -2 when cap is too small.
  */
-int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap);
+int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, unsigned weight,
+                       uint64_t *thr, uint64_t cap);
+
+/* The geometric's words floor(2**64 p**x) from e1 = floor(2**128 p) (dg_inv.c). */
+uint64_t dg_geometric_words(dg_u128 e1, uint64_t count, uint64_t *thr, uint8_t *undecided);
 
 /* The guide's bits for K thresholds: about two entries per threshold, 4 .. 16 bits. */
 unsigned dg_inv_guide_bits(uint64_t count);
@@ -489,7 +497,7 @@ static inline void dg_lane_leave(dg_rng *rng, uint64_t at)
 
 /*
  * A batch: out[i] = mu + X_i for i = 0 .. n - 1 (DRAW: a signed draw above, FUSED its fused
- * step).  With rng2 == NULL every sample comes from rng, in order.  With a second source
+ * step on a lane, which reads at most 64 + REACH bits).  With rng2 == NULL every sample comes from rng, in order.  With a second source
  * rng2, out[i] comes from rng when i + phase is even and from rng2 when it is odd, each
  * source's samples in order from its own bits (phase carries a batch on across calls): two
  * independent streams (dgauss gives each its own OS stream, as it gives each thread one),
@@ -503,7 +511,7 @@ static inline void dg_lane_leave(dg_rng *rng, uint64_t at)
  * its sign included, from source *lane (0: rng, 1: rng2), then goes on).  `out` aliases
  * nothing else, so the lanes' positions stay in registers.
  */
-#define DG_INV_FILL(NAME, T, DRAW, FUSED)                                                   \
+#define DG_INV_FILL(NAME, T, DRAW, FUSED, REACH)                                            \
 static inline size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase, const T *tab,         \
                           int64_t mu, int64_t *__restrict out, size_t n, int *rc,           \
                           dg_inv_pending *pend, int *lane)                                  \
@@ -520,8 +528,8 @@ static inline size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase, const T *ta
         if (rng2 == NULL && dg_lane_ok(rng)) {                                              \
             p0 = dg_lane_enter(rng);                                                        \
             end0 = dg_lane_end(rng);                                                        \
-            while (i < n && p0 < end0) {                                                    \
-                n0 = FUSED(tab, dg_lane_r(rng->buf, p0), &x0);                              \
+            while (i < n && p0 + (REACH) < end0) {                                          \
+                n0 = FUSED(tab, rng->buf, p0, &x0);                                         \
                 if (n0 == 0 || __builtin_add_overflow(x0, mu, &v0))                         \
                     break;                                                                  \
                 p0 += n0;                                                                   \
@@ -534,9 +542,9 @@ static inline size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase, const T *ta
             end0 = dg_lane_end(rng);                                                        \
             p1 = dg_lane_enter(rng2);                                                       \
             end1 = dg_lane_end(rng2);                                                       \
-            while (i + 2 <= n && p0 < end0 && p1 < end1) {                                  \
-                n0 = FUSED(tab, dg_lane_r(rng->buf, p0), &x0);                              \
-                n1 = FUSED(tab, dg_lane_r(rng2->buf, p1), &x1);                             \
+            while (i + 2 <= n && p0 + (REACH) < end0 && p1 + (REACH) < end1) {              \
+                n0 = FUSED(tab, rng->buf, p0, &x0);                                         \
+                n1 = FUSED(tab, rng2->buf, p1, &x1);                                        \
                 if (n0 == 0 || n1 == 0 || __builtin_add_overflow(x0, mu, &v0)               \
                         || __builtin_add_overflow(x1, mu, &v1))                             \
                     break;                  /* neither consumed: sample i goes one by one */ \
@@ -568,7 +576,136 @@ static inline size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase, const T *ta
     return n;                                                                               \
 }
 
-DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw_signed, dg_inv_fused)
-DG_INV_FILL(dg_blocked_fill, dg_blocked, dg_blocked_draw_signed, dg_blocked_fused)
+/* The fused steps on a lane: R's next 64 bits from bit `at` of buf (dg_lane_r). */
+static inline unsigned dg_inv_fused_at(const dg_inv_table *tab, const uint64_t *buf,
+                                       uint64_t at, int64_t *x)
+{
+    return dg_inv_fused(tab, dg_lane_r(buf, at), x);
+}
+
+static inline unsigned dg_blocked_fused_at(const dg_blocked *lb, const uint64_t *buf,
+                                           uint64_t at, int64_t *x)
+{
+    return dg_blocked_fused(lb, dg_lane_r(buf, at), x);
+}
+
+DG_INV_FILL(dg_inv_fill, dg_inv_table, dg_inv_draw_signed, dg_inv_fused_at, 0)
+DG_INV_FILL(dg_blocked_fill, dg_blocked, dg_blocked_draw_signed, dg_blocked_fused_at, 0)
+
+/*
+ * Enveloped inversion (docs/contract.md, item 9; dgauss._inversion.Envelope): the block index
+ * B = b by the rule on `stage` (one-sided thresholds), U the next k raw bits, acceptance
+ * Bernoulli(exp(-gamma(b, U))) by digits, the sign bit; a rejection, or Y = Lb + U = 0 with
+ * the sign 1, starts again.  ones[b] (b < nones; ones_past beyond) is J(b): exp(-gamma)'s
+ * first J(b) digits are 1 for every U of block b, so R's first 0 among its first J(b) bits
+ * accepts, read up to that 0.  gamma = m(b, U) g, m = U (2Lb + U) (`gaussian`) or U, and
+ * g = 1/(2 sigma^2) or 1/scale: cmul = floor(2**(128 + cshift) g), in [2**127, 2**128).
+ */
+typedef struct dg_env {
+    dg_inv_table stage;
+    const uint8_t *ones;
+    uint64_t nones;
+    unsigned ones_past;
+    unsigned k;
+    int gaussian;
+    dg_u128 cmul;
+    unsigned cshift;
+} dg_env;
+
+/* floor(a b / 2**s) for 1 <= s <= 127, when it is below 2**128. */
+static inline dg_u128 dg_mul_shift(dg_u128 a, dg_u128 b, unsigned s)
+{
+    uint64_t ah = (uint64_t)(a >> 64), al = (uint64_t)a, bh = (uint64_t)(b >> 64), bl = (uint64_t)b;
+    dg_u128 ll = (dg_u128)al * bl, lh = (dg_u128)al * bh, hl = (dg_u128)ah * bl;
+    dg_u128 mid = (ll >> 64) + (uint64_t)lh + (uint64_t)hl;         /* < 3 * 2**64 */
+    dg_u128 lo = (mid << 64) | (uint64_t)ll;
+    dg_u128 hi = (dg_u128)ah * bh + (lh >> 64) + (hl >> 64) + (mid >> 64);
+    return (hi << (128 - s)) | (lo >> s);
+}
+
+/*
+ * The first 64 digits of exp(-gamma(b, u)) for gamma < 1, in 128-bit fixed point: with
+ * m = m(b, u), 2**128 gamma = m g 2**128 lies in [x, x + slack), x = floor(m cmul / 2**cshift),
+ * slack = 2 + floor(m / 2**cshift) (cmul is below 2**(128 + cshift) g by less than 1), and
+ * dg_exp_neg_prefix_fix gives the digits when its proven error interval decides them:
+ * 1 and *prefix, else 0.
+ */
+static inline int dg_env_prefix(const dg_env *ev, uint64_t b, uint64_t u, uint64_t *prefix)
+{
+    dg_u128 m = ev->gaussian ? (dg_u128)u * ((b << (ev->k + 1)) + u) : (dg_u128)u;
+    return dg_exp_neg_prefix_fix(dg_mul_shift(m, ev->cmul, ev->cshift),
+                                 2 + (m >> ev->cshift), prefix);
+}
+
+/*
+ * The fused step of a draw on a lane (as dg_inv_fused, from bit `at` of buf): B from R's next
+ * 64 bits; U, the acceptance and the sign from the 64 bits after B's (so the lane must hold
+ * 128 bits from `at`: DG_INV_FILL's REACH).  The acceptance compares those bits with
+ * exp(-gamma)'s digits: its first J(b) are 1, and when R's first J(b) bits are 1 too (about
+ * 2**-J(b) of the draws) the first 64 come from dg_env_prefix.  When the attempt is accepted
+ * and no attempt starts again, *x and the bits taken (to be consumed at once); else 0,
+ * nothing consumed (dgauss._core then draws the sample step by step, with GMP where the
+ * fixed point does not decide exp(-gamma)'s digits).  gamma = 0 (U = 0) reads no bit.
+ * Y = Lb + U < 2**63: b <= the table's count (< 2**16) and k <= 46.
+ */
+static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf,
+                                            uint64_t at, int64_t *x)
+{
+    uint64_t b, u, r = dg_lane_r(buf, at), next = dg_lane_r(buf, at + 64), w, t, y, neg, prefix, diff;
+    unsigned k = ev->k, need = dg_inv_word(&ev->stage, r, &b), used = k, first, j;
+    if (need > 64)
+        return 0;
+    /* the 64 bits after B's (both words loaded before need is known) */
+    w = need == 64 ? next : (r << need) | (next >> (64 - need));
+    u = w >> (64 - k);                      /* 1 <= k <= 46 */
+    if (u != 0) {                           /* u = 0: gamma = 0, nothing read */
+        t = w << k;
+        j = b < ev->nones ? ev->ones[b] : ev->ones_past;
+        first = (t == UINT64_MAX) ? 64 : (unsigned)__builtin_clzll(~t);     /* R's first 0 */
+        if (first >= j) {                   /* R's first j digits match exp(-gamma)'s */
+            if (j == 0 || !dg_env_prefix(ev, b, u, &prefix))
+                return 0;
+            diff = t ^ prefix;
+            first = diff != 0 ? (unsigned)__builtin_clzll(diff) : 64;
+            if (used + first + 1 >= 64 || !((prefix >> (63 - first)) & 1))
+                return 0;                   /* undecided in these bits, or rejected */
+        }
+        if (used + first + 1 >= 64)
+            return 0;
+        used += first + 1;                  /* R below exp(-gamma) there: accepted */
+    }
+    neg = (w << used) >> 63;                /* used < 64 */
+    y = (b << k) + u;
+    if (y == 0 && neg)
+        return 0;                           /* starts again: step by step */
+    *x = (int64_t)((y ^ (0 - neg)) + neg);
+    return need + used + 1;
+}
+
+/*
+ * A draw one at a time (DG_INV_FILL's DRAW): the fused step on this source alone when its
+ * buffer holds the bits, else (or when the fused step cannot take the sample) the sample is
+ * handed back to dgauss._core, which draws it step by step: DG_INV_UNDECIDED with stage 0,
+ * nothing consumed.
+ */
+static inline int dg_env_draw_signed(dg_rng *rng, const dg_env *ev, int64_t *x,
+                                     dg_inv_pending *pend)
+{
+    uint64_t at;
+    unsigned n;
+    if (dg_lane_ok(rng)) {
+        at = dg_lane_enter(rng);
+        if (at + 64 < dg_lane_end(rng) && (n = dg_env_fused(ev, rng->buf, at, x)) != 0) {
+            dg_lane_leave(rng, at + n);
+            return 0;
+        }
+    }
+    pend->stage = 0;
+    pend->base = 0;
+    pend->r = 0;
+    return DG_INV_UNDECIDED;
+}
+
+DG_INV_FILL(dg_env_fill, dg_env, dg_env_draw_signed, dg_env_fused, 64)
 
 #endif /* DG_INV_H */

@@ -66,6 +66,8 @@ static inline int dg_add_i64(int64_t a, int64_t b, int64_t *r)
 }
 
 #define DG_COLD __attribute__((noinline, cold))
+/* A step of a batch loop the compiler must not leave out of line (dg_inv.h's fused steps). */
+#define DG_HOT_INLINE inline __attribute__((always_inline))
 
 /* Decision mode (testing; see below), out of line so that the bit loops stay tight. */
 DG_COLD int dg_decide_uniform_u64(dg_rng *rng, uint64_t m, uint64_t *out);

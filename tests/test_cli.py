@@ -244,7 +244,7 @@ def test_method_is_passed_on_checked_and_named(tmp_path, capsys):
     assert not np.array_equal(api_draws(dgauss.sample_gaussian, 100, 5000, 5000, 3), rejection)
     assert cli.main(["sample", "--laplace", "1e30", "-n", "3", "--method", "inversion"]) == 2
     err = capsys.readouterr().err
-    assert "--method" in err and "scale <= 2**20" in err
+    assert "--method" in err and "scale <= 2**40" in err
 
 
 def test_summary_names_laplace_mu_and_output(tmp_path, capsys):

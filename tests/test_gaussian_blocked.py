@@ -78,7 +78,7 @@ _CONTRACT = (Path(__file__).resolve().parents[1] / "docs" / "contract.md").read_
 
 def test_constants():
     assert _inversion.GAUSSIAN_BLOCKED_MIN == BLOCKED_MIN
-    assert _inversion.GAUSSIAN_INVERSION_MAX == MAX
+    assert _inversion.GAUSSIAN_BLOCKED_MAX == MAX
     flat = " ".join(_CONTRACT.split())
     assert f"largest power of two with {SPREAD}L² ≤ σ²" in flat
     assert "NB = ⌊⌊4σ⌋/L⌋" in flat

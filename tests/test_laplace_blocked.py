@@ -80,7 +80,7 @@ def test_constants():
     decides below t = 1024)", 1024 = SPREAD**2 (test_model_blocks_and_the_uniform_mass_inequality
     checks which rule decides)."""
     assert _inversion.LAPLACE_BLOCKED_MIN == BLOCKED_MIN
-    assert _inversion.LAPLACE_INVERSION_MAX == MAX
+    assert _inversion.LAPLACE_BLOCKED_MAX == MAX
     assert 1 << _inversion.LAPLACE_BLOCK_MAX_K == MAX_BLOCK
     assert _inversion.LAPLACE_BLOCK_MAX_K == 14
     contract = (Path(__file__).resolve().parents[1] / "docs" / "contract.md").read_text("utf-8")

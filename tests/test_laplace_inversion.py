@@ -68,7 +68,8 @@ EDGE_30 = BLOCKED_MIN - Fraction(1, 2**30)
 
 
 def test_constants():
-    assert (_inversion.LAPLACE_INVERSION_MIN, _inversion.LAPLACE_INVERSION_MAX) == (MIN, MAX)
+    assert (_inversion.LAPLACE_INVERSION_MIN, _inversion.LAPLACE_BLOCKED_MAX) == (MIN, MAX)
+    assert _inversion.LAPLACE_INVERSION_MAX == Fraction(2**40)  # enveloped from MAX on
     assert _inversion.LAPLACE_BLOCKED_MIN == BLOCKED_MIN
 
 
@@ -776,12 +777,12 @@ def test_workers_draw_by_inversion():
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scale", [Fraction(1, 65), 2**20 + 1, Fraction(2**26 + 1, 2**6)], ids=str)
+@pytest.mark.parametrize("scale", [Fraction(1, 65), 2**40 + 1, Fraction(2**46 + 1, 2**6)], ids=str)
 def test_inversion_outside_its_range_is_a_value_error(implementation, scale):
-    with pytest.raises(ValueError, match=r"1/64 <= scale <= 2\*\*20"):
+    with pytest.raises(ValueError, match=r"1/64 <= scale <= 2\*\*40"):
         implementation.sample_laplace(scale, 3, method="inversion")
     for fill in (_core.fill, reference.fill):
-        with pytest.raises(ValueError, match=r"1/64 <= scale <= 2\*\*20"):
+        with pytest.raises(ValueError, match=r"1/64 <= scale <= 2\*\*40"):
             fill(LAP, *_nd(scale), 0, np.random.PCG64(1), np.empty(2, object), method="inversion")
     # "auto" still draws it: by rejection
     a = implementation.sample_laplace(scale, 50, rng=np.random.PCG64(2))

@@ -16,7 +16,7 @@ dgauss.reference is docs/contract.md.
 from cpython.long cimport PyLong_FromLong
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.exc cimport PyErr_CheckSignals
-from libc.stdint cimport uint64_t, int64_t, INT64_MAX, UINT64_MAX
+from libc.stdint cimport uint8_t, uint64_t, int64_t, INT64_MAX, UINT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
@@ -65,6 +65,7 @@ cdef enum:
     # at most 2**12 entries, a few words scanned a use; four a word took 0.05-0.07 ms more to
     # build at scales 10**6 and 2**20 and drew no faster (docs/performance.md)
     RESIDUAL_GUIDE_BITS = 12
+    ENV_GUIDE_BITS = 13
     OS_BUFFER_WORDS = 2048     # 16 KiB: the largest single read from the OS
     OS_FIRST_BLOCK = 4         # the first read is small: scalar calls stay cheap
     CHUNK = 1 << 20            # at most this many samples per GIL-free stretch, and
@@ -103,6 +104,9 @@ cdef struct State:
     dg_inv_table inv
     bint blocked
     dg_blocked lb
+    # past blocked inversion's range: enveloped inversion (envelope_draw, dg_env_fill)
+    bint enveloped
+    dg_env env
     # an int64 batch by inversion from the OS draws in two lanes (dg_inv.h, DG_INV_FILL):
     # out[2j] from rng, out[2j + 1] from rng2, a second OS stream of its own
     # (sample i of the job's batches from lane (i + phase) % 2, phase = the parity of the
@@ -140,12 +144,119 @@ cdef int magnitude_past_64(State *s, dg_inv_pending *pend, uint64_t *y) noexcept
             return -1
 
 
+cdef int envelope_block_past_64(State *s, uint64_t r, uint64_t *b) noexcept nogil:
+    """Enveloped inversion's block index when R's first 64 bits r do not decide it: the rule
+    of dgauss._inversion.invert from R's 65th bit, with the GIL."""
+    with gil:
+        job = <_Job>s.owner
+        bits = _RngBits.__new__(_RngBits)
+        (<_RngBits>bits).rng = &s.rng
+        try:
+            block = job.continuation(bits, a=r, j=64)
+            if block >= 1 << 62:     # not reached: P[B >= b] < 2**-64 from about 9.4 sqrt(inner)
+                raise OverflowError(f"enveloped inversion's block index {block} is too large")
+            b[0] = block
+            return 0
+        except _BitsFailed:
+            return -1
+        except BaseException as exc:
+            job.error = exc
+            s.rng.status = DG_ERR_CALLBACK
+            return -1
+
+
+cdef int envelope_accept(State *s, uint64_t b, uint64_t u) noexcept nogil:
+    """Enveloped inversion's acceptance, Bernoulli(exp(-gamma)) by digits (docs/contract.md,
+    items 5 and 9), gamma = u (2Lb + u) / (2 sigma^2) or u / scale: 1, 0, or -1 when the bit
+    source failed.  R's first J(b) bits go one at a time (a 0 accepts: exp(-gamma)'s first
+    J(b) digits are 1); past them, exp(-gamma)'s digits on GMP (128-bit fixed point where it
+    decides them)."""
+    cdef Params *p = &s.p
+    cdef Work *w = &s.w
+    cdef unsigned j = s.env.ones[b] if b < s.env.nones else s.env.ones_past, i
+    cdef int c
+    cdef uint64_t prefix
+    cdef mpz_srcptr den
+    if u == 0:
+        return 1                        # gamma = 0: nothing read
+    for i in range(j):
+        c = dg_bit(&s.rng)
+        if s.rng.status != DG_OK:
+            return -1
+        if c == 0:
+            return 1
+    # gamma = num / den: u d / n (Laplace) or u (2Lb + u) d / (2n) (Gaussian), on GMP
+    mpz_set_ui(w.num, u)
+    if s.kind == KIND_DISCRETE_GAUSSIAN:
+        mpz_set_ui(w.bn, b)
+        mpz_mul_2exp(w.bn, w.bn, s.env.k + 1)
+        mpz_add_ui(w.bn, w.bn, u)
+        mpz_mul(w.num, w.num, w.bn)
+        den = &p.TWO_N[0]
+    else:
+        den = &p.N[0]
+    mpz_mul(w.num, w.num, p.D)
+    if j > 0:                           # gamma <= 2**-j < 1: digits j + 1 .. 64, then GMP's
+        prefix = dg_exp_neg_prefix_mpz(w.num, den, p.fixed_point)
+        c = dg_compare_digits(&s.rng, prefix << j, 64 - j)
+        return c if c != DG_DIGITS_MATCH else dg_exp_digits_tail_mpz(&s.rng, w.num, den)
+    mpz_fdiv_qr(w.whole, w.frac, w.num, den)
+    c = bernoulli_exp1_times_mpz(&s.rng, w.whole)
+    if c != 1 or mpz_sgn(w.frac) == 0:
+        return c
+    prefix = dg_exp_neg_prefix_mpz(w.frac, den, p.fixed_point)
+    c = dg_compare_digits(&s.rng, prefix, 64)
+    return c if c != DG_DIGITS_MATCH else dg_exp_digits_tail_mpz(&s.rng, w.frac, den)
+
+
+cdef int envelope_draw(State *s, Value *v) noexcept nogil:
+    """X by enveloped inversion (docs/contract.md, item 9; dgauss._inversion.enveloped_draw),
+    step by step: the block index b by the rule, U (k raw bits), the acceptance, the sign;
+    a rejection, or X = 0 with the sign 1, starts again.  0, or -1 with the status set."""
+    cdef uint64_t b, u, r
+    cdef unsigned k = s.env.k
+    cdef int rc, neg
+    while True:
+        rc = dg_inv_draw(&s.rng, &s.env.stage, &b, &r)
+        if rc == DG_INV_UNDECIDED:
+            rc = envelope_block_past_64(s, r, &b)
+        if rc < 0:
+            return -1
+        u = dg_bits(&s.rng, k)
+        if s.rng.status != DG_OK:
+            return -1
+        rc = envelope_accept(s, b, u)
+        if rc < 0:
+            return -1
+        if rc == 0:
+            continue
+        neg = dg_bit(&s.rng)
+        if s.rng.status != DG_OK:
+            return -1
+        if b == 0 and u == 0 and neg:
+            continue
+        if b < (<uint64_t>1 << (62 - k)):
+            v.big = False
+            v.mag = (b << k) + u
+            v.neg = neg
+        else:                           # beyond int64's reach: exactly, on GMP
+            v.big = True
+            mpz_set_ui(s.w.y, b)
+            mpz_mul_2exp(s.w.y, s.w.y, k)
+            mpz_add_ui(s.w.y, s.w.y, u)
+            if neg:
+                mpz_neg(s.w.y, s.w.y)
+        return 0
+
+
 cdef inline int by_inversion(State *s, Value *v) noexcept nogil:
     """X by inversion (dg_inv.h): |X| against the thresholds P[|X| >= x], then the sign, one
-    bit (1: negative)."""
+    bit (1: negative); past blocked inversion's range, envelope_draw."""
     cdef uint64_t y
     cdef dg_inv_pending pend
     cdef int rc
+    if s.enveloped:
+        return envelope_draw(s, v)
     if s.blocked:
         rc = dg_blocked_draw(&s.rng, &s.lb, &y, &pend)
     else:
@@ -297,7 +408,10 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
             return DG_OK
         m = min(n - i, st.next_check - i) if st.next_check > i else 1
         rng2 = &s.rng2 if s.lanes else NULL
-        if s.blocked:
+        if s.enveloped:
+            got = <Py_ssize_t>dg_env_fill(&s.rng, rng2, s.phase, &s.env, s.mu64, out + i,
+                                          <size_t>m, &rc, &pend, &lane)
+        elif s.blocked:
             got = <Py_ssize_t>dg_blocked_fill(&s.rng, rng2, s.phase, &s.lb, s.mu64, out + i,
                                               <size_t>m, &rc, &pend, &lane)
         else:
@@ -312,10 +426,13 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
             return rc
         if lane:                    # the sample is lane 1's: finish it from rng2's bits
             swap_lanes(s)
-        if rc != DG_INV_UNDECIDED or magnitude_past_64(s, &pend, &y) < 0:
+        if rc != DG_INV_UNDECIDED:
             return s.rng.status
-        if signed(s, y, &v) < 0:    # sample i, from R's 65th bit on
-            return s.rng.status
+        if s.enveloped:             # handed back whole (dg_env_draw_signed): step by step
+            if envelope_draw(s, &v) < 0:
+                return s.rng.status
+        elif magnitude_past_64(s, &pend, &y) < 0 or signed(s, y, &v) < 0:
+            return s.rng.status     # (else sample i, from R's 65th bit on)
         if lane:
             swap_lanes(s)
         rc = value_to_i64(s, &v, &out[i])
@@ -660,7 +777,7 @@ cdef object _words_fixed(object key):
         thr = np.empty(cap, dtype=np.uint64)
         words = <uint64_t *>cnp.PyArray_DATA(thr)
         with nogil:
-            count = dg_gauss_words(n, d, e, q, words, cap)
+            count = dg_gauss_words(n, d, e, q, 2, words, cap)
         if count < 0:
             return None
     else:
@@ -834,6 +951,133 @@ cdef _BlockedTable _gauss_blocked_table(object num, object den, bint fixed_point
     return g
 
 
+cdef class _EnvTable:
+    """The tables of enveloped inversion (dg_env, docs/contract.md item 9): the block index's
+    one-sided words `thr` and their guide, and `ones`, J(b) for b = 0 .. count (the
+    Gaussian's; the Laplace's is one number, `ones_past`, for every b); L = 2**k."""
+    cdef readonly object thr, guide, ones, cmul
+    cdef readonly uint64_t count, k
+    cdef readonly unsigned guide_bits, ones_past, cshift
+    cdef readonly bint fixed_point     # the words came from 128-bit fixed point (and GMP)
+    cdef readonly bint gaussian
+
+    @property
+    def nbytes(self):
+        return self.thr.nbytes + self.guide.nbytes + self.ones.nbytes
+
+    cdef void attach(self, dg_env *ev):
+        """Points ev into the arrays (the guide was filled when the table was built)."""
+        memset(ev, 0, sizeof(dg_env))
+        dg_inv_attach(&ev.stage, <const uint64_t *>cnp.PyArray_DATA(self.thr), self.count,
+                      <const unsigned int *>cnp.PyArray_DATA(self.guide), 64 - self.guide_bits)
+        ev.ones = <const uint8_t *>cnp.PyArray_DATA(self.ones)
+        ev.nones = self.ones.size
+        ev.ones_past = self.ones_past
+        ev.k = <unsigned>self.k
+        ev.gaussian = self.gaussian
+        ev.cmul = _u128(self.cmul)
+        ev.cshift = self.cshift
+
+
+cdef object _env_words(object env, bint fixed_point):
+    """The block index's words thr[0] .. thr[K + 1] of an Envelope: in 128-bit fixed point
+    (dg_gauss_words one-sided, dg_geometric_words) with GMP for a word the bound leaves
+    undecided, or None when dg_gauss_words cannot decide one."""
+    cdef cnp.ndarray thr, undecided
+    cdef int64_t count
+    cdef uint64_t n, d, cap
+    cdef dg_u128 e, q
+    if not fixed_point:
+        return None
+    inner = env.inner
+    if env.gaussian:
+        # n/d >= inner, n, d < 2**62: only the bound on the sums' rest reads them
+        d = 1 << 40
+        n = -(-inner.numerator * d // inner.denominator)
+        e = _exp_floor_128(inner.denominator, 2 * inner.numerator)
+        q = _exp_floor_128(inner.denominator, inner.numerator)
+        cap = 16 * (_math.isqrt(n // d) + 1) + 64
+        thr = np.empty(cap, dtype=np.uint64)
+        with nogil:
+            count = dg_gauss_words(n, d, e, q, 1, <uint64_t *>cnp.PyArray_DATA(thr), cap)
+        return None if count < 0 else thr[:count + 2].copy()
+    # P[B >= x] = exp(-x/inner) is below 2**-64 when x/inner >= 45 (> 64 ln 2)
+    cap = 45 * (inner.numerator // inner.denominator + 1)
+    e = _exp_floor_128(inner.denominator, inner.numerator)
+    thr = np.empty(cap + 2, dtype=np.uint64)
+    undecided = np.zeros(cap + 2, dtype=np.uint8)
+    with nogil:
+        count = <int64_t>dg_geometric_words(e, cap, <uint64_t *>cnp.PyArray_DATA(thr),
+                                            <uint8_t *>cnp.PyArray_DATA(undecided))
+    for x in np.flatnonzero(undecided[1:count + 1]) + 1:
+        thr[x] = _inversion.geometric_floor(inner, int(x), 64)
+    while count > 0 and thr[count] == 0:   # an undecided last word may be 0
+        count -= 1
+    thr[count + 1] = 0
+    return thr[:count + 2].copy()
+
+
+cdef _EnvTable _env_table(object family, object num, object den, bint fixed_point):
+    """The _EnvTable of N_Z(0, num/den) or Lap_Z(0, num/den) past blocked inversion's range:
+    the words by _env_words, or from dgauss._inversion's exact bounds; J(b) for every b up to
+    the table's count from closed-form breakpoints (J decreases in b)."""
+    cdef _EnvTable g = _EnvTable.__new__(_EnvTable)
+    cdef dg_inv_table scratch
+    gaussian = family == "gaussian"
+    env = _inversion.envelope(gaussian, Fraction(num, den))
+    thr = _env_words(env, fixed_point)
+    g.fixed_point = thr is not None
+    if thr is None:
+        floors = env.stage_floors(64)
+        words = (floors.words if gaussian
+                 else [floors.word(x) for x in range(1, floors.first_at_most(0))])
+        thr = np.array([2**64 - 1, *words, 0], dtype=np.uint64)
+    g.thr = thr
+    g.count = thr.size - 2
+    g.k = env.k
+    g.guide_bits = ENV_GUIDE_BITS
+    g.guide = np.empty(1 << g.guide_bits, dtype=np.uint32)
+    dg_inv_init(&scratch, <const uint64_t *>cnp.PyArray_DATA(g.thr), g.count,
+                <unsigned int *>cnp.PyArray_DATA(g.guide), g.guide_bits)
+    if gaussian:
+        g.ones = _gaussian_ones(env, g.count + 1)
+        g.ones_past = 0
+    else:
+        g.ones = np.zeros(0, dtype=np.uint8)
+        g.ones_past = env.leading_ones(0)
+    # gamma = m g, g = 1/(2 sigma^2) = d/(2n) or 1/scale = d/n: cmul = floor(2**(128 + s) g)
+    # in [2**127, 2**128), s the least with 2**(s + 1) gn >= gd
+    g.gaussian = gaussian
+    gn, gd = den, (2 * num if gaussian else num)
+    shift = max(0, gd.bit_length() - gn.bit_length() - 1)
+    while shift > 0 and gn << shift >= gd:
+        shift -= 1
+    while gn << (shift + 1) < gd:
+        shift += 1
+    g.cshift = shift
+    g.cmul = (gn << (128 + shift)) // gd
+    if not (1 <= shift <= 127 and 2**127 <= g.cmul < 2**128):  # not reached: g in [2**-102, 2**-20]
+        raise RuntimeError(f"enveloped inversion's scale factor 2**-{shift} is out of range")
+    return g
+
+
+def _gaussian_ones(env, count):
+    """J(b), b = 0 .. count - 1, of an Envelope of the Gaussian (dgauss._inversion's
+    Envelope.leading_ones): J(b) >= j exactly when 2**j (L - 1)(2Lb + L - 1) <= 2 sigma^2,
+    that is b <= (2 sigma^2 / (2**j (L - 1)) - (L - 1)) / (2L), for j = 1 .. MAX_LEADING_ONES."""
+    big_l = 1 << env.k
+    n, d = env.param.numerator, env.param.denominator
+    ones = np.zeros(count, dtype=np.uint8)
+    for j in range(1, _inversion.MAX_LEADING_ONES + 1):
+        # the largest b with 2**j (L - 1)(2Lb + L - 1) d <= 2n, or -1 if none
+        top = (2 * n // ((1 << j) * (big_l - 1) * d) - (big_l - 1))
+        last = top // (2 * big_l) if top >= 0 else -1
+        if last < 0:
+            break
+        ones[:min(last + 1, count)] = j
+    return ones
+
+
 cdef object inv_table(object key, bint fixed_point):
     """The inversion table for key = ("gaussian", n, d) or ("laplace", n, d) (cached): words
     by 128-bit fixed point where that decides them, else from dgauss._inversion;
@@ -849,6 +1093,11 @@ cdef object inv_table(object key, bint fixed_point):
             _INV_TABLES.move_to_end(key)
             return found
     param = Fraction(key[1], key[2])
+    if param > (_inversion.GAUSSIAN_BLOCKED_MAX if key[0] == "gaussian"
+                else _inversion.LAPLACE_BLOCKED_MAX):
+        enveloped = _env_table(key[0], key[1], key[2], fixed_point)
+        _cache(key, enveloped)
+        return enveloped
     if key[0] == "laplace" and param >= _inversion.LAPLACE_BLOCKED_MIN:
         blocked = _laplace_blocked_table(key[1], key[2], fixed_point)
         _cache(key, blocked)
@@ -1224,7 +1473,13 @@ cdef class _Job:
                 self.table = laplace_table(num, den, fixed_point)
                 floors = functools.partial(_inversion.LaplaceFloors, param)
             self.continuation = functools.partial(_inversion.invert, floors_at=floors)
-            if isinstance(self.table, _BlockedTable):
+            if isinstance(self.table, _EnvTable):
+                (<_EnvTable>self.table).attach(&self.s.env)
+                self.s.enveloped = True
+                self.continuation = functools.partial(
+                    _inversion.invert,
+                    floors_at=_inversion.envelope(kind == KIND_DISCRETE_GAUSSIAN, param).stage_floors)
+            elif isinstance(self.table, _BlockedTable):
                 (<_BlockedTable>self.table).attach(&self.s.lb)
                 self.s.blocked = True
                 if kind == KIND_DISCRETE_GAUSSIAN:

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Declarations of the C layer under csrc/ (bit source and bottom primitives)."""
 
-from libc.stdint cimport uint64_t, int64_t
+from libc.stdint cimport uint8_t, uint64_t, int64_t
 from dgauss._gmp cimport mpz_t, mpz_ptr, mpz_srcptr
 
 cdef extern from "dg_rng.h" nogil:
@@ -144,7 +144,18 @@ cdef extern from "dg_inv.h" nogil:
                        const unsigned int *guide, unsigned shift)
     unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)
     int dg_inv_draw(dg_rng *rng, const dg_inv_table *tab, uint64_t *y, uint64_t *r)
-    int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, uint64_t *thr, uint64_t cap)
+    int64_t dg_gauss_words(uint64_t n, uint64_t d, dg_u128 e, dg_u128 q, unsigned weight,
+                           uint64_t *thr, uint64_t cap)
+    uint64_t dg_geometric_words(dg_u128 e1, uint64_t count, uint64_t *thr, uint8_t *undecided)
+    ctypedef struct dg_env:
+        dg_inv_table stage
+        const uint8_t *ones
+        uint64_t nones
+        unsigned ones_past
+        unsigned k
+        int gaussian
+        dg_u128 cmul
+        unsigned cshift
     ctypedef struct dg_blocked:
         dg_inv_table stage
         dg_inv_table resid
@@ -173,3 +184,7 @@ cdef extern from "dg_inv.h" nogil:
     size_t dg_blocked_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_blocked *lb,
                            int64_t mu, int64_t *out, size_t n, int *rc, dg_inv_pending *pend,
                            int *lane)
+    unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf, uint64_t at, int64_t *x)
+    size_t dg_env_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_env *ev,
+                       int64_t mu, int64_t *out, size_t n, int *rc, dg_inv_pending *pend,
+                       int *lane)

@@ -41,7 +41,9 @@ MAX_GUARD = 1 << 16
 #: GAUSSIAN_INVERSION_MIN <= sigma^2 <= GAUSSIAN_INVERSION_MAX (docs/performance.md says why).
 GAUSSIAN_INVERSION_MIN = Fraction(1, 64)
 GAUSSIAN_BLOCKED_MIN = Fraction(1 << 16)
-GAUSSIAN_INVERSION_MAX = Fraction(1 << 24)
+#: Blocked inversion up to here; beyond, up to GAUSSIAN_INVERSION_MAX, enveloped inversion.
+GAUSSIAN_BLOCKED_MAX = Fraction(1 << 24)
+GAUSSIAN_INVERSION_MAX = Fraction(1 << 100)
 
 METHODS = ("auto", "inversion", "rejection")
 
@@ -127,9 +129,10 @@ def _exp_neg_floor(gamma: Fraction, k: int) -> int:
     return exp_neg_floor(gamma, k)
 
 
-def _gaussian_bounds(sigma2: Fraction, q: int, p: int):
-    """Integer bounds, in units of 2**-q, on the sums S_x (x = 1 .. K + 1) and on Z = 1 + 2 S_1,
-    with the terms summed until the rest is below 2**-(p + (q - p)/2).
+def _gaussian_bounds(sigma2: Fraction, q: int, p: int, weight: int = 2):
+    """Integer bounds, in units of 2**-q, on the sums S_x (x = 1 .. K + 1) and on
+    Z = 1 + weight S_1 (weight 2: |X|'s normaliser; 1: the one-sided one of enveloped
+    inversion), with the terms summed until the rest is below 2**-(p + (q - p)/2).
 
     The terms w_k = exp(-c k^2), c = 1 / (2 sigma^2), come from E = floor(2**q exp(-c)) and
     Q = floor(2**q exp(-2c)) by w_{k+1} = w_k r_k, r_k = exp(-c(2k + 1)), r_{k+1} = r_k Q,
@@ -157,7 +160,7 @@ def _gaussian_bounds(sigma2: Fraction, q: int, p: int):
     for i in range(len(terms_lo) - 1, -1, -1):
         lower[i] = lower[i + 1] + terms_lo[i]
         upper[i] = upper[i + 1] + terms_hi[i]
-    return lower, upper, (one + 2 * lower[0], one + 2 * upper[0])
+    return lower, upper, (one + weight * lower[0], one + weight * upper[0])
 
 
 _FLOORS: dict = {}
@@ -195,30 +198,36 @@ def _gaussian_pairs(lower: list[int], upper: list[int], blocks: tuple[int, int] 
     yield from zip(lower[nb << k :], upper[nb << k :], strict=True)
 
 
-def gaussian_floors(sigma2: Fraction, p: int, blocks: tuple[int, int] | None = None) -> Floors:
+def gaussian_floors(
+    sigma2: Fraction, p: int, blocks: tuple[int, int] | None = None, one_sided: bool = False
+) -> Floors:
     """floor(2**p T_x) of N_Z(0, sigma2) for every x with T_x >= 2**-p, exactly (cached); with
     ``blocks`` = (k, NB) (:func:`gaussian_blocks`), the first step's thresholds of the blocked
     inversion instead: theta_{2b+1} = T_{1+Lb}, theta_{2b+2} = T_{1+Lb} - L P[|X| = L(b+1)] for
-    b < NB, then T_x for x > L NB.
+    b < NB, then T_x for x > L NB; with ``one_sided``, the thresholds S_x / (1 + S_1) of the
+    one-sided B, P[B = b] proportional to exp(-b**2 / (2 sigma2)) for b >= 0 (enveloped
+    inversion's block index, :class:`Envelope`).
 
-    Each threshold 2S/Z lies in [2 S_lo / Z_hi, 2 S_hi / Z_lo] (:func:`_gaussian_bounds` at
-    q = p + guard bits); when the floors of both ends agree for every one, and the bound on
-    the first past the last is below 2**-p, they are the answer.  Otherwise the guard bits
-    double (up to MAX_GUARD: a RuntimeError).
+    Each threshold weight S / Z lies in [weight S_lo / Z_hi, weight S_hi / Z_lo]
+    (:func:`_gaussian_bounds` at q = p + guard bits; weight 2, or 1 when one-sided); when the
+    floors of both ends agree for every one, and the bound on the first past the last is
+    below 2**-p, they are the answer.  Otherwise the guard bits double (up to MAX_GUARD: a
+    RuntimeError).
     """
-    key = (sigma2, p, blocks)
+    key = (sigma2, p, blocks, one_sided)
     with _FLOORS_LOCK:
         found = _FLOORS.get(key)
     if found is not None:
         return found
+    weight = 1 if one_sided else 2
     guard = 32 + 3 * (sigma2.numerator // sigma2.denominator).bit_length()
     while True:
         q = p + guard
-        lower, upper, (z_lo, z_hi) = _gaussian_bounds(sigma2, q, p)
+        lower, upper, (z_lo, z_hi) = _gaussian_bounds(sigma2, q, p, weight)
         words, decided = [], True
         for lo, hi in _gaussian_pairs(lower, upper, blocks):
-            f_lo = (lo << (p + 1)) // z_hi
-            f_hi = (hi << (p + 1)) // z_lo
+            f_lo = (weight * lo << p) // z_hi
+            f_hi = (weight * hi << p) // z_lo
             if f_lo != f_hi:
                 decided = False
                 break
@@ -348,7 +357,8 @@ def gaussian_blocked_magnitude(
 
 def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: int = 0) -> int:
     """|X| for X ~ N_Z(0, sigma2) by inversion (the sign is the caller's next bit): the rule on
-    every threshold below GAUSSIAN_BLOCKED_MIN, blocked inversion from there."""
+    every threshold below GAUSSIAN_BLOCKED_MIN, blocked inversion from there up to
+    GAUSSIAN_BLOCKED_MAX (beyond: :func:`enveloped_draw`, which draws the sign itself)."""
     if sigma2 >= GAUSSIAN_BLOCKED_MIN:
         return gaussian_blocked_magnitude(bit, sigma2, a, j)
     return invert(bit, functools.partial(gaussian_floors, sigma2), a, j)
@@ -365,7 +375,9 @@ def gaussian_magnitude(bit: Callable[[], int], sigma2: Fraction, a: int = 0, j: 
 #: hold about 89 scale/L + L words (:func:`laplace_blocks`; at most about 0.3 MiB).
 LAPLACE_INVERSION_MIN = Fraction(1, 64)
 LAPLACE_BLOCKED_MIN = Fraction(1 << 8)
-LAPLACE_INVERSION_MAX = Fraction(1 << 20)
+#: Blocked inversion up to here; beyond, up to LAPLACE_INVERSION_MAX, enveloped inversion.
+LAPLACE_BLOCKED_MAX = Fraction(1 << 20)
+LAPLACE_INVERSION_MAX = Fraction(1 << 40)
 #: The largest block of the Laplace's blocked inversion (L = 2**k, k <= LAPLACE_BLOCK_MAX_K).
 LAPLACE_BLOCK_MAX_K = 14
 
@@ -519,10 +531,140 @@ def laplace_blocked_magnitude(
 
 def laplace_magnitude(bit: Callable[[], int], scale: Fraction, a: int = 0, j: int = 0) -> int:
     """|X| for X ~ Lap_Z(0, scale) by inversion (the sign is the caller's next bit): the rule on
-    every threshold below LAPLACE_BLOCKED_MIN, blocked inversion from there."""
+    every threshold below LAPLACE_BLOCKED_MIN, blocked inversion from there up to
+    LAPLACE_BLOCKED_MAX (beyond: :func:`enveloped_draw`, which draws the sign itself)."""
     if scale >= LAPLACE_BLOCKED_MIN:
         return laplace_blocked_magnitude(bit, scale, a, j)
     return invert(bit, functools.partial(LaplaceFloors, scale), a, j)
+
+
+# --------------------------------------------------------------------------
+# Enveloped inversion: the largest parameters
+# --------------------------------------------------------------------------
+
+#: Enveloped inversion's block index B is drawn by the rule with sigma2 / L**2 in
+#: [GAUSSIAN_ENVELOPE_INNER, 4 GAUSSIAN_ENVELOPE_INNER) (about 10 sqrt of that many words),
+#: or, for the Laplace, scale / L in [LAPLACE_ENVELOPE_INNER, 2 LAPLACE_ENVELOPE_INNER)
+#: (about 44.4 times that many words); the larger these, the rarer a draw whose acceptance
+#: needs the digits of exp(-gamma) (about sqrt(1 / inner) of the draws).
+GAUSSIAN_ENVELOPE_INNER = 1 << 14
+LAPLACE_ENVELOPE_INNER = 1 << 8
+#: The most leading 1 digits of exp(-gamma) a block's table entry claims.
+MAX_LEADING_ONES = 62
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def geometric_floor(scale: Fraction, x: int, p: int) -> int:
+    """floor(2**p exp(-x/scale)), exactly: P[B >= x] for B geometric with
+    P[B = b] proportional to exp(-b/scale), b >= 0."""
+    return _exp_neg_floor(x / scale, p)
+
+
+class GeometricFloors(LaplaceFloors):
+    """floor(2**p exp(-x/scale)), x >= 1, computed when asked (:func:`geometric_floor`):
+    :meth:`decide` as :meth:`LaplaceFloors.decide`."""
+
+    __slots__ = ()
+
+    def word(self, x: int) -> int:
+        """floor(2**p exp(-x/scale))."""
+        return geometric_floor(self.scale, x, self.p)
+
+
+class Envelope:
+    """Enveloped inversion of N_Z(0, sigma2), GAUSSIAN_BLOCKED_MAX < sigma2 <=
+    GAUSSIAN_INVERSION_MAX, or Lap_Z(0, scale), LAPLACE_BLOCKED_MAX < scale <=
+    LAPLACE_INVERSION_MAX (docs/contract.md, item 9).  With w_y = exp(-f(y)),
+    f(y) = y**2 / (2 sigma2) or y / scale, and blocks of L = 2**k values:
+
+    1. B = b >= 0 by the rule on the thresholds P[B >= b] of P[B = b] proportional to w_{Lb}:
+       a one-sided discrete Gaussian of sigma2 / L**2 (``inner``), or the geometric
+       P[B >= b] = exp(-b / (scale / L));
+    2. U, the next k raw bits, first bit most significant (uniform on [0, L));
+    3. acceptance: Bernoulli(exp(-gamma)) by digits (contract item 5), gamma = f(Lb + U) -
+       f(Lb) = U (2Lb + U) / (2 sigma2) or U / scale; a 0 starts again at step 1;
+    4. the sign, one bit (1: negative); Y = Lb + U, and Y = 0 with the sign 1 starts again.
+
+    An attempt gives each pair (sign, y) the probability P[B = b] / (2L) times w_y / w_{Lb},
+    proportional to w_y, so X = +-Y (zero once) is exactly N_Z(0, sigma2) or Lap_Z(0, scale).
+    ``leading_ones(b)`` is J(b), the largest j <= MAX_LEADING_ONES with
+    2**j gamma(b, L - 1) <= 1: then exp(-gamma) >= 1 - gamma >= 1 - 2**-j for every U of the
+    block, so its first J(b) digits are 1 and R's first 0 among them accepts (the core's
+    shortcut; the same bits as the comparison digit by digit)."""
+
+    __slots__ = ("gaussian", "param", "k", "inner")
+
+    def __init__(self, gaussian: bool, param: Fraction):
+        low = GAUSSIAN_BLOCKED_MAX if gaussian else LAPLACE_BLOCKED_MAX
+        high = GAUSSIAN_INVERSION_MAX if gaussian else LAPLACE_INVERSION_MAX
+        if not low < param <= high:
+            raise ValueError(f"{param} is not drawn by enveloped inversion")
+        n, d = param.numerator, param.denominator
+        if gaussian:  # the largest k with 4**k GAUSSIAN_ENVELOPE_INNER <= sigma2
+            k = math.isqrt(n // (d * GAUSSIAN_ENVELOPE_INNER)).bit_length() - 1
+            inner = param / (1 << (2 * k))
+        else:  # the largest k with 2**k LAPLACE_ENVELOPE_INNER <= scale
+            k = (n // (d * LAPLACE_ENVELOPE_INNER)).bit_length() - 1
+            inner = param / (1 << k)
+        self.gaussian, self.param, self.k, self.inner = gaussian, param, k, inner
+
+    def stage_floors(self, p: int) -> Thresholds:
+        """floor(2**p P[B >= b]), b >= 1, exactly."""
+        if self.gaussian:
+            return gaussian_floors(self.inner, p, one_sided=True)
+        return GeometricFloors(self.inner, p)
+
+    def gamma(self, b: int, u: int) -> Fraction:
+        """f(Lb + u) - f(Lb): the acceptance's exponent."""
+        if self.gaussian:
+            return Fraction(u * ((b << (self.k + 1)) + u)) / (2 * self.param)
+        return u / self.param
+
+    def leading_ones(self, b: int) -> int:
+        """J(b) (the class's docstring)."""
+        worst = self.gamma(b, (1 << self.k) - 1)
+        j = max(0, (worst.denominator // worst.numerator).bit_length() - 1)
+        return min(j, MAX_LEADING_ONES)
+
+
+@functools.lru_cache(maxsize=256)
+def envelope(gaussian: bool, param: Fraction) -> Envelope:
+    """The :class:`Envelope` of a parameter (cached)."""
+    return Envelope(gaussian, param)
+
+
+class _DigitBits:
+    """The bit source :func:`dgauss.reference.bernoulli_exp_by_digits` reads, over bit()."""
+
+    __slots__ = ("bit",)
+    decisions = False
+
+    def __init__(self, bit: Callable[[], int]):
+        self.bit = bit
+
+
+def enveloped_draw(
+    bit: Callable[[], int], env: Envelope, a: int = 0, j: int = 0, block: int | None = None
+) -> int:
+    """X (signed) by enveloped inversion (:class:`Envelope`), reading bits with ``bit()``.
+    The first attempt's step 1 starts from R's first ``j`` bits ``a``, or, with ``block``,
+    is already done (B = block): the core's ways of going on past R's 64th bit."""
+    from dgauss.reference import bernoulli_exp_by_digits
+
+    digits = _DigitBits(bit)
+    while True:
+        b = invert(bit, env.stage_floors, a, j) if block is None else block
+        a, j, block = 0, 0, None
+        u = 0
+        for _ in range(env.k):
+            u = 2 * u + bit()
+        if not bernoulli_exp_by_digits(digits, env.gamma(b, u)):
+            continue
+        negative = bit()
+        y = (b << env.k) + u
+        if y == 0 and negative:
+            continue
+        return -y if negative else y
 
 
 def check_method(method) -> str:
@@ -536,7 +678,12 @@ def table_words(gaussian: bool, param: Fraction) -> int:
     """About how many words the core's table for ``param`` has (its build costs 10-30 ns a
     word): 9.4 sigma for the Gaussian; for the Laplace 44.4 scale below LAPLACE_BLOCKED_MIN,
     and from there the blocked inversion's about 2 (44.4 scale / L) + L words
-    (:func:`laplace_blocks`)."""
+    (:func:`laplace_blocks`); past the blocked inversion, the block index's
+    (:class:`Envelope`: about 9.4 sqrt(inner) or 44.4 inner)."""
+    if param > (GAUSSIAN_BLOCKED_MAX if gaussian else LAPLACE_BLOCKED_MAX):
+        inner = envelope(gaussian, param).inner
+        whole = inner.numerator // inner.denominator
+        return 10 * (math.isqrt(whole) + 1) if gaussian else 45 * (whole + 1)
     whole = param.numerator // param.denominator
     if gaussian:
         return 10 * (math.isqrt(whole) + 1)
@@ -557,11 +704,14 @@ def _inversion_range(gaussian: bool) -> tuple[Fraction, Fraction]:
 @functools.lru_cache(maxsize=256)
 def _facts(gaussian: bool, param: Fraction) -> tuple[bool, bool, int]:
     """What :func:`resolve` reads of a parameter (a pure function of its exact value,
-    remembered): inside the inversion's range, numerator and denominator below WORD_PARAM,
+    remembered): inside the inversion's range; numerator and denominator below WORD_PARAM,
+    or a parameter of enveloped inversion (whose tables are built in fixed point from any);
     and :func:`table_words`."""
     low, high = _inversion_range(gaussian)
-    words = param.numerator < WORD_PARAM and param.denominator < WORD_PARAM
-    return low <= param <= high, words, table_words(gaussian, param)
+    inside = low <= param <= high
+    enveloped = param > (GAUSSIAN_BLOCKED_MAX if gaussian else LAPLACE_BLOCKED_MAX)
+    words = enveloped or (param.numerator < WORD_PARAM and param.denominator < WORD_PARAM)
+    return inside, words, table_words(gaussian, param) if inside else 0
 
 
 def inversion_from(gaussian: bool, param: Fraction) -> int | None:

@@ -459,7 +459,10 @@ def discrete_gaussian_by_inversion(bits: BitStream, sigma2: Fraction) -> int:
     """X ~ N_Z(0, sigma2) by inversion (``method="inversion"``): |X| by
     :func:`dgauss._inversion.gaussian_magnitude` (the rule against the exact thresholds
     P[|X| >= x], :func:`dgauss._inversion.gaussian_floors`, or from sigma2 = 2**16 on blocked
-    inversion), then, when |X| > 0, the sign: one bit, 1 meaning negative."""
+    inversion), then, when |X| > 0, the sign: one bit, 1 meaning negative; above
+    sigma2 = 2**24, X by enveloped inversion (:func:`dgauss._inversion.enveloped_draw`)."""
+    if sigma2 > _inversion.GAUSSIAN_BLOCKED_MAX:
+        return _inversion.enveloped_draw(bits.bit, _inversion.envelope(True, sigma2))
     magnitude = _inversion.gaussian_magnitude(bits.bit, sigma2)
     return -magnitude if magnitude and bits.bit() else magnitude
 
@@ -467,8 +470,11 @@ def discrete_gaussian_by_inversion(bits: BitStream, sigma2: Fraction) -> int:
 def discrete_laplace_by_inversion(bits: BitStream, scale: Fraction) -> int:
     """X ~ Lap_Z(0, scale) by inversion (``method="inversion"``): |X| by
     :func:`dgauss._inversion.laplace_magnitude` (the rule against the exact thresholds
-    P[|X| >= x], or from scale 2**12 on blocked inversion), then, when |X| > 0, the sign:
-    one bit, 1 meaning negative."""
+    P[|X| >= x], or from scale 2**8 on blocked inversion), then, when |X| > 0, the sign:
+    one bit, 1 meaning negative; above scale 2**20, X by enveloped inversion
+    (:func:`dgauss._inversion.enveloped_draw`)."""
+    if scale > _inversion.LAPLACE_BLOCKED_MAX:
+        return _inversion.enveloped_draw(bits.bit, _inversion.envelope(False, scale))
     magnitude = _inversion.laplace_magnitude(bits.bit, scale)
     return -magnitude if magnitude and bits.bit() else magnitude
 

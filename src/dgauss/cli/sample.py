@@ -186,8 +186,8 @@ def _add_sample(commands: argparse._SubParsersAction) -> None:
         "--method",
         choices=_inversion.METHODS,
         default="auto",
-        help="inversion (a table of exact thresholds; the fastest, for sigma2 in [1/64, 2**24] "
-        "or scale in [1/64, 2**20]), rejection (the paper's Algorithms 2-3, any parameter), or "
+        help="inversion (a table of exact thresholds; the fastest, for sigma2 in [1/64, 2**100] "
+        "or scale in [1/64, 2**40]), rejection (the paper's Algorithms 2-3, any parameter), or "
         "auto (default: inversion inside those ranges)",
     )
     sample.add_argument(
