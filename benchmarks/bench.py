@@ -5,6 +5,7 @@ Run from an installed dgauss (peers: ``pip install '.[bench]'``)::
     python benchmarks/bench.py              # full run, a few minutes
     python benchmarks/bench.py --quick      # smaller samples, no memory run
     python benchmarks/bench.py --small      # small calls (1 to 10^6 samples) beside NumPy
+    python benchmarks/bench.py --large      # sigma2 10^8 .. 2^100, scale 10^8 .. 2^40
 
 It prints a table and writes ``benchmarks/results/bench.json`` and
 ``bench.md``.  For every case, in the same run and on the same inputs:
@@ -66,8 +67,8 @@ LAPLACE = [1, 10, 1000, 10**4, 10**6]
 BERNOULLI_EXP = [Fraction(1, 2), Fraction(7, 3)]
 
 #: The ``method`` values timed side by side, per sampler.  A method a sampler does not offer
-#: for a parameter (its call raises ValueError: inversion outside 1/64 <= sigma2 <= 2**24 or
-#: 1/64 <= scale <= 2**20) reads n/a, so a new method is one entry here.
+#: for a parameter (its call raises ValueError: inversion outside 1/64 <= sigma2 <= 2**100 or
+#: 1/64 <= scale <= 2**40) reads n/a, so a new method is one entry here.
 METHODS = {"gaussian": ("inversion", "rejection"), "laplace": ("inversion", "rejection")}
 
 #: The size of dgauss's largest read from the OS (OS_BUFFER_WORDS in _core.pyx), 16 KiB.
@@ -502,6 +503,10 @@ def markdown(rows: list[dict], machine: str, mem: dict | None, source: dict | No
 SMALL_SIZES = (None, 10, 100, 1000, 10_000, 1_000_000)
 SMALL_SIGMA2 = (1, 100, 10**4)
 SMALL_SCALES = (1, 1000)
+#: The large-parameter sweep (enveloped inversion; rejection before it) and its batch.
+LARGE_SIGMA2 = (10**8, 10**12, 10**20, 2**100)
+LARGE_SCALES = (10**8, 2**40)
+LARGE_BATCH = 10**6
 
 
 def per_call(fn: Callable[[], object], budget: float = 0.2, rounds: int = 9) -> float:
@@ -587,6 +592,75 @@ def small_markdown(rows: list[dict], machine: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def large_rows() -> list[dict]:
+    """Batches of LARGE_BATCH at large parameters, in turns: dgauss from the OS (the
+    default), from ``dgauss.ChaCha20()`` (the opt-in user-space source), by the rejection
+    loops (what "auto" drew here before enveloped inversion), and NumPy's
+    ``rint(normal)`` / ``rint(laplace)``; with the bits per sample and what reading them
+    alone from the OS costs (the bits at the OS source's measured bytes/s): a floor under
+    any exact sampler's time on the OS source (at least the entropy's worth of bits)."""
+    g = np.random.default_rng()
+    source = os_source_rate()
+    n = LARGE_BATCH
+    rows = []
+    cases = [("gaussian", Fraction(s2)) for s2 in LARGE_SIGMA2]
+    cases += [("laplace", Fraction(t)) for t in LARGE_SCALES]
+    for kind, param in cases:
+        ours = dgauss.sample_gaussian if kind == "gaussian" else dgauss.sample_laplace
+        spread = 2 ** (math.log2(param) / 2) if kind == "gaussian" else float(param)
+        theirs = g.normal if kind == "gaussian" else g.laplace
+        calls = {
+            "os": functools.partial(ours, param, n),
+            "chacha20": lambda o=ours, p=param: o(p, n, rng=dgauss.ChaCha20()),
+            "rejection": functools.partial(ours, param, n, method="rejection"),
+            "numpy": lambda d=theirs, s=spread: np.rint(d(0.0, s, n)),
+        }
+        best = {name: math.inf for name in calls}
+        for call in calls.values():
+            call()
+        for _ in range(7):  # in turns: a slow spell of the machine hits every column
+            for name, call in calls.items():
+                start = time.perf_counter()
+                call()
+                best[name] = min(best[name], time.perf_counter() - start)
+        bits = bits_per_sample(kind, param, 200_000)
+        rows.append(
+            {
+                "case": f"{kind} {_label(param) if param < 2**64 else '2^100'}",
+                **{name: n / t for name, t in best.items()},
+                "bits": bits,
+                "entropy": entropy_bits(kind, param),
+                "os_floor": source * 8 / bits,  # samples/s if reading the bits were all
+                "os_bytes_per_s": source,
+            }
+        )
+    return rows
+
+
+def large_markdown(rows: list[dict], machine: str) -> str:
+    lines = [
+        "# dgauss: large parameters beside NumPy",
+        "",
+        f"{machine}; `python benchmarks/bench.py --large`; one thread, batches of "
+        f"{LARGE_BATCH:,}, the best of 7 calls each, all columns in turns; M samples/s.",
+        f'The OS source read {rows[0]["os_bytes_per_s"] / 1e9:.2f} GB/s; "OS floor" is the rate',
+        "at which it delivers the bits a sample used (no exact sampler on it can be faster",
+        "than at its entropy's bits).",
+        "",
+        "| case | OS (default) | ChaCha20 | rejection | NumPy (inexact) | OS ÷ NumPy "
+        "| ChaCha20 ÷ NumPy | bits/sample (entropy) | OS floor ÷ NumPy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['case']} | {r['os'] / 1e6:.1f} | {r['chacha20'] / 1e6:.1f} "
+            f"| {r['rejection'] / 1e6:.1f} | {r['numpy'] / 1e6:.1f} | {r['os'] / r['numpy']:.2f} "
+            f"| {r['chacha20'] / r['numpy']:.2f} | {r['bits']:.1f} ({r['entropy']:.1f}) "
+            f"| {r['os_floor'] / r['numpy']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller samples, no memory run")
@@ -595,6 +669,12 @@ def main(argv=None) -> int:
         action="store_true",
         help="only the small-call sweep (batch sizes 1 to 10^4, and add_*_noise on 10 and "
         "1,000 counts) beside NumPy; writes bench_small.md",
+    )
+    parser.add_argument(
+        "--large",
+        action="store_true",
+        help="only the large-parameter sweep (sigma2 10^8 to 2^100, scale 10^8 and 2^40) "
+        "beside NumPy, from the OS and from ChaCha20; writes bench_large.md",
     )
     parser.add_argument(
         "--out", type=Path, default=RESULTS, help="where to write bench.json and bench.md"
@@ -608,6 +688,12 @@ def main(argv=None) -> int:
         report = small_markdown(small_rows(), machine)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "bench_small.md").write_text(report)
+        print(report)
+        return 0
+    if args.large:
+        report = large_markdown(large_rows(), machine)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_large.md").write_text(report)
         print(report)
         return 0
     peers = {"opendp": opendp_samplers(), "diffprivlib": diffprivlib_samplers()}

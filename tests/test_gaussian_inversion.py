@@ -711,7 +711,9 @@ def test_method_strings_from_numpy_are_accepted():
         assert a.tolist() == b.tolist()
 
 
-@pytest.mark.parametrize("sigma2", [Fraction(1, 65), 2**100 + 1, Fraction(2**106 + 1, 2**6)], ids=str)
+@pytest.mark.parametrize(
+    "sigma2", [Fraction(1, 65), 2**100 + 1, Fraction(2**106 + 1, 2**6)], ids=str
+)
 def test_inversion_outside_its_range_is_a_value_error(implementation, sigma2):
     with pytest.raises(ValueError, match=r"1/64 <= sigma2 <= 2\*\*100"):
         implementation.sample_gaussian(sigma2, 3, method="inversion")

@@ -7,9 +7,9 @@ contract change updates them with ``python tests/test_regression_vectors.py --up
 (and says so in its commit).
 
 The cases cover four NumPy bit generators; σ² from 1/4 to 10^100 (int64 and object
-outputs) by rejection and from 1/64 to 2^24 by inversion; a shift μ; the discrete Laplace
-from scale 1 to beyond 2^40 by rejection and from 1/64 to 2^20 by inversion; and
-Bernoulli(exp(−γ)) for γ below and above 1.
+outputs) by rejection and from 1/64 to 2^100 by inversion (blocked to 2^24, enveloped
+beyond); a shift μ; the discrete Laplace from scale 1 to beyond 2^40 by rejection and from
+1/64 to 2^40 by inversion; and Bernoulli(exp(−γ)) for γ below and above 1.
 """
 
 import hashlib
@@ -33,7 +33,7 @@ CASES = [
     ("gaussian 1/3 mu=-5", "gaussian", "1/3", {"mu": -5, "method": "rejection"}, "SFC64", 3),
     ("gaussian 100", "gaussian", "100", {"method": "rejection"}, "MT19937", 4),
     ("gaussian 10^6", "gaussian", "1000000", {"method": "rejection"}, "PCG64", 5),
-    ("gaussian 10^10", "gaussian", "10000000000", {}, "Philox", 6),
+    ("gaussian 10^10", "gaussian", "10000000000", {"method": "rejection"}, "Philox", 6),
     ("gaussian 10^100 (object)", "gaussian", "1e100", {}, "SFC64", 7),
     ("gaussian 2^101 mu=2^70 (object)", "gaussian", str(2**101), {"mu": 2**70}, "MT19937", 8),
     ("gaussian 1/64 by inversion", "gaussian", "1/64", {"method": "inversion"}, "PCG64", 16),
@@ -56,6 +56,23 @@ CASES = [
         {"mu": 9, "method": "inversion"},
         "MT19937",
         27,
+    ),
+    (
+        "gaussian 2^24+1/3 by enveloped inversion",
+        "gaussian",
+        "50331649/3",
+        {"method": "inversion"},
+        "SFC64",
+        31,
+    ),
+    ("gaussian 10^12 by enveloped inversion", "gaussian", "1000000000000", {}, "PCG64", 29),
+    (
+        "gaussian 2^100 mu=-2^61 by enveloped inversion",
+        "gaussian",
+        str(2**100),
+        {"mu": -(2**61), "method": "inversion"},
+        "Philox",
+        30,
     ),
     ("laplace 1", "laplace", "1", {"method": "rejection"}, "PCG64", 9),
     ("laplace 7/3", "laplace", "7/3", {"method": "rejection"}, "Philox", 10),
@@ -81,6 +98,22 @@ CASES = [
         {"mu": 5, "method": "inversion"},
         "SFC64",
         26,
+    ),
+    (
+        "laplace 10^8/3 mu=4 by enveloped inversion",
+        "laplace",
+        "100000000/3",
+        {"mu": 4, "method": "inversion"},
+        "PCG64",
+        33,
+    ),
+    (
+        "laplace 2^40 by enveloped inversion",
+        "laplace",
+        str(2**40),
+        {"method": "inversion"},
+        "MT19937",
+        32,
     ),
     ("bernoulli_exp 1/2", "bernoulli_exp", "1/2", {}, "Philox", 14),
     ("bernoulli_exp 7/3", "bernoulli_exp", "7/3", {}, "SFC64", 15),

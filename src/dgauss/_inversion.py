@@ -29,7 +29,7 @@ import math
 import threading
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Protocol
+from typing import Protocol, cast
 
 from dgauss._sources import DecisionTape
 
@@ -643,28 +643,39 @@ class _DigitBits:
         self.bit = bit
 
 
+def enveloped_attempt(
+    bit: Callable[[], int], env: Envelope, a: int = 0, j: int = 0, block: int | None = None
+) -> int | None:
+    """One attempt of enveloped inversion (:class:`Envelope`, steps 1-4), reading bits with
+    ``bit()``: X, or None when the draw starts again.  Step 1 starts from R's first ``j``
+    bits ``a``, or, with ``block``, is already done (B = block): the core's ways of going on
+    past R's 64th bit."""
+    from dgauss.reference import BitStream, bernoulli_exp_by_digits
+
+    b = invert(bit, env.stage_floors, a, j) if block is None else block
+    u = 0
+    for _ in range(env.k):
+        u = 2 * u + bit()
+    digits = cast(BitStream, _DigitBits(bit))  # what bernoulli_exp_by_digits reads of one
+    if not bernoulli_exp_by_digits(digits, env.gamma(b, u)):
+        return None
+    negative = bit()
+    y = (b << env.k) + u
+    if y == 0 and negative:
+        return None
+    return -y if negative else y
+
+
 def enveloped_draw(
     bit: Callable[[], int], env: Envelope, a: int = 0, j: int = 0, block: int | None = None
 ) -> int:
-    """X (signed) by enveloped inversion (:class:`Envelope`), reading bits with ``bit()``.
-    The first attempt's step 1 starts from R's first ``j`` bits ``a``, or, with ``block``,
-    is already done (B = block): the core's ways of going on past R's 64th bit."""
-    from dgauss.reference import bernoulli_exp_by_digits
-
-    digits = _DigitBits(bit)
+    """X (signed) by enveloped inversion: attempts (:func:`enveloped_attempt`) until one
+    gives X; the first starts from ``a``, ``j`` or ``block``."""
     while True:
-        b = invert(bit, env.stage_floors, a, j) if block is None else block
+        x = enveloped_attempt(bit, env, a, j, block)
+        if x is not None:
+            return x
         a, j, block = 0, 0, None
-        u = 0
-        for _ in range(env.k):
-            u = 2 * u + bit()
-        if not bernoulli_exp_by_digits(digits, env.gamma(b, u)):
-            continue
-        negative = bit()
-        y = (b << env.k) + u
-        if y == 0 and negative:
-            continue
-        return -y if negative else y
 
 
 def check_method(method) -> str:
