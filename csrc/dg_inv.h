@@ -95,7 +95,7 @@ static inline void dg_inv_attach(dg_inv_table *tab, const uint64_t *thr, uint64_
 
 /* Y for the 64 bits r, or 0 bits decided: returns the bits needed (1..64), or 65 when
  * r equals a word. */
-static inline unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)
+static DG_HOT_INLINE unsigned dg_inv_word(const dg_inv_table *tab, uint64_t r, uint64_t *y)
 {
     const uint64_t *thr = tab->thr;
     uint64_t h = r >> tab->shift;
@@ -529,7 +529,7 @@ static inline size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase, const T *ta
             p0 = dg_lane_enter(rng);                                                        \
             end0 = dg_lane_end(rng);                                                        \
             while (i < n && p0 + (REACH) < end0) {                                          \
-                n0 = FUSED(tab, rng->buf, p0, &x0);                                         \
+                n0 = FUSED(tab, rng->buf, p0, end0, &x0);                                   \
                 if (n0 == 0 || __builtin_add_overflow(x0, mu, &v0))                         \
                     break;                                                                  \
                 p0 += n0;                                                                   \
@@ -543,8 +543,8 @@ static inline size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase, const T *ta
             p1 = dg_lane_enter(rng2);                                                       \
             end1 = dg_lane_end(rng2);                                                       \
             while (i + 2 <= n && p0 + (REACH) < end0 && p1 + (REACH) < end1) {              \
-                n0 = FUSED(tab, rng->buf, p0, &x0);                                         \
-                n1 = FUSED(tab, rng2->buf, p1, &x1);                                        \
+                n0 = FUSED(tab, rng->buf, p0, end0, &x0);                                   \
+                n1 = FUSED(tab, rng2->buf, p1, end1, &x1);                                  \
                 if (n0 == 0 || n1 == 0 || __builtin_add_overflow(x0, mu, &v0)               \
                         || __builtin_add_overflow(x1, mu, &v1))                             \
                     break;                  /* neither consumed: sample i goes one by one */ \
@@ -576,16 +576,19 @@ static inline size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase, const T *ta
     return n;                                                                               \
 }
 
-/* The fused steps on a lane: R's next 64 bits from bit `at` of buf (dg_lane_r). */
+/* The fused steps on a lane: R's next 64 bits from bit `at` of buf (dg_lane_r; the lane's
+ * bits end at `end`). */
 static inline unsigned dg_inv_fused_at(const dg_inv_table *tab, const uint64_t *buf,
-                                       uint64_t at, int64_t *x)
+                                       uint64_t at, uint64_t end, int64_t *x)
 {
+    (void)end;
     return dg_inv_fused(tab, dg_lane_r(buf, at), x);
 }
 
 static inline unsigned dg_blocked_fused_at(const dg_blocked *lb, const uint64_t *buf,
-                                           uint64_t at, int64_t *x)
+                                           uint64_t at, uint64_t end, int64_t *x)
 {
+    (void)end;
     return dg_blocked_fused(lb, dg_lane_r(buf, at), x);
 }
 
@@ -638,48 +641,65 @@ static inline int dg_env_prefix(const dg_env *ev, uint64_t b, uint64_t u, uint64
 }
 
 /*
- * The fused step of a draw on a lane (as dg_inv_fused, from bit `at` of buf): B from R's next
- * 64 bits; U, the acceptance and the sign from the 64 bits after B's (so the lane must hold
- * 128 bits from `at`: DG_INV_FILL's REACH).  The acceptance compares those bits with
- * exp(-gamma)'s digits: its first J(b) are 1, and when R's first J(b) bits are 1 too (about
- * 2**-J(b) of the draws) the first 64 come from dg_env_prefix.  When the attempt is accepted
- * and no attempt starts again, *x and the bits taken (to be consumed at once); else 0,
- * nothing consumed (dgauss._core then draws the sample step by step, with GMP where the
- * fixed point does not decide exp(-gamma)'s digits).  gamma = 0 (U = 0) reads no bit.
- * Y = Lb + U < 2**63: b <= the table's count (< 2**16) and k <= 46.
+ * The fused step of a draw on a lane (as dg_inv_fused, from bit `at` of buf): an attempt reads
+ * B from R's next 64 bits, then U, the acceptance and the sign from the 64 bits after B's (so
+ * it needs 128 bits from its start: DG_INV_FILL's REACH).  The acceptance compares those bits
+ * with exp(-gamma)'s digits: its first J(b) are 1, and when R's first J(b) bits are 1 too
+ * (about 2**-J(b) of the attempts) the first 64 come from dg_env_prefix.  A rejection, or -0,
+ * starts the next attempt where this one stopped, while the lane holds its 128 bits (before
+ * `end`; up to DG_ENV_TRIES attempts).  *x and the bits taken by the attempts (to be consumed
+ * at once), or 0, nothing consumed (dgauss._core then draws the sample step by step, with GMP
+ * where the fixed point does not decide exp(-gamma)'s digits).  gamma = 0 (U = 0) reads no
+ * bit.  Y = Lb + U < 2**63: b <= the table's count (< 2**16) and k <= 46.
  */
-static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf,
-                                            uint64_t at, int64_t *x)
+#define DG_ENV_TRIES 4
+
+static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf, uint64_t at,
+                                            uint64_t end, int64_t *x)
 {
-    uint64_t b, u, r = dg_lane_r(buf, at), next = dg_lane_r(buf, at + 64), w, t, y, neg, prefix, diff;
-    unsigned k = ev->k, need = dg_inv_word(&ev->stage, r, &b), used = k, first, j;
-    if (need > 64)
-        return 0;
-    /* the 64 bits after B's (both words loaded before need is known) */
-    w = need == 64 ? next : (r << need) | (next >> (64 - need));
-    u = w >> (64 - k);                      /* 1 <= k <= 46 */
-    if (u != 0) {                           /* u = 0: gamma = 0, nothing read */
-        t = w << k;
-        j = b < ev->nones ? ev->ones[b] : ev->ones_past;
-        first = (t == UINT64_MAX) ? 64 : (unsigned)__builtin_clzll(~t);     /* R's first 0 */
-        if (first >= j) {                   /* R's first j digits match exp(-gamma)'s */
-            if (j == 0 || !dg_env_prefix(ev, b, u, &prefix))
-                return 0;
-            diff = t ^ prefix;
-            first = diff != 0 ? (unsigned)__builtin_clzll(diff) : 64;
-            if (used + first + 1 >= 64 || !((prefix >> (63 - first)) & 1))
-                return 0;                   /* undecided in these bits, or rejected */
-        }
-        if (used + first + 1 >= 64)
+    uint64_t b, u, r, next, w, t, y, neg, prefix, diff, start = at;
+    unsigned k = ev->k, need, used, first, j, tries;
+    int accepted;
+    for (tries = 0; tries < DG_ENV_TRIES; tries++) {
+        r = dg_lane_r(buf, at);
+        next = dg_lane_r(buf, at + 64);
+        need = dg_inv_word(&ev->stage, r, &b);
+        if (need > 64)
             return 0;
-        used += first + 1;                  /* R below exp(-gamma) there: accepted */
+        /* the 64 bits after B's (both words loaded before need is known) */
+        w = need == 64 ? next : (r << need) | (next >> (64 - need));
+        u = w >> (64 - k);                  /* 1 <= k <= 46 */
+        used = k;
+        accepted = 1;
+        if (u != 0) {                       /* u = 0: gamma = 0, nothing read */
+            t = w << k;
+            j = b < ev->nones ? ev->ones[b] : ev->ones_past;
+            first = (t == UINT64_MAX) ? 64 : (unsigned)__builtin_clzll(~t);    /* R's first 0 */
+            if (first >= j) {               /* R's first j digits match exp(-gamma)'s */
+                if (j == 0 || !dg_env_prefix(ev, b, u, &prefix))
+                    return 0;
+                diff = t ^ prefix;
+                first = diff != 0 ? (unsigned)__builtin_clzll(diff) : 64;
+                accepted = (int)((prefix >> (63 - (first & 63))) & 1);
+            }
+            if (used + first + 1 >= 64)
+                return 0;                   /* undecided in these bits */
+            used += first + 1;              /* the first digit where R and exp(-gamma) differ */
+        }
+        if (accepted) {
+            neg = (w << used) >> 63;        /* used < 64 */
+            y = (b << k) + u;
+            if (y != 0 || !neg) {
+                *x = (int64_t)((y ^ (0 - neg)) + neg);
+                return (unsigned)(at - start) + need + used + 1;
+            }
+            used++;                         /* -0: the sign read, start again */
+        }
+        at += need + used;
+        if (at + 64 >= end)
+            return 0;
     }
-    neg = (w << used) >> 63;                /* used < 64 */
-    y = (b << k) + u;
-    if (y == 0 && neg)
-        return 0;                           /* starts again: step by step */
-    *x = (int64_t)((y ^ (0 - neg)) + neg);
-    return need + used + 1;
+    return 0;
 }
 
 /*
@@ -695,7 +715,8 @@ static inline int dg_env_draw_signed(dg_rng *rng, const dg_env *ev, int64_t *x,
     unsigned n;
     if (dg_lane_ok(rng)) {
         at = dg_lane_enter(rng);
-        if (at + 64 < dg_lane_end(rng) && (n = dg_env_fused(ev, rng->buf, at, x)) != 0) {
+        if (at + 64 < dg_lane_end(rng)
+                && (n = dg_env_fused(ev, rng->buf, at, dg_lane_end(rng), x)) != 0) {
             dg_lane_leave(rng, at + n);
             return 0;
         }

@@ -184,7 +184,8 @@ cdef extern from "dg_inv.h" nogil:
     size_t dg_blocked_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_blocked *lb,
                            int64_t mu, int64_t *out, size_t n, int *rc, dg_inv_pending *pend,
                            int *lane)
-    unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf, uint64_t at, int64_t *x)
+    unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf, uint64_t at, uint64_t end,
+                          int64_t *x)
     size_t dg_env_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_env *ev,
                        int64_t mu, int64_t *out, size_t n, int *rc, dg_inv_pending *pend,
                        int *lane)
