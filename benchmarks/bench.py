@@ -626,7 +626,7 @@ def large_rows() -> list[dict]:
         bits = bits_per_sample(kind, param, 200_000)
         rows.append(
             {
-                "case": f"{kind} {_label(param) if param < 2**64 else '2^100'}",
+                "case": f"{kind} {_power_label(param)}",
                 **{name: n / t for name, t in best.items()},
                 "bits": bits,
                 "entropy": entropy_bits(kind, param),
@@ -635,6 +635,14 @@ def large_rows() -> list[dict]:
             }
         )
     return rows
+
+
+def _power_label(q: Fraction) -> str:
+    """2^k for a power of two from 2^20 on, else as _label."""
+    n = q.numerator
+    if q.denominator == 1 and n >= 2**20 and n & (n - 1) == 0:
+        return f"2^{n.bit_length() - 1}"
+    return _label(q)
 
 
 def large_markdown(rows: list[dict], machine: str) -> str:

@@ -3,10 +3,10 @@
 Every case draws N = 10**7 samples with ``rng=None`` (the production source),
 in chunks of 10**6, keeping only exact tallies: histogram counts and integer
 sums of x and x**2 as Python ints, so memory stays bounded and the object
-arrays of sigma2 = 10**100 are summed exactly.  The cases cover the
-machine-word path (sigma2 <= 10**6), the mixed path (2 * 10**9) and the GMP
-path (10**10 and up) of the Gaussian sampler, and the Laplace sampler from
-scale 1/3 to 10**6.
+arrays of sigma2 = 10**100 are summed exactly.  The cases cover the Gaussian's
+inversion (sigma2 <= 2**24; enveloped from just past it, 2**24 + 1, to 2**100, with
+2 * 10**9, 10**10 and 10**20 between) and its rejection loops past 2**100 (10**100),
+and the Laplace sampler from scale 1/3 to 2**40 (enveloped from 2**20 + 1).
 
 Each case runs four sub-tests against the exact distribution:
 
@@ -30,8 +30,8 @@ exact sampler fails a case with probability at most ALPHA = 1e-6.  The levels
 rest on the chi-square and normal approximations, which at n = 10**7 are
 accurate to a few per cent of the nominal tail mass (the skewness of x**2
 divided by sqrt(n) is at most 2.5e-3, and to first order its effect cancels
-between the two tails).  Over the 16 cases the suite fails by
-chance with probability at most 1.6e-5.  ``test_statistics_have_power`` shows
+between the two tails).  Over the 21 cases the suite fails by
+chance with probability at most 2.1e-5.  ``test_statistics_have_power`` shows
 the statistics reject a sampler with sigma^2 5% off or shifted by one.
 
 The whole module is marked slow (deselected by default):
@@ -326,13 +326,17 @@ def evaluate(model: Model, tally: Tally) -> dict[str, SubTest]:
 
 
 def _label(q: Fraction) -> str:
-    """``q`` as written in the case list: 1/4, 100, 10**4, 2*10**9."""
+    """``q`` as written in the case list: 1/4, 100, 10**4, 2*10**9, 2**100, 2**24+1."""
     if q.denominator != 1 or q < 10**4:
         return str(q)
     mantissa, exponent = q.numerator, 0
     while mantissa % 10 == 0:
         mantissa, exponent = mantissa // 10, exponent + 1
-    return f"10**{exponent}" if mantissa == 1 else f"{mantissa}*10**{exponent}"
+    if exponent > 0:
+        return f"10**{exponent}" if mantissa == 1 else f"{mantissa}*10**{exponent}"
+    power = q.numerator.bit_length() - 1
+    extra = q.numerator - 2**power
+    return f"2**{power}" if extra == 0 else f"2**{power}+{extra}" if extra < 10 else str(q)
 
 
 @dataclass(frozen=True)
@@ -375,9 +379,15 @@ CASES = (
             10**10,
             10**20,
             10**100,
+            2**24 + 1,  # enveloped inversion's edges (docs/contract.md, item 9)
+            Fraction(3 * 2**60 + 1, 3),
+            2**100,
         )
     ),
-    *(Case("laplace", Fraction(t)) for t in (Fraction(1, 3), 1, Fraction(7, 3), 10, 1000, 10**6)),
+    *(
+        Case("laplace", Fraction(t))
+        for t in (Fraction(1, 3), 1, Fraction(7, 3), 10, 1000, 10**6, 2**20 + 1, 2**40)
+    ),
 )
 
 
