@@ -71,6 +71,7 @@ cdef enum:
     CHUNK = 1 << 20            # at most this many samples per GIL-free stretch, and
     STRETCH_NS = 20000000      # about this long (20 ms): signals are checked between stretches
     CHECK_MAX = 4096           # the clock is read at least every this many samples
+    INVERSION_FIRST_CHECK = 256    # and first after this many by inversion (fill_inversion)
     OBJECT_CHUNK = 4096        # at most this many samples per stretch when Python ints are
                                # made (with the GIL): fewer hand-overs of the GIL between threads
     OBJECT_CHUNK_BYTES = 1 << 20   # and about this many bytes of GMP values per stretch
@@ -346,10 +347,11 @@ cdef inline int64_t now_ns() noexcept nogil:
     return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
 
 
-cdef inline void stretch_start(Stretch *st) noexcept nogil:
+cdef inline void stretch_start(Stretch *st, Py_ssize_t first=1) noexcept nogil:
+    """A stretch whose clock is first read after `first` samples (then 2 first, 4 first, ...)."""
     st.deadline = now_ns() + STRETCH_NS
-    st.next_check = 1
-    st.interval = 1
+    st.next_check = first
+    st.interval = first
 
 
 cdef inline bint stretch_over(Stretch *st, Py_ssize_t i) noexcept nogil:
@@ -391,9 +393,10 @@ cdef int fill_native(State *s, char *out, bint is_bool, Py_ssize_t n,
 cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) noexcept nogil:
     """fill_native for int64 by inversion: the same samples, drawn by dg_inv_fill /
     dg_blocked_fill (C loops, about a third faster than a draw per call through `draw`) in pieces
-    between which the stretch's clock is read, in two lanes when s.lanes; a draw past R's 64th
-    bit (from the lane it belongs to), or a value outside int64 (mu far from 0), is finished
-    here."""
+    between which the stretch's clock is read (first after INVERSION_FIRST_CHECK samples: a
+    draw by inversion takes at most microseconds, and a small batch then runs in one piece),
+    in two lanes when s.lanes; a draw past R's 64th bit (from the lane it belongs to), or a
+    value outside int64 (mu far from 0), is finished here."""
     cdef Py_ssize_t i = 0, m, got
     cdef int rc = 0, lane = 0
     cdef uint64_t y
@@ -401,7 +404,7 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
     cdef dg_rng *rng2
     cdef Value v
     cdef Stretch st
-    stretch_start(&st)
+    stretch_start(&st, INVERSION_FIRST_CHECK)
     done[0] = 0
     while i < n:
         if stretch_over(&st, i):
