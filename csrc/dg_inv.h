@@ -641,8 +641,8 @@ static inline int dg_env_prefix(const dg_env *ev, uint64_t b, uint64_t u, uint64
 }
 
 /*
- * The fused step of a draw on a lane (as dg_inv_fused, from bit `at` of buf): an attempt reads
- * B from R's next 64 bits, then U, the acceptance and the sign from the 64 bits after B's (so
+ * The attempts of a draw on a lane, from bit `at` of buf (as dg_inv_fused): an attempt reads B
+ * from R's next 64 bits, then U, the acceptance and the sign from the 64 bits after B's (so
  * it needs 128 bits from its start: DG_INV_FILL's REACH).  The acceptance compares those bits
  * with exp(-gamma)'s digits: its first J(b) are 1, and when R's first J(b) bits are 1 too
  * (about 2**-J(b) of the attempts) the first 64 come from dg_env_prefix.  A rejection, or -0,
@@ -654,8 +654,8 @@ static inline int dg_env_prefix(const dg_env *ev, uint64_t b, uint64_t u, uint64
  */
 #define DG_ENV_TRIES 4
 
-static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf, uint64_t at,
-                                            uint64_t end, int64_t *x)
+static unsigned dg_env_attempts(const dg_env *ev, const uint64_t *buf, uint64_t at,
+                                uint64_t end, int64_t *x)
 {
     uint64_t b, u, r, next, w, t, y, neg, prefix, diff, start = at;
     unsigned k = ev->k, need, used, first, j, tries;
@@ -666,7 +666,7 @@ static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf
         need = dg_inv_word(&ev->stage, r, &b);
         if (need > 64)
             return 0;
-        /* the 64 bits after B's (both words loaded before need is known) */
+        /* the 64 bits after B's */
         w = need == 64 ? next : (r << need) | (next >> (64 - need));
         u = w >> (64 - k);                  /* 1 <= k <= 46 */
         used = k;
@@ -703,20 +703,61 @@ static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf
 }
 
 /*
- * A draw one at a time (DG_INV_FILL's DRAW): the fused step on this source alone when its
- * buffer holds the bits, else (or when the fused step cannot take the sample) the sample is
- * handed back to dgauss._core, which draws it step by step: DG_INV_UNDECIDED with stage 0,
- * nothing consumed.
+ * The fused step of the lane loops: the usual attempt alone, the same bits as
+ * dg_env_attempts's first, when R's first 0 among its first J(b) bits decides the acceptance
+ * and nothing starts again (U, 16 acceptance bits and the sign in R's word when they fit
+ * after B's, else in the 64 bits after B's); else 0, and DG_INV_FILL draws the sample with
+ * DRAW (dg_env_draw_signed: dg_env_attempts, about one sample in 100).  Kept this small, the
+ * loop draws 10-15% faster than with dg_env_attempts inline (a C harness, 2**24 + 1 and
+ * 10**8: 12.2-12.4 against 14.0 ns a sample).
+ */
+static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf, uint64_t at,
+                                            uint64_t end, int64_t *x)
+{
+    uint64_t b, u, r = dg_lane_r(buf, at), w, t, y, neg;
+    unsigned k = ev->k, need = dg_inv_word(&ev->stage, r, &b), used = k, first, j, avail;
+    (void)end;
+    if (need + k + 18 <= 64) {
+        w = r << need;
+        avail = 64 - need;
+    } else if (need <= 64) {
+        w = dg_lane_r(buf, at + need);
+        avail = 64;
+    } else {
+        return 0;
+    }
+    u = w >> (64 - k);
+    if (u != 0) {
+        t = w << k;
+        j = b < ev->nones ? ev->ones[b] : ev->ones_past;
+        first = (t == UINT64_MAX) ? 64 : (unsigned)__builtin_clzll(~t);
+        if (first >= j || used + first + 1 >= avail)
+            return 0;
+        used += first + 1;
+    }
+    neg = (w << used) >> 63;                /* used < avail <= 64 */
+    y = (b << k) + u;
+    if (y == 0 && neg)
+        return 0;
+    *x = (int64_t)((y ^ (0 - neg)) + neg);
+    return need + used + 1;
+}
+
+/*
+ * A draw one at a time (DG_INV_FILL's DRAW): dg_env_attempts on this source alone when its
+ * buffer holds the bits, else (or when they cannot take the sample) the sample is handed back
+ * to dgauss._core, which draws it step by step: DG_INV_UNDECIDED with stage 0, nothing
+ * consumed.
  */
 static inline int dg_env_draw_signed(dg_rng *rng, const dg_env *ev, int64_t *x,
                                      dg_inv_pending *pend)
 {
-    uint64_t at;
+    uint64_t at, end;
     unsigned n;
     if (dg_lane_ok(rng)) {
         at = dg_lane_enter(rng);
-        if (at + 64 < dg_lane_end(rng)
-                && (n = dg_env_fused(ev, rng->buf, at, dg_lane_end(rng), x)) != 0) {
+        end = dg_lane_end(rng);
+        if (at + 64 < end && (n = dg_env_attempts(ev, rng->buf, at, end, x)) != 0) {
             dg_lane_leave(rng, at + n);
             return 0;
         }
