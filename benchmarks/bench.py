@@ -692,18 +692,14 @@ def main(argv=None) -> int:
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"NumPy {np.__version__}"
     )
-    if args.small:
-        report = small_markdown(small_rows(), machine)
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bench_small.md").write_text(report)
-        print(report)
-        return 0
-    if args.large:
-        report = large_markdown(large_rows(), machine)
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bench_large.md").write_text(report)
-        print(report)
-        return 0
+    sweeps = {"small": (small_rows, small_markdown), "large": (large_rows, large_markdown)}
+    for name, (rows_of, markdown_of) in sweeps.items():
+        if getattr(args, name):
+            report = markdown_of(rows_of(), machine)
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / f"bench_{name}.md").write_text(report)
+            print(report)
+            return 0
     peers = {"opendp": opendp_samplers(), "diffprivlib": diffprivlib_samplers()}
     for name, samplers in peers.items():
         if "error" in samplers:

@@ -63,6 +63,10 @@ def _random_params(seed: int, count: int, low: int, high: int) -> list[Fraction]
 
 RANDOM_GAUSSIANS = _random_params(35, 5, 24, 100)
 RANDOM_LAPLACES = _random_params(36, 3, 20, 40)
+#: (gaussian, parameter) for every parameter above.
+EVERY = [(True, p) for p in GAUSSIANS + RANDOM_GAUSSIANS] + [
+    (False, p) for p in LAPLACES + RANDOM_LAPLACES
+]
 
 
 def test_ranges_and_blocks():
@@ -282,12 +286,7 @@ def test_block_index_words_are_exact(gaussian, param):
     assert _mpmath_words(env, table.count) == words[1:]
 
 
-@pytest.mark.parametrize(
-    "gaussian, param",
-    [(True, p) for p in GAUSSIANS + RANDOM_GAUSSIANS]
-    + [(False, p) for p in LAPLACES + RANDOM_LAPLACES],
-    ids=str,
-)
+@pytest.mark.parametrize("gaussian, param", EVERY, ids=str)
 def test_leading_ones_hold(gaussian, param):
     """The core's J(b) (closed-form breakpoints) = the oracle's (per block), and J(b) holds:
     exp(-gamma(b, L - 1)), the block's smallest, has J(b) leading 1 digits (mpmath)."""
@@ -326,14 +325,10 @@ def _core_and_oracle(kind, param, n, bitgen, seed, dtype=np.int64, mu=0):
     return results
 
 
-@pytest.mark.parametrize(
-    "kind, param",
-    [(GAUSS, p) for p in GAUSSIANS + RANDOM_GAUSSIANS]
-    + [(LAP, p) for p in LAPLACES + RANDOM_LAPLACES],
-    ids=str,
-)
-def test_core_reads_the_oracles_bits(kind, param):
+@pytest.mark.parametrize("gaussian, param", EVERY, ids=str)
+def test_core_reads_the_oracles_bits(gaussian, param):
     """On seeded generators (three kinds): the same samples, bits and generator state."""
+    kind = GAUSS if gaussian else LAP
     for bitgen, seed in [(np.random.PCG64, 1), (np.random.Philox, 2), (np.random.SFC64, 3)]:
         core, oracle = _core_and_oracle(kind, param, 600, bitgen, seed)
         assert core == oracle

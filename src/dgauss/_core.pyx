@@ -126,7 +126,8 @@ cdef struct State:
 cdef int magnitude_past_64(State *s, dg_inv_pending *pend, uint64_t *y) noexcept nogil:
     """|X| when R's first 64 bits pend.r do not decide it (probability about 2**-64): the rule
     of dgauss._inversion.invert from R's 65th bit, with the GIL, on exact thresholds (for
-    blocked inversion, from the step pend.stage, the block's start pend.base)."""
+    blocked inversion, from the step pend.stage, the block's start pend.base; for enveloped
+    inversion, the block index B)."""
     with gil:
         job = <_Job>s.owner
         bits = _RngBits.__new__(_RngBits)
@@ -136,27 +137,6 @@ cdef int magnitude_past_64(State *s, dg_inv_pending *pend, uint64_t *y) noexcept
                 y[0] = job.continuation(bits, a=pend.r, j=64, stage=pend.stage, base=pend.base)
             else:
                 y[0] = job.continuation(bits, a=pend.r, j=64)
-            return 0
-        except _BitsFailed:
-            return -1
-        except BaseException as exc:
-            job.error = exc
-            s.rng.status = DG_ERR_CALLBACK
-            return -1
-
-
-cdef int envelope_block_past_64(State *s, uint64_t r, uint64_t *b) noexcept nogil:
-    """Enveloped inversion's block index when R's first 64 bits r do not decide it: the rule
-    of dgauss._inversion.invert from R's 65th bit, with the GIL."""
-    with gil:
-        job = <_Job>s.owner
-        bits = _RngBits.__new__(_RngBits)
-        (<_RngBits>bits).rng = &s.rng
-        try:
-            block = job.continuation(bits, a=r, j=64)
-            if block >= 1 << 62:     # not reached: P[B >= b] < 2**-64 from about 9.4 sqrt(inner)
-                raise OverflowError(f"enveloped inversion's block index {block} is too large")
-            b[0] = block
             return 0
         except _BitsFailed:
             return -1
@@ -214,13 +194,14 @@ cdef int envelope_draw(State *s, Value *v) noexcept nogil:
     """X by enveloped inversion (docs/contract.md, item 9; dgauss._inversion.enveloped_draw),
     step by step: the block index b by the rule, U (k raw bits), the acceptance, the sign;
     a rejection, or X = 0 with the sign 1, starts again.  0, or -1 with the status set."""
-    cdef uint64_t b, u, r
+    cdef uint64_t b, u
     cdef unsigned k = s.env.k
     cdef int rc, neg
+    cdef dg_inv_pending pend
     while True:
-        rc = dg_inv_draw(&s.rng, &s.env.stage, &b, &r)
+        rc = dg_inv_draw(&s.rng, &s.env.stage, &b, &pend.r)
         if rc == DG_INV_UNDECIDED:
-            rc = envelope_block_past_64(s, r, &b)
+            rc = magnitude_past_64(s, &pend, &b)
         if rc < 0:
             return -1
         u = dg_bits(&s.rng, k)
