@@ -71,13 +71,13 @@ EVERY = [(True, p) for p in GAUSSIANS + RANDOM_GAUSSIANS] + [
 
 def test_ranges_and_blocks():
     """B's parameter lies where the tables are sized for: sigma2 / L**2 in [2**14, 2**16),
-    scale / L in [2**8, 2**9); out of range is a ValueError."""
+    scale / L in [2**6, 2**7); out of range is a ValueError."""
     for sigma2 in GAUSSIANS + RANDOM_GAUSSIANS:
         env = _inversion.envelope(True, sigma2)
         assert env.inner == sigma2 / 4**env.k and 2**14 <= env.inner < 2**16
     for scale in LAPLACES + RANDOM_LAPLACES:
         env = _inversion.envelope(False, scale)
-        assert env.inner == scale / 2**env.k and 2**8 <= env.inner < 2**9
+        assert env.inner == scale / 2**env.k and 2**6 <= env.inner < 2**7
     for gaussian, bad in [
         (True, Fraction(2**24)),
         (True, Fraction(2**100 + 1)),

@@ -546,9 +546,10 @@ def laplace_magnitude(bit: Callable[[], int], scale: Fraction, a: int = 0, j: in
 #: [GAUSSIAN_ENVELOPE_INNER, 4 GAUSSIAN_ENVELOPE_INNER) (about 10 sqrt of that many words),
 #: or, for the Laplace, scale / L in [LAPLACE_ENVELOPE_INNER, 2 LAPLACE_ENVELOPE_INNER)
 #: (about 44.4 times that many words); the larger these, the rarer a draw whose acceptance
-#: needs the digits of exp(-gamma) (about sqrt(1 / inner) of the draws).
+#: needs the digits of exp(-gamma) (about 1/sqrt(inner) of the Gaussian's draws, 1/inner of
+#: the Laplace's), the larger the table (docs/performance.md, *Large parameters*).
 GAUSSIAN_ENVELOPE_INNER = 1 << 14
-LAPLACE_ENVELOPE_INNER = 1 << 8
+LAPLACE_ENVELOPE_INNER = 1 << 6
 #: The most leading 1 digits of exp(-gamma) a block's table entry claims.
 MAX_LEADING_ONES = 62
 
