@@ -379,7 +379,8 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
     in two lanes when s.lanes; a draw past R's 64th bit (from the lane it belongs to), or a
     value outside int64 (mu far from 0), is finished here."""
     cdef Py_ssize_t i = 0, m, got
-    cdef int rc = 0, lane = 0
+    cdef int rc = 0, lane = 0, status
+    cdef bint failed
     cdef uint64_t y
     cdef dg_inv_pending pend
     cdef dg_rng *rng2
@@ -411,14 +412,16 @@ cdef int fill_inversion(State *s, int64_t *out, Py_ssize_t n, Py_ssize_t *done) 
         if lane:                    # the sample is lane 1's: finish it from rng2's bits
             swap_lanes(s)
         if rc != DG_INV_UNDECIDED:
-            return s.rng.status
-        if s.enveloped:             # handed back whole (dg_env_draw_signed): step by step
-            if envelope_draw(s, &v) < 0:
-                return s.rng.status
-        elif magnitude_past_64(s, &pend, &y) < 0 or signed(s, y, &v) < 0:
-            return s.rng.status     # (else sample i, from R's 65th bit on)
-        if lane:
+            failed = True
+        elif s.enveloped:           # handed back whole (dg_env_draw_signed): step by step
+            failed = envelope_draw(s, &v) < 0
+        else:                       # sample i, from R's 65th bit on
+            failed = magnitude_past_64(s, &pend, &y) < 0 or signed(s, y, &v) < 0
+        status = s.rng.status
+        if lane:                    # (the lanes back in place, failed or not)
             swap_lanes(s)
+        if failed:
+            return status
         rc = value_to_i64(s, &v, &out[i])
         if rc != DG_OK:
             return rc
