@@ -609,25 +609,17 @@ def large_rows() -> list[dict]:
         ours = dgauss.sample_gaussian if kind == "gaussian" else dgauss.sample_laplace
         spread = 2 ** (math.log2(param) / 2) if kind == "gaussian" else float(param)
         theirs = g.normal if kind == "gaussian" else g.laplace
-        calls = {
-            "os": functools.partial(ours, param, n),
-            "chacha20": lambda o=ours, p=param: o(p, n, rng=dgauss.ChaCha20()),
-            "rejection": functools.partial(ours, param, n, method="rejection"),
-            "numpy": lambda d=theirs, s=spread: np.rint(d(0.0, s, n)),
+        draws = {
+            "os": functools.partial(ours, param),
+            "chacha20": lambda k, o=ours, p=param: o(p, k, rng=dgauss.ChaCha20()),
+            "rejection": functools.partial(ours, param, method="rejection"),
+            "numpy": lambda k, d=theirs, s=spread: np.rint(d(0.0, s, k)),
         }
-        best = {name: math.inf for name in calls}
-        for call in calls.values():
-            call()
-        for _ in range(7):  # in turns: a slow spell of the machine hits every column
-            for name, call in calls.items():
-                start = time.perf_counter()
-                call()
-                best[name] = min(best[name], time.perf_counter() - start)
         bits = bits_per_sample(kind, param, 200_000)
         rows.append(
             {
                 "case": f"{kind} {_power_label(param)}",
-                **{name: n / t for name, t in best.items()},
+                **rates(draws, n, 7),  # in turns: a slow spell hits every column
                 "bits": bits,
                 "entropy": entropy_bits(kind, param),
                 "os_floor": source * 8 / bits,  # samples/s if reading the bits were all

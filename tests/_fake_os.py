@@ -9,6 +9,7 @@ import numpy as np
 
 from dgauss import _core
 from dgauss._kinds import Kind
+from dgauss._sources import LANE_2_FAKE_WORD
 
 
 def splitmix64(j: int) -> int:
@@ -18,6 +19,12 @@ def splitmix64(j: int) -> int:
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & m
     z = (z ^ (z >> 27)) * 0x94D049BB133111EB & m
     return z ^ (z >> 31)
+
+
+def lane_words(lane: int, count: int, prefix=()) -> list[int]:
+    """The first ``count`` words the scripted source serves lane 0 or 1 (``prefix`` first)."""
+    first = 0 if lane == 0 else LANE_2_FAKE_WORD
+    return [*prefix, *(splitmix64(first + j) for j in range(len(prefix), count))]
 
 
 def fill_in_slices(kind: Kind, param: Fraction, out: np.ndarray, slices, source, **kw) -> int:

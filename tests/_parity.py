@@ -8,14 +8,15 @@ import numpy as np
 from dgauss import _core, reference
 
 
-def both(kind, param, n, mu=0, dtype=np.int64, bitgen=np.random.PCG64, seed=2024):
-    """Run core and oracle on equal generators; return their outputs, bits used, generators."""
+def both(kind, param, n, mu=0, dtype=np.int64, bitgen=np.random.PCG64, seed=2024, **options):
+    """Run core and oracle on equal generators (``options``, e.g. method, to both fills);
+    return their outputs, bits used, generators."""
     param = Fraction(param)
     results = []
     for fill in (_core.fill, reference.fill):
         gen = bitgen(seed)
         out = np.empty(n, dtype=dtype)
-        bits = fill(kind, param.numerator, param.denominator, mu, gen, out)
+        bits = fill(kind, param.numerator, param.denominator, mu, gen, out, **options)
         results.append((out, bits, gen))
     return results
 

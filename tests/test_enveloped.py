@@ -30,10 +30,11 @@ import numpy as np
 import pytest
 
 import dgauss
-from _fake_os import splitmix64
+from _fake_os import lane_words
+from _parity import assert_same, both
 from dgauss import _core, _inversion, reference
 from dgauss._kinds import Kind
-from dgauss._sources import LANE_2_FAKE_WORD, ScriptedOS, Tape
+from dgauss._sources import ScriptedOS, Tape
 
 GAUSS, LAP = int(Kind.DISCRETE_GAUSSIAN), int(Kind.DISCRETE_LAPLACE)
 
@@ -315,31 +316,19 @@ def test_leading_ones_hold(gaussian, param):
 # --------------------------------------------------------------------------------------------
 
 
-def _core_and_oracle(kind, param, n, bitgen, seed, dtype=np.int64, mu=0):
-    results = []
-    for fill in (_core.fill, reference.fill):
-        gen = bitgen(seed)
-        out = np.empty(n, dtype=dtype)
-        used = fill(kind, param.numerator, param.denominator, mu, gen, out, method="inversion")
-        results.append((out.tolist(), used, gen.random_raw(4).tolist()))
-    return results
-
-
 @pytest.mark.parametrize("gaussian, param", EVERY, ids=str)
 def test_core_reads_the_oracles_bits(gaussian, param):
     """On seeded generators (three kinds): the same samples, bits and generator state."""
     kind = GAUSS if gaussian else LAP
     for bitgen, seed in [(np.random.PCG64, 1), (np.random.Philox, 2), (np.random.SFC64, 3)]:
-        core, oracle = _core_and_oracle(kind, param, 600, bitgen, seed)
-        assert core == oracle
+        assert_same(both(kind, param, 600, bitgen=bitgen, seed=seed, method="inversion"))
 
 
 def test_object_arrays_and_shifts():
     """Object arrays (a shift past int64) and int64 with a shift: the oracle's values."""
     for kind, param in [(GAUSS, GAUSSIANS[-1]), (LAP, LAPLACES[-1])]:
         for dtype, mu in [(object, 3 * 2**70 + 1), (np.int64, -(2**61) - 5)]:
-            core, oracle = _core_and_oracle(kind, param, 300, np.random.PCG64, 9, dtype, mu)
-            assert core == oracle
+            assert_same(both(kind, param, 300, mu, dtype, seed=9, method="inversion"))
 
 
 def test_fixed_point_off_reads_the_same_bits():
@@ -363,11 +352,6 @@ def test_fixed_point_off_reads_the_same_bits():
         assert runs[0] == runs[1]
 
 
-def _lane_words(lane: int, count: int, prefix=()) -> list[int]:
-    first = 0 if lane == 0 else LANE_2_FAKE_WORD
-    return [*prefix, *(splitmix64(first + j) for j in range(len(prefix), count))]
-
-
 def _sampler(gaussian):
     return dgauss.sample_gaussian if gaussian else dgauss.sample_laplace
 
@@ -379,7 +363,7 @@ def _lanes_match_oracle(gaussian, param, n, prefixes=((), ())):
     )
     oracle = reference.sample_gaussian if gaussian else reference.sample_laplace
     for lane in (0, 1):
-        tape = Tape.from_words(_lane_words(lane, 2 * n + 16, prefixes[lane]))
+        tape = Tape.from_words(lane_words(lane, 2 * n + 16, prefixes[lane]))
         want = oracle(param, (n + 1 - lane) // 2, rng=tape, method="inversion")
         assert got[lane::2].tolist() == want.tolist(), lane
     return got
@@ -456,7 +440,7 @@ def test_one_lane_and_a_slow_source_agree():
             param, 3001, rng=ScriptedOS(fake=True, lanes=1), method="inversion"
         )
         want = _sampler(gaussian)(
-            param, 3001, rng=Tape.from_words(_lane_words(0, 8000)), method="inversion"
+            param, 3001, rng=Tape.from_words(lane_words(0, 8000)), method="inversion"
         )
         assert got.tolist() == want.tolist()
 

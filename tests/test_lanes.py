@@ -25,17 +25,10 @@ import numpy as np
 import pytest
 
 import dgauss
-from _fake_os import fill_in_slices, splitmix64
+from _fake_os import fill_in_slices, lane_words
 from dgauss import _core, reference
 from dgauss._kinds import Kind
-from dgauss._sources import LANE_2_FAKE_WORD, ScriptedOS, Tape
-
-
-def lane_words(lane: int, count: int, prefix=()) -> list[int]:
-    """The first ``count`` words the scripted source serves lane 0 or 1."""
-    first = 0 if lane == 0 else LANE_2_FAKE_WORD
-    return [*prefix, *(splitmix64(first + j) for j in range(len(prefix), count))]
-
+from dgauss._sources import ScriptedOS, Tape
 
 INV = "inversion"
 SAMPLERS = {"gaussian": dgauss.sample_gaussian, "laplace": dgauss.sample_laplace}

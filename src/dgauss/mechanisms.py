@@ -625,9 +625,7 @@ def _noised_lean(job: tuple | None, values: np.ndarray, take):
     if take is not None:
         take(n)
     kind, num, den, mu, first = job
-    # _driver.lean_method(first, n), written out (this is the path of every small release)
-    method = "inversion" if first is not None and n >= first else "rejection"
-    noised, bad = core.noised_int64(kind, num, den, mu, method, values)
+    noised, bad = core.noised_int64(kind, num, den, mu, _driver.lean_method(first, n), values)
     if bad < 0:
         return noised
     flat = np.ascontiguousarray(values).reshape(-1)
