@@ -166,6 +166,12 @@ static int read_urandom(unsigned char *p, size_t n, int *err)
     return DG_OK;
 }
 
+/* Reads of at most this many bytes go through the C library's getrandom(3), larger ones make
+ * the system call: Linux 6.18's vDSO getrandom, timed directly on x86-64, was faster for
+ * 8-128 bytes (29 against 242 ns for 8) and equal at 256, but slower per byte from 512 on
+ * (0.46 against 0.62 GB/s in 16 KiB reads; docs/performance.md, *The vDSO getrandom*). */
+#define DG_LIBC_READ_MAX 256
+
 /* One read of at most n bytes from getrandom(2): bytes read, or -1 with errno; -2 when this
  * system has no getrandom(2). */
 static long getrandom_read(void *arg, unsigned char *p, size_t n)
@@ -173,7 +179,7 @@ static long getrandom_read(void *arg, unsigned char *p, size_t n)
     (void)arg;
 #if defined(DG_HAVE_GETRANDOM)
     dg_getrandom_fn libc = libc_getrandom();
-    if (libc != NULL)
+    if (libc != NULL && n <= DG_LIBC_READ_MAX)
         return libc(p, n, 0);
     return syscall(SYS_getrandom, p, n, 0);
 #else

@@ -180,8 +180,8 @@ def test_oracle_reads_the_os_by_default():
 
 def test_the_os_is_read_through_the_c_librarys_getrandom_where_it_has_one():
     """On Linux with glibc 2.25 or later the OS source calls the C library's getrandom(3)
-    (looked up at run time), so that glibc 2.41's vDSO getrandom is used where the kernel has
-    one; otherwise the system call, or /dev/urandom."""
+    (looked up at run time) for small reads, so that glibc 2.41's vDSO getrandom is used
+    where the kernel has one; otherwise the system call, or /dev/urandom."""
     import platform
     import sys
 

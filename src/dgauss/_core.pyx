@@ -1187,8 +1187,9 @@ cdef void _prefix(dg_os_script *script, cnp.ndarray words):
 
 
 def os_reader():
-    """How the OS source reads: "getrandom(3)" (the C library's, which from glibc 2.41 reads
-    the kernel's vDSO where it has one), "getrandom(2)" (the system call) or "urandom"."""
+    """How the OS source reads: "getrandom(3)" (the C library's for reads of up to 256 bytes,
+    which from glibc 2.41 reads the kernel's vDSO where it has one, and the system call for
+    larger ones), "getrandom(2)" (the system call) or "urandom"."""
     return ("urandom", "getrandom(2)", "getrandom(3)")[dg_os_reader() + 1]
 
 
