@@ -22,6 +22,7 @@ from typing import Any
 
 from dgauss import accounting
 from dgauss._chacha import ChaCha20
+from dgauss._reconcile import Reconciliation, reconcile
 from dgauss.mechanisms import (
     Accountant,
     GaussianMechanism,
@@ -45,6 +46,8 @@ __all__ = [
     "PrivacyBudgetError",
     "add_gaussian_noise",
     "add_laplace_noise",
+    "reconcile",
+    "Reconciliation",
 ]
 __version__ = "0.1.0"
 

@@ -1,0 +1,537 @@
+"""One consistent release of a hierarchy: :func:`reconcile`.
+
+An office releases noisy tables that are sums of one detail table along a tree of groupings
+(cells ⊂ municipalities ⊂ provinces ⊂ regions ⊂ nation).  Each noisy table is unbiased but
+they do not add up.  :func:`reconcile` returns the minimum-variance linear unbiased estimate
+of every node of the tree given all the noisy tables (weighted least squares, each table
+weighted by the exact variance of its noise), which adds up at every level, with the exact
+variance of every estimate, and, on request, non-negative integer tables that still add up.
+
+The estimate in O(n): two passes over the tree (Hay et al., VLDB 2010, generalised to a
+variance per node; a Kalman smoother on the tree).  Write y_v for node v's noisy value, s_v
+for its noise variance (∞ when its table was not released).
+
+* **Up** (leaves first): the estimate of x_v from the noisy values in v's subtree alone, z_v,
+  and its variance P_v.  A leaf: z = y, P = s.  A node with children c: S = Σ z_c,
+  Q = Σ P_c (the children's estimates are independent), then z_v = S + k (y_v − S),
+  P_v = k s_v with k = Q / (Q + s_v) (z_v = S, P_v = Q when v was not released).
+* **Down** (roots first): a root's estimate is x = z, F = P.  Given its parent's final x_v,
+  F_v, a child's is x_c = z_c + g (x_v − S), F_c = (1 − g) P_c + g² F_v with g = P_c / Q:
+  the children's independent subtree estimates conditioned on their sum, averaged over the
+  parent's estimate.  Children's corrections add up to x_v − S, so the estimates add up.
+
+It is the generalised least-squares estimate because it is the posterior mean under a flat
+prior with Gaussian errors of the same variances (the two agree for any error law: both are
+the same linear function of y); ``tests/test_reconcile.py`` checks it against a dense
+weighted least-squares solve.
+
+Post-processing: it reads only the noisy tables, their noise's variances (public: they are
+the mechanisms' parameters) and the public structure, so its output has exactly the privacy
+of the noisy tables (post-processing, Dwork & Roth 2014, Prop. 2.1; the paper's Lemma 3 for
+its notions), whatever it computes.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+__all__ = ["reconcile", "Reconciliation"]
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+
+def _noise_variance(noise: Any, level: int) -> float:
+    """The variance of one value's noise at ``level``: ∞ for None (not released)."""
+    from dgauss import accounting
+    from dgauss.mechanisms import GaussianMechanism, LaplaceMechanism
+
+    where = f"noise[{level}]"
+    if noise is None:
+        return math.inf
+    if isinstance(noise, (GaussianMechanism, LaplaceMechanism)):
+        if isinstance(noise, GaussianMechanism):
+            var = accounting.gaussian_variance(noise.sigma2)
+        else:
+            var = accounting.laplace_variance(noise.scale)
+        g = noise.granularity
+        if g is not None:  # the values' units: the noise is g times an integer
+            var = math.nextafter(var * float(g) ** 2, math.inf) if g != 1 else var
+        return var
+    if isinstance(noise, bool) or not isinstance(noise, (numbers.Real, Fraction)):
+        raise TypeError(
+            f"{where} must be a GaussianMechanism, a LaplaceMechanism, a positive number "
+            f"(the noise's variance) or None (a level not released), not {type(noise).__name__}"
+        )
+    var = float(noise)
+    if not (math.isfinite(var) and var > 0):
+        raise ValueError(
+            f"{where} (a variance) must be a finite number > 0, got {noise!r}; "
+            "pass None for a level that was not released"
+        )
+    return var
+
+
+def _is_frame(table: Any) -> bool:
+    return type(table).__module__.startswith("pandas") and hasattr(table, "columns")
+
+
+@dataclass
+class _Level:
+    values: np.ndarray  # flat float64 (ignored when not released)
+    variance: float  # one value's noise variance, inf when not released
+    parent: np.ndarray  # flat int64 positions in the next level (empty at the top)
+    shape: tuple  # the input's shape (NumPy) or the frame (pandas)
+    frame: Any = None  # the input DataFrame, or None
+
+
+_CHUNK = 1 << 18  # values a step of the passes reads at a time (bounds the temporaries)
+
+
+def _chunks(n: int):
+    for a in range(0, n, _CHUNK):
+        yield slice(a, min(a + _CHUNK, n))
+
+
+def _flat_values(table: Any, level: int, released: bool, value: str | None) -> np.ndarray:
+    """A level's values as a flat array, as given (zeros when the level was not released):
+    integers or floats, checked to be finite (and, as integers, exact in float64)."""
+    frame = _is_frame(table)
+    raw = table[value].to_numpy() if frame else np.asarray(table)
+    where = f"levels[{level}][{value!r}]" if frame else f"levels[{level}]"
+    if not released:
+        return np.zeros(raw.size)
+    if raw.dtype == np.bool_ or not (
+        np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)
+    ):
+        raise TypeError(f"{where} must hold real numbers (integers or floats), got {raw.dtype}")
+    arr = raw.reshape(-1)
+    integer = np.issubdtype(raw.dtype, np.integer)
+    for part in _chunks(arr.size):
+        chunk = arr[part]
+        if integer:
+            if np.any(np.abs(chunk.astype(np.float64)) >= 2.0**53):
+                raise ValueError(
+                    f"{where} holds a count of magnitude ≥ 2^53, which float64 estimates "
+                    "cannot carry"
+                )
+        elif not np.all(np.isfinite(chunk)):
+            bad = part.start + int(np.flatnonzero(~np.isfinite(chunk))[0])
+            raise ValueError(
+                f"{where} holds a value that is not finite (NaN or ±inf) at position {bad}: "
+                "every value of a released level must be a finite number"
+            )
+    return arr
+
+
+def _frame_parents(frames: Sequence[Any], value: str) -> list[np.ndarray]:
+    """Level l's rows' parent row in level l + 1, matched on level l + 1's key columns."""
+    parents = []
+    for level in range(len(frames) - 1):
+        fine, coarse = frames[level], frames[level + 1]
+        keys = [c for c in coarse.columns if c != value]
+        missing = [k for k in keys if k not in fine.columns]
+        if missing:
+            raise ValueError(
+                f"levels[{level}] lacks the column(s) {missing} that identify its rows' "
+                f"parents in levels[{level + 1}] (a finer table must carry the coarser keys)"
+            )
+        if not keys:
+            if len(coarse) != 1:
+                raise ValueError(
+                    f"levels[{level + 1}] has no key columns, so it must have one row (a "
+                    f"grand total), got {len(coarse)}"
+                )
+            parents.append(np.zeros(len(fine), dtype=np.int64))
+            continue
+        index = coarse.set_index(keys).index
+        if index.has_duplicates:
+            dup = index[index.duplicated()][0]
+            raise ValueError(f"levels[{level + 1}] has two rows with the keys {keys} = {dup}")
+        parent = index.get_indexer(fine.set_index(keys).index)
+        if np.any(parent < 0):
+            row = int(np.flatnonzero(parent < 0)[0])
+            found = tuple(fine[keys].iloc[row])
+            raise ValueError(
+                f"levels[{level}] row {row} has no parent: no row of levels[{level + 1}] has "
+                f"{keys} = {found}"
+            )
+        parents.append(parent.astype(np.int64))
+    return parents
+
+
+def _levels(levels, parents, noise, value) -> list[_Level]:
+    if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence):
+        raise TypeError("levels must be a list of tables, the detail table first")
+    if len(levels) < 1:
+        raise ValueError("levels must hold at least one table")
+    if isinstance(noise, (str, bytes)) or not isinstance(noise, Sequence):
+        raise TypeError("noise must be a list with one entry per level")
+    if len(noise) != len(levels):
+        raise ValueError(
+            f"noise must have one entry per level: {len(levels)} levels, {len(noise)} entries"
+        )
+    variances = [_noise_variance(n, i) for i, n in enumerate(noise)]
+    if math.isinf(variances[0]):
+        raise ValueError(
+            "noise[0] is None, but the detail table (levels[0]) must be released: without it "
+            "the detail cells cannot be estimated"
+        )
+    frames = [_is_frame(t) for t in levels]
+    if any(frames):
+        if not all(frames):
+            raise TypeError("levels must be all pandas DataFrames or all arrays, not a mix")
+        if parents is not None:
+            raise ValueError("parents is for arrays; DataFrames are matched on their key columns")
+        if value is None:
+            raise ValueError("value must name the DataFrames' column of noisy counts")
+        for i, t in enumerate(levels):
+            if value not in t.columns:
+                raise ValueError(f"levels[{i}] has no column {value!r} (the value column)")
+        flat_parents = _frame_parents(levels, value)
+    else:
+        if value is not None:
+            raise ValueError("value names a DataFrame column; these levels are arrays")
+        if parents is None:
+            if len(levels) > 1:
+                raise ValueError(
+                    "parents must give, for every level but the last, each value's parent's "
+                    "position in the next level"
+                )
+            parents = []
+        if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
+            raise TypeError("parents must be a list of integer arrays")
+        if len(parents) != len(levels) - 1:
+            raise ValueError(
+                f"parents must have one array per level but the last: {len(levels)} levels, "
+                f"{len(parents)} arrays"
+            )
+        flat_parents = []
+        for i, p in enumerate(parents):
+            arr = np.asarray(p)
+            if not np.issubdtype(arr.dtype, np.integer):
+                raise TypeError(f"parents[{i}] must be an integer array, got dtype {arr.dtype}")
+            flat_parents.append(arr.astype(np.int64, copy=False).reshape(-1))
+    out = []
+    for i, table in enumerate(levels):
+        vals = _flat_values(table, i, not math.isinf(variances[i]), value)
+        if len(vals) == 0:
+            raise ValueError(f"levels[{i}] is empty")
+        shape = () if frames[i] else np.shape(table)
+        empty = np.zeros(0, dtype=np.int64)
+        out.append(_Level(vals, variances[i], empty, shape, table if frames[i] else None))
+    for i, p in enumerate(flat_parents):
+        n, m = len(out[i].values), len(out[i + 1].values)
+        if len(p) != n:
+            raise ValueError(
+                f"parents[{i}] has {len(p)} entries, but levels[{i}] has {n} values "
+                "(one parent position per value)"
+            )
+        if len(p) and (p.min() < 0 or p.max() >= m):
+            bad = int(np.flatnonzero((p < 0) | (p >= m))[0])
+            raise ValueError(
+                f"parents[{i}][{bad}] = {int(p[bad])} is not a position in levels[{i + 1}] "
+                f"(0 to {m - 1}): a value without a parent"
+            )
+        counts = np.bincount(p, minlength=m)
+        if np.any(counts == 0):
+            bad = int(np.flatnonzero(counts == 0)[0])
+            raise ValueError(
+                f"levels[{i + 1}] position {bad} has no children in levels[{i}]: every group "
+                "must hold at least one value of the level below"
+            )
+        out[i].parent = p
+    return out
+
+
+# ---- the two passes ---------------------------------------------------------------------------
+
+
+def _grouped_sum(parent: np.ndarray, weights: Any, m: int) -> np.ndarray:
+    """Σ of ``weights`` (an array, or one number for every value) over each parent's group."""
+    if np.ndim(weights) == 0:
+        return float(weights) * np.bincount(parent, minlength=m)
+    total = np.zeros(m)
+    for part in _chunks(len(parent)):
+        total += np.bincount(parent[part], weights=weights[part], minlength=m)
+    return total
+
+
+def _blue(levels: list[_Level]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """x and F (estimate and variance) of every level, by the up and down passes.  The
+    detail level's P is one number (its noise variance), and its down step runs in chunks,
+    so that the passes hold little beyond their outputs."""
+    top = len(levels) - 1
+    z: list[Any] = [lv.values for lv in levels]  # the detail's as given; the others below
+    P: list[Any] = [levels[0].variance] + [None] * top
+    S: list[Any] = [None] * len(levels)
+    Q: list[Any] = [None] * len(levels)
+    for lv in range(1, top + 1):
+        child = levels[lv - 1]
+        m = len(levels[lv].values)
+        S[lv] = _grouped_sum(child.parent, z[lv - 1], m)
+        Q[lv] = _grouped_sum(child.parent, P[lv - 1], m)
+        s = levels[lv].variance
+        if math.isinf(s):
+            z[lv], P[lv] = S[lv], Q[lv]
+        else:
+            k = Q[lv] / (Q[lv] + s)
+            z[lv] = S[lv] + k * (levels[lv].values - S[lv])
+            P[lv] = k * s
+    x: list[Any] = [None] * len(levels)
+    F: list[Any] = [None] * len(levels)
+    x[top] = np.array(z[top], dtype=np.float64)
+    F[top] = np.array(P[top], dtype=np.float64)
+    for lv in range(top - 1, -1, -1):
+        par = levels[lv].parent
+        q = Q[lv + 1]
+        shift = (x[lv + 1] - S[lv + 1]) / q  # the children's correction is P_c times this
+        lost = (q - F[lv + 1]) / (q * q)  # F_c = P_c − P_c² (Q − F_v) / Q²
+        n = len(par)
+        x[lv], F[lv] = np.empty(n), np.empty(n)
+        for part in _chunks(n):
+            p = P[lv] if np.ndim(P[lv]) == 0 else P[lv][part]
+            xs, fs = x[lv][part], F[lv][part]
+            np.multiply(shift[par[part]], p, out=xs)
+            xs += z[lv][part]
+            np.multiply(lost[par[part]], -(p * p), out=fs)
+            fs += p
+            np.maximum(fs, 0.0, out=fs)  # ≥ 0 exactly; only rounding could dip below
+    return x, F
+
+
+# ---- non-negative integers ------------------------------------------------------------------
+
+
+def _group_order(parent: np.ndarray, key: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions sorted by parent, then by key descending (ties: by position), and each
+    sorted entry's rank within its parent's group (0, 1, ...)."""
+    order = np.lexsort((-key, parent))
+    starts = np.cumsum(np.bincount(parent, minlength=m)) - np.bincount(parent, minlength=m)
+    rank = np.arange(len(parent)) - starts[parent[order]]
+    return order, rank
+
+
+def _split(total: np.ndarray, x: np.ndarray, F: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Each parent's integer ``total`` ≥ 0 split among its children into integers ≥ 0 that
+    add up to it: the children's estimates x projected onto {w ≥ 0, Σ w = total} in the norm
+    Σ (w − x)²/F, then rounded by largest remainders (ties to the earlier position)."""
+    m = len(total)
+    # the projection: w_c = max(0, x_c − λ F_c), λ from the simplex-projection rule on the
+    # children sorted by x_c / F_c (the largest first)
+    ratio = x / F
+    order, rank = _group_order(parent, ratio, m)
+    par_s = parent[order]
+    cx = np.cumsum(x[order])
+    cF = np.cumsum(F[order])
+    counts = np.bincount(parent, minlength=m)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    base_x = np.concatenate(([0.0], cx))[starts]
+    base_F = np.concatenate(([0.0], cF))[starts]
+    cx -= base_x[par_s]
+    cF -= base_F[par_s]
+    tot = total.astype(np.float64)
+    lam = (cx - tot[par_s]) / cF
+    active = ratio[order] > lam
+    rho = np.bincount(par_s, weights=active, minlength=m).astype(np.int64)
+    chosen = np.clip(starts + rho - 1, 0, len(par_s) - 1)
+    lam_v = np.where(rho > 0, lam[chosen], np.inf)
+    w = np.maximum(x - lam_v[parent] * F, 0.0)
+    # largest remainders: Σ w is the total up to float rounding, so 0 ≤ short ≤ children
+    floor = np.floor(w)
+    ints = floor.astype(np.int64)
+    short = total - _sums(parent, ints, m)
+    order, rank = _group_order(parent, w - floor, m)
+    bump = rank < short[parent[order]]
+    ints[order[bump]] += 1
+    return _settle(total, ints, parent, m)
+
+
+def _sums(parent: np.ndarray, ints: np.ndarray, m: int) -> np.ndarray:
+    """Each group's sum of int64 values, exactly (np.add.at: no float weights)."""
+    sums = np.zeros(m, dtype=np.int64)
+    np.add.at(sums, parent, ints)
+    return sums
+
+
+def _settle(total: np.ndarray, ints: np.ndarray, parent: np.ndarray, m: int) -> np.ndarray:
+    """Make every group add up to its total, should float rounding have left one off (only
+    possible with totals near 2^53): the difference spread over the group, the largest
+    values giving first where it must shrink, never below 0."""
+    counts = np.bincount(parent, minlength=m)
+    while True:
+        diff = total - _sums(parent, ints, m)
+        if not np.any(diff):
+            return ints
+        each = np.where(diff > 0, diff // counts, 0)
+        ints += each[parent]
+        rest = diff - each * counts
+        order, rank = _group_order(parent, ints, m)
+        g = parent[order]
+        give = (rest[g] > 0) & (rank < rest[g])
+        take = (rest[g] < 0) & (rank < -rest[g]) & (ints[order] > 0)
+        ints[order[give]] += 1
+        ints[order[take]] -= 1
+
+
+def _split_in_chunks(
+    total: np.ndarray, x: np.ndarray, F: np.ndarray, parent: np.ndarray
+) -> np.ndarray:
+    """:func:`_split` over runs of consecutive parents holding about _CHUNK children each
+    (children found through a stable sort by parent, skipped when already sorted)."""
+    n, m = len(parent), len(total)
+    if n <= _CHUNK:
+        return _split(total, x, F, parent)
+    ordered = all(
+        np.all(parent[p.start + 1 : p.stop + 1] >= parent[p.start : min(p.stop, n - 1)])
+        for p in _chunks(n)
+    )
+    order = None if ordered else np.argsort(parent, kind="stable")
+    ends = np.cumsum(np.bincount(parent, minlength=m))
+    ints = np.empty(n, dtype=np.int64)
+    first = 0
+    while first < m:
+        start = int(ends[first - 1]) if first else 0
+        last = max(int(np.searchsorted(ends, start + _CHUNK, side="right")), first + 1)
+        stop = int(ends[last - 1])
+        idx: Any = slice(start, stop) if order is None else order[start:stop]
+        ints[idx] = _split(total[first:last], x[idx], F[idx], parent[idx] - first)
+        first = last
+    return ints
+
+
+def _integers(levels: list[_Level], x: list[np.ndarray], F: list[np.ndarray]) -> list[np.ndarray]:
+    top = len(levels) - 1
+    out: list[Any] = [None] * len(levels)
+    out[top] = np.maximum(np.rint(x[top]), 0).astype(np.int64)
+    for lv in range(top - 1, -1, -1):
+        out[lv] = _split_in_chunks(out[lv + 1], x[lv], F[lv], levels[lv].parent)
+    return out
+
+
+# ---- the result -----------------------------------------------------------------------------
+
+
+class Reconciliation:
+    """What :func:`reconcile` returns: the estimates, their variances and intervals, and the
+    non-negative integer tables (each a list with one entry per level, the detail first, in
+    the form of the input: arrays of its shapes, or copies of its DataFrames)."""
+
+    def __init__(self, levels: list[_Level], value: str | None):
+        self._levels = levels
+        self._value = value
+        self._x, self._F = _blue(levels)
+        self._ints: list[np.ndarray] | None = None
+
+    def _shaped(self, flat: list[np.ndarray], as_values: bool) -> list:
+        out = []
+        for lv, arr in zip(self._levels, flat, strict=True):
+            if lv.frame is None:
+                out.append(arr.reshape(lv.shape))
+            elif as_values:
+                frame = lv.frame.copy()
+                frame[self._value] = arr
+                out.append(frame)
+            else:
+                assert self._value is not None  # frames always come with their value column
+                out.append(lv.frame.assign(**{self._value: arr})[self._value])
+        return out
+
+    @property
+    def estimates(self) -> list:
+        """The minimum-variance linear unbiased estimate of every value of every level
+        (float64): each parent's estimate is the sum of its children's, up to float
+        rounding."""
+        return self._shaped(self._x, True)
+
+    @property
+    def variances(self) -> list:
+        """The exact variance of each estimate (float64, computed in floating point from
+        the noise's exact variances): the estimate is y's linear function with this error
+        variance, whatever the noise's law."""
+        return self._shaped(self._F, False)
+
+    def interval(self, alpha: float = 0.05) -> list[tuple]:
+        """(low, high) for every level: estimate ∓ z·√variance, z the normal quantile of
+        1 − α/2.  The estimate's error is a sum of independent discrete Gaussian (or Laplace)
+        noises, so the normal law is an approximation; benchmarks/census.py measures the
+        coverage (95.0% by level at α = 0.05 there)."""
+        a = float(alpha)
+        if not 0 < a < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        zq = NormalDist().inv_cdf(1 - a / 2)
+        lows = [x - zq * np.sqrt(f) for x, f in zip(self._x, self._F, strict=True)]
+        highs = [x + zq * np.sqrt(f) for x, f in zip(self._x, self._F, strict=True)]
+        return list(zip(self._shaped(lows, False), self._shaped(highs, False), strict=True))
+
+    def integers(self) -> list:
+        """Non-negative integer tables (int64) that add up exactly at every level.
+
+        Top-down: each root's estimate rounded to the nearest integer ≥ 0; then every
+        parent's integer total split among its children: their estimates projected onto the
+        non-negative values adding up to it (least squares weighted by 1/variance), then
+        rounded by largest remainders, ties to the earlier position.  Deterministic (no
+        randomness), O(n log n).  Not unbiased: a cell whose estimate is near zero is pushed
+        up (docs/reconcile.md measures how much, by area size)."""
+        if self._ints is None:
+            self._ints = _integers(self._levels, self._x, self._F)
+        return self._shaped(self._ints, True)
+
+
+def reconcile(
+    levels: Sequence[Any],
+    parents: Sequence[Any] | None = None,
+    *,
+    noise: Sequence[Any],
+    value: str | None = None,
+) -> Reconciliation:
+    """Noisy tables of a hierarchy made consistent: the minimum-variance linear unbiased
+    estimate of every value given all of them, with its exact variance.
+
+    Parameters
+    ----------
+    levels
+        The noisy tables, the detail table first and each next table a grouping of the one
+        before (every value of ``levels[l]`` is the noisy sum of a group of values of
+        ``levels[l - 1]``); the last may hold one grand total or several (a forest).  Either
+        arrays (any shape, read in C order) or pandas DataFrames.
+    parents
+        Arrays only: ``parents[l]`` (an integer array with one entry per value of
+        ``levels[l]``) gives each value's parent's flat position in ``levels[l + 1]``; one
+        array per level but the last.  Every position of ``levels[l + 1]`` must be some
+        value's parent.
+    noise
+        One entry per level: the :class:`~dgauss.GaussianMechanism` or
+        :class:`~dgauss.LaplaceMechanism` that released it (its exact noise variance is
+        used, in the values' units when it has a granularity), a number > 0 (the variance of
+        each value's noise), or None for a level that was not released (its values are
+        ignored; the detail table must be released).
+    value
+        DataFrames only: the column of noisy counts.  Every other column of ``levels[l + 1]``
+        is a key, and must be a column of ``levels[l]`` too: a row's parent is the row of
+        the next table with the same keys.
+
+    Returns
+    -------
+    Reconciliation
+        ``.estimates``, ``.variances``, ``.interval(alpha)`` and ``.integers()``, each a list
+        with one entry per level in the input's form.
+
+    The estimate is the generalised least-squares solution (each noisy value weighted by
+    1/variance) under the constraints that every parent is the sum of its children,
+    computed in O(n) by two passes over the tree.  It reads only the noisy tables, the
+    public structure and the mechanisms' parameters: post-processing, so the release keeps
+    exactly the privacy of the noisy tables.  Raises TypeError or ValueError naming the
+    argument for tables of the wrong type, non-finite values, mismatched lengths, a value
+    without a parent, an empty group, or a variance that is not > 0.
+    """
+    return Reconciliation(_levels(levels, parents, noise, value), value)
