@@ -386,8 +386,9 @@ def _settle(total: np.ndarray, ints: np.ndarray, parent: np.ndarray, m: int) -> 
 def _split_in_chunks(
     total: np.ndarray, x: np.ndarray, F: np.ndarray, parent: np.ndarray
 ) -> np.ndarray:
-    """:func:`_split` over runs of consecutive parents holding about _CHUNK children each
-    (children found through a stable sort by parent, skipped when already sorted)."""
+    """:func:`_split` over runs of consecutive parents holding about _CHUNK children each:
+    a slice when the children come ordered by parent, else found by a scan (no sort, whose
+    index array would be as large as the detail table)."""
     n, m = len(parent), len(total)
     if n <= _CHUNK:
         return _split(total, x, F, parent)
@@ -395,7 +396,6 @@ def _split_in_chunks(
         np.all(parent[p.start + 1 : p.stop + 1] >= parent[p.start : min(p.stop, n - 1)])
         for p in _chunks(n)
     )
-    order = None if ordered else np.argsort(parent, kind="stable")
     ends = np.cumsum(np.bincount(parent, minlength=m))
     ints = np.empty(n, dtype=np.int64)
     first = 0
@@ -403,7 +403,9 @@ def _split_in_chunks(
         start = int(ends[first - 1]) if first else 0
         last = max(int(np.searchsorted(ends, start + _CHUNK, side="right")), first + 1)
         stop = int(ends[last - 1])
-        idx: Any = slice(start, stop) if order is None else order[start:stop]
+        idx: Any = (
+            slice(start, stop) if ordered else np.flatnonzero((parent >= first) & (parent < last))
+        )
         ints[idx] = _split(total[first:last], x[idx], F[idx], parent[idx] - first)
         first = last
     return ints
