@@ -49,6 +49,11 @@ __all__ = ["reconcile", "Reconciliation"]
 # ---- inputs ---------------------------------------------------------------------------------
 
 
+# A variance's range: the passes square variances and sum them over every cell, which stays
+# far inside float64's range for these (and every mechanism's variance is inside it).
+_VARIANCE_MIN, _VARIANCE_MAX = 2.0**-200, 2.0**200
+
+
 def _noise_variance(noise: Any, level: int) -> float:
     """The variance of one value's noise at ``level``: ∞ for None (not released)."""
     from dgauss import accounting
@@ -63,19 +68,19 @@ def _noise_variance(noise: Any, level: int) -> float:
         else:
             var = accounting.laplace_variance(noise.scale)
         g = noise.granularity
-        if g is not None:  # the values' units: the noise is g times an integer
-            var = math.nextafter(var * float(g) ** 2, math.inf) if g != 1 else var
-        return var
-    if isinstance(noise, bool) or not isinstance(noise, (numbers.Real, Fraction)):
+        if g is not None and g != 1:  # the values' units: the noise is g times an integer
+            var = math.nextafter(var * float(g) ** 2, math.inf)
+    elif isinstance(noise, bool) or not isinstance(noise, (numbers.Real, Fraction)):
         raise TypeError(
             f"{where} must be a GaussianMechanism, a LaplaceMechanism, a positive number "
             f"(the noise's variance) or None (a level not released), not {type(noise).__name__}"
         )
-    var = float(noise)
-    if not (math.isfinite(var) and var > 0):
+    else:
+        var = float(noise)
+    if not (_VARIANCE_MIN <= var <= _VARIANCE_MAX):
         raise ValueError(
-            f"{where} (a variance) must be a finite number > 0, got {noise!r}; "
-            "pass None for a level that was not released"
+            f"{where}: the noise's variance must be in [2^-200, 2^200], got {noise!r} "
+            f"(variance {var!r}); pass None for a level that was not released"
         )
     return var
 
@@ -294,17 +299,16 @@ def _blue(levels: list[_Level]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         par = levels[lv].parent
         q = Q[lv + 1]
         shift = (x[lv + 1] - S[lv + 1]) / q  # the children's correction is P_c times this
-        lost = (q - F[lv + 1]) / (q * q)  # F_c = P_c − P_c² (Q − F_v) / Q²
         n = len(par)
         x[lv], F[lv] = np.empty(n), np.empty(n)
         for part in _chunks(n):
             p = P[lv] if np.ndim(P[lv]) == 0 else P[lv][part]
-            xs, fs = x[lv][part], F[lv][part]
-            np.multiply(shift[par[part]], p, out=xs)
+            up = par[part]
+            xs = x[lv][part]
+            np.multiply(shift[up], p, out=xs)
             xs += z[lv][part]
-            np.multiply(lost[par[part]], -(p * p), out=fs)
-            fs += p
-            np.maximum(fs, 0.0, out=fs)  # ≥ 0 exactly; only rounding could dip below
+            g = p / q[up]  # in (0, 1]; F_c as a sum of terms ≥ 0 (g = 1 gives F_v exactly)
+            F[lv][part] = (1 - g) * p + g * g * F[lv + 1][up]
     return x, F
 
 
@@ -434,6 +438,10 @@ class Reconciliation:
         self._x, self._F = _blue(levels)
         self._ints: list[np.ndarray] | None = None
 
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{len(lv.values):,}" for lv in self._levels)
+        return f"<Reconciliation of {len(self._levels)} levels ({sizes} values)>"
+
     def _shaped(self, flat: list[np.ndarray], as_values: bool) -> list:
         out = []
         for lv, arr in zip(self._levels, flat, strict=True):
@@ -514,9 +522,9 @@ def reconcile(
     noise
         One entry per level: the :class:`~dgauss.GaussianMechanism` or
         :class:`~dgauss.LaplaceMechanism` that released it (its exact noise variance is
-        used, in the values' units when it has a granularity), a number > 0 (the variance of
-        each value's noise), or None for a level that was not released (its values are
-        ignored; the detail table must be released).
+        used, in the values' units when it has a granularity), a number (the variance of
+        each value's noise); every variance in [2^-200, 2^200].  Or None for a level that
+        was not released (its values are ignored; the detail table must be released).
     value
         DataFrames only: the column of noisy counts.  Every other column of ``levels[l + 1]``
         is a key, and must be a column of ``levels[l]`` too: a row's parent is the row of
