@@ -108,7 +108,8 @@ def _chunks(n: int):
 
 def _flat_values(table: Any, level: int, released: bool, value: str | None) -> np.ndarray:
     """A level's values as a flat array, as given (zeros when the level was not released):
-    integers or floats, checked to be finite (and, as integers, exact in float64)."""
+    integers or floats, checked to be finite and of magnitude below 2^53 (where float64
+    holds every integer, and the integer tables stay far inside int64)."""
     frame = _is_frame(table)
     raw = table[value].to_numpy() if frame else np.asarray(table)
     where = f"levels[{level}][{value!r}]" if frame else f"levels[{level}]"
@@ -119,20 +120,20 @@ def _flat_values(table: Any, level: int, released: bool, value: str | None) -> n
     ):
         raise TypeError(f"{where} must hold real numbers (integers or floats), got {raw.dtype}")
     arr = raw.reshape(-1)
-    integer = np.issubdtype(raw.dtype, np.integer)
     for part in _chunks(arr.size):
         chunk = arr[part]
-        if integer:
-            if np.any(np.abs(chunk.astype(np.float64)) >= 2.0**53):
-                raise ValueError(
-                    f"{where} holds a count of magnitude ≥ 2^53, which float64 estimates "
-                    "cannot carry"
-                )
-        elif not np.all(np.isfinite(chunk)):
+        if not np.issubdtype(raw.dtype, np.integer) and not np.all(np.isfinite(chunk)):
             bad = part.start + int(np.flatnonzero(~np.isfinite(chunk))[0])
             raise ValueError(
                 f"{where} holds a value that is not finite (NaN or ±inf) at position {bad}: "
                 "every value of a released level must be a finite number"
+            )
+        big = np.abs(chunk.astype(np.float64)) >= 2.0**53
+        if np.any(big):
+            bad = part.start + int(np.flatnonzero(big)[0])
+            raise ValueError(
+                f"{where} holds a value of magnitude ≥ 2^53 at position {bad}, which float64 "
+                "estimates cannot carry exactly"
             )
     return arr
 
@@ -293,8 +294,9 @@ def _blue(levels: list[_Level]) -> tuple[list[np.ndarray], list[np.ndarray]]:
             P[lv] = k * s
     x: list[Any] = [None] * len(levels)
     F: list[Any] = [None] * len(levels)
+    size = len(levels[top].values)
     x[top] = np.array(z[top], dtype=np.float64)
-    F[top] = np.array(P[top], dtype=np.float64)
+    F[top] = np.full(size, P[top]) if np.ndim(P[top]) == 0 else np.array(P[top], dtype=float)
     for lv in range(top - 1, -1, -1):
         par = levels[lv].parent
         q = Q[lv + 1]
@@ -368,23 +370,26 @@ def _sums(parent: np.ndarray, ints: np.ndarray, m: int) -> np.ndarray:
 
 
 def _settle(total: np.ndarray, ints: np.ndarray, parent: np.ndarray, m: int) -> np.ndarray:
-    """Make every group add up to its total, should float rounding have left one off (only
-    possible with totals near 2^53): the difference spread over the group, the largest
-    values giving first where it must shrink, never below 0."""
-    counts = np.bincount(parent, minlength=m)
-    while True:
-        diff = total - _sums(parent, ints, m)
-        if not np.any(diff):
-            return ints
-        each = np.where(diff > 0, diff // counts, 0)
-        ints += each[parent]
-        rest = diff - each * counts
-        order, rank = _group_order(parent, ints, m)
-        g = parent[order]
-        give = (rest[g] > 0) & (rank < rest[g])
-        take = (rest[g] < 0) & (rank < -rest[g]) & (ints[order] > 0)
-        ints[order[give]] += 1
-        ints[order[take]] -= 1
+    """Make every group add up to its total ≥ 0, should float rounding have left one off
+    (only conceivable with totals near 2^53; one pass over each such group): a shortfall
+    spread evenly (the remainder to the earlier children), an excess taken from the largest
+    children first, never below 0 (possible: the group holds total + excess)."""
+    diff = total - _sums(parent, ints, m)
+    for g in np.flatnonzero(diff):
+        members = np.flatnonzero(parent == g)
+        d = int(diff[g])
+        if d > 0:
+            ints[members] += d // len(members)
+            ints[members[: d % len(members)]] += 1
+            continue
+        excess = -d
+        for c in members[np.argsort(-ints[members], kind="stable")]:
+            taken = min(int(ints[c]), excess)
+            ints[c] -= taken
+            excess -= taken
+            if excess == 0:
+                break
+    return ints
 
 
 def _split_in_chunks(
