@@ -444,11 +444,12 @@ def test_account_and_calibrate_errors(tmp_path):
     assert empty.returncode == 0 and "nothing released yet" in empty.stdout
 
 
-def test_the_readme_ledger_example_runs_as_written(tmp_path, table):
-    """The README's ledger block, command by command, and the numbers in its comments."""
-    # the checkout's README (next to tests/), not the installed package's directory
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    section = readme.split("### Command line", 1)[1].split("\n### ", 1)[0]
+def test_the_guides_ledger_example_runs_as_written(tmp_path, table):
+    """The command-line guide's ledger block, command by command, and the numbers in its
+    comments."""
+    # the checkout's docs (next to tests/), not the installed package's directory
+    guide = os.path.join(ROOT, "docs", "howto", "command-line.md")
+    section = open(guide, encoding="utf-8").read()
     block = next(b for b in re.findall(r"```bash\n(.*?)```", section, re.S) if "--ledger" in b)
     commands = [line.split("#")[0].split() for line in block.splitlines() if line.strip()]
     assert [c[:2] for c in commands] == [["dgauss", "account"]] + [["dgauss", "noise"]] * 2 + [

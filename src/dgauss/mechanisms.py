@@ -806,7 +806,9 @@ class GaussianMechanism:
     r"""The discrete Gaussian mechanism: adds N_Z(0, σ²) to every value (Canonne, Kamath &
     Steinke 2020, Theorems 4, 7, 14, 15).
 
-    Parameters (keyword-only; set the noise in exactly one way)
+    Keyword-only; set the noise in exactly one way.
+
+    Parameters
     ----------
     sigma2 : rational, optional
         The variance parameter σ² > 0 of the noise.

@@ -65,8 +65,8 @@ class L2Ball:
     >>> from dgauss.accounting import L2Ball
     >>> L2Ball(2).vectors()
     ((2,), (1, 1, 1, 1))
-    >>> L2Ball(2, coordinates=1).vectors()
-    ((2,), (1,))
+    >>> L2Ball(2, coordinates=1).vectors()      # one count moves: the single shift is the worst
+    ((2,),)
     """
 
     __slots__ = ("radius", "coordinates")

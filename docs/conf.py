@@ -1,0 +1,63 @@
+"""Sphinx configuration for dgauss's documentation site (built by ``bash tools/docs``).
+
+The pages are Markdown (MyST); the API reference is rendered from the docstrings (numpydoc
+style) and the command line's from its argparse parsers (sphinx-argparse).  The build is
+offline (no intersphinx) and turns every warning into an error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "src"))  # a source tree built in place works too
+
+import dgauss  # noqa: E402
+
+project = "dgauss"
+author = "the dgauss developers"
+copyright = "2026, the dgauss developers"
+release = version = dgauss.__version__
+
+extensions = [
+    "myst_parser",
+    "numpydoc",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.mathjax",
+    "sphinxarg.ext",
+]
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+root_doc = "index"
+exclude_patterns = ["_build", "figures/*.md"]
+
+myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "none"  # the numpydoc sections say the types
+numpydoc_show_class_members = False
+numpydoc_validation_checks: set[str] = set()
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"dgauss {version}"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+html_static_path: list[str] = []
+
+# Docstrings write absolute values as |X| (plain text reads best); reStructuredText would take
+# |X| for a substitution.  Escape the bars of such a span before numpydoc and docutils see it.
+_ABSOLUTE = re.compile(r"(?<![|\\`])\|([^|\s`][^|`\n]*?)\|(?![|_])")
+
+
+def _escape_bars(app, what, name, obj, options, lines):
+    lines[:] = [_ABSOLUTE.sub(r"\\|\1\\|", line) for line in lines]
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _escape_bars, priority=100)
