@@ -2,7 +2,8 @@
 
 The pages are Markdown (MyST); the API reference is rendered from the docstrings (numpydoc
 style) and the command line's from its argparse parsers (sphinx-argparse).  The build is
-offline (no intersphinx) and turns every warning into an error.
+offline (no intersphinx), the site reads offline too (MathJax is copied into it), and every
+warning is an error.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ extensions = [
     "numpydoc",
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax shipped with the site: it renders with no network
     "sphinxarg.ext",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
