@@ -216,13 +216,13 @@ def _buggy_attempts():
         return real(bit, nxt)
 
     def keeps_minus_zero(bit, env):  # -0 kept as 0: 0 gets twice its share
-        from dgauss.reference import bernoulli_exp_by_digits
+        from dgauss._exact import bernoulli_exp_by_digits
 
         b = _inversion.invert(bit, env.stage_floors)
         u = 0
         for _ in range(env.k):
             u = 2 * u + bit()
-        if not bernoulli_exp_by_digits(_inversion._DigitBits(bit), env.gamma(b, u)):
+        if not bernoulli_exp_by_digits(bit, env.gamma(b, u)):
             return None
         y = (b << env.k) + u
         return -y if bit() else y

@@ -29,8 +29,9 @@ import math
 import threading
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Protocol, cast
+from typing import Protocol
 
+from dgauss._exact import bernoulli_exp_by_digits, exp_neg_floor
 from dgauss._sources import DecisionTape
 
 #: Precision past which :func:`gaussian_floors` gives up (a RuntimeError): a threshold
@@ -124,8 +125,6 @@ def _exp_neg_floor(gamma: Fraction, k: int) -> int:
     """floor(2**k exp(-gamma)), exactly; 0 at once when gamma >= 0.7 k (exp(-0.7) < 1/2)."""
     if 10 * gamma >= 7 * k:
         return 0
-    from dgauss.reference import exp_neg_floor  # the oracle's exact digits of exp(-gamma)
-
     return exp_neg_floor(gamma, k)
 
 
@@ -634,16 +633,6 @@ def envelope(gaussian: bool, param: Fraction) -> Envelope:
     return Envelope(gaussian, param)
 
 
-class _DigitBits:
-    """The bit source :func:`dgauss.reference.bernoulli_exp_by_digits` reads, over bit()."""
-
-    __slots__ = ("bit",)
-    decisions = False
-
-    def __init__(self, bit: Callable[[], int]):
-        self.bit = bit
-
-
 def enveloped_attempt(
     bit: Callable[[], int], env: Envelope, a: int = 0, j: int = 0, block: int | None = None
 ) -> int | None:
@@ -651,14 +640,11 @@ def enveloped_attempt(
     ``bit()``: X, or None when the draw starts again.  Step 1 starts from R's first ``j``
     bits ``a``, or, with ``block``, is already done (B = block): the core's ways of going on
     past R's 64th bit."""
-    from dgauss.reference import BitStream, bernoulli_exp_by_digits
-
     b = invert(bit, env.stage_floors, a, j) if block is None else block
     u = 0
     for _ in range(env.k):
         u = 2 * u + bit()
-    digits = cast(BitStream, _DigitBits(bit))  # what bernoulli_exp_by_digits reads of one
-    if not bernoulli_exp_by_digits(digits, env.gamma(b, u)):
+    if not bernoulli_exp_by_digits(bit, env.gamma(b, u)):
         return None
     negative = bit()
     y = (b << env.k) + u
