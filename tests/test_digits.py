@@ -438,3 +438,37 @@ def test_gaussian_acceptance_digits_past_the_first_word(match):
         else:
             assert used > len(tape)
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize(
+    "gamma", [Fraction(0), Fraction(1, 3), Fraction(1), Fraction(7, 3), Fraction(5, 2)]
+)
+def test_bernoulli_exp_by_digits_has_the_law(gamma):
+    """dgauss._exact.bernoulli_exp_by_digits (shared by production and the oracle), run on
+    every bit string of 14 bits, each of mass 2^-14: the strings that answer True hold
+    exp(-gamma) (MPFR, directed) to within the mass of the strings left undecided, and that
+    is small.  (A planted digit error, e.g. answering the complement, breaks it.)"""
+    from dgauss._exact import bernoulli_exp_by_digits
+
+    depth = 14
+    true_count = undecided = 0
+    for value in range(1 << depth):
+        stream = iter([(value >> (depth - 1 - i)) & 1 for i in range(depth)])
+        try:
+            answer = bernoulli_exp_by_digits(stream.__next__, gamma)
+        except StopIteration:
+            undecided += 1
+            continue
+        true_count += answer
+    import gmpy2
+
+    bounds = []
+    for up in (True, False):  # the lower bound: gamma rounded up, then exp(-gamma) down
+        with gmpy2.context(precision=200, round=gmpy2.RoundUp if up else gmpy2.RoundDown):
+            x = gmpy2.mpfr(gamma.numerator) / gamma.denominator
+        with gmpy2.context(precision=200, round=gmpy2.RoundDown if up else gmpy2.RoundUp):
+            bounds.append(Fraction(*gmpy2.exp(-x).as_integer_ratio()))
+    low, high = bounds
+    unit = Fraction(1, 1 << depth)
+    assert undecided * unit < Fraction(1, 100)
+    assert low - undecided * unit <= true_count * unit <= high + undecided * unit
