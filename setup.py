@@ -80,9 +80,14 @@ def extensions():
             "csrc/dg_inv.c",
             "csrc/dg_chacha.c",
         ],
-        # the paper's loops and the int conversion are included by _core.pyx (one unit)
+        # the paper's loops, the tables, the jobs and the int conversion are included by
+        # _core.pyx (one unit)
         depends=[
             "src/dgauss/_algorithms.pxi",
+            "src/dgauss/_bit_sources.pxi",
+            "src/dgauss/_tables.pxi",
+            "src/dgauss/_os_chacha.pxi",
+            "src/dgauss/_job.pxi",
             "src/dgauss/_pylong.h",
             "src/dgauss/_csrc.pxd",
             "src/dgauss/_gmp.pxd",

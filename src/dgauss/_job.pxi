@@ -1,0 +1,393 @@
+# Included by _core.pyx.  One public call's job (_Job): its parameters, scratch space, bit
+# streams and the batch fill with the GIL released.
+
+cdef class _Job:
+    """Everything one public call needs: parameters, scratch space, its bit stream (two, its
+    lanes, for an int64 batch by inversion from the OS)."""
+    cdef State s
+    cdef uint64_t *buf
+    cdef uint64_t *buf2         # the second lane's (State.lanes)
+    cdef dg_os_ctx os_ctx, os_ctx2
+    cdef dg_os_script script, script2   # a testing ScriptedOS's state for this call (each lane)
+    cdef ChaChaState chacha     # a dgauss.ChaCha20's state for this thread (both lanes)
+    cdef mpz_t *vals
+    cdef TapeWords tape
+    cdef dg_decider decider
+    cdef uint64_t *exp_h    # Algorithm 2's table of digits
+    cdef AcceptEntry *accept # Algorithm 3's cache of digits
+    cdef uint64_t *geo_thr  # Algorithm 2's thresholds for the inversion
+    cdef object source      # keeps a tape's arrays alive while C points into them
+    cdef object table       # the table the inversion reads (kept alive while C points in)
+    cdef object continuation    # dgauss._inversion.invert past R's 64th bit
+    cdef object error       # the exception of a failed Python step (DG_ERR_CALLBACK)
+    cdef Py_ssize_t obj_chunk   # samples per stretch into an object array, at most
+    cdef Py_ssize_t nvals       # how many GMP integers vals has: obj_chunk, or fewer for a
+                                # smaller array (a scalar inits one, not thousands)
+    cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
+    cdef uint64_t last_bits     # OS bits its last call read, and how many samples it drew
+    cdef uint64_t last_samples  # (0: none yet): restart_os sizes the first read by them
+
+    def __cinit__(self):
+        _work_init(&self.s.w)
+        _params_init(&self.s.p)
+        mpz_init(self.s.mu)
+        mpz_init(self.decider.want_a)
+        mpz_init(self.decider.want_b)
+        self.buf = NULL
+        self.buf2 = NULL
+        self.vals = NULL
+        self.nvals = 0
+        self.exp_h = NULL
+        self.accept = NULL
+        self.geo_thr = NULL
+        self.obj_chunk = 1
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.vals != NULL:
+            for i in range(self.nvals):
+                mpz_clear(self.vals[i])
+            free(self.vals)
+        free(self.buf)
+        free(self.buf2)
+        free(self.exp_h)
+        free(self.accept)
+        free(self.geo_thr)
+        mpz_clear(self.decider.want_a)
+        mpz_clear(self.decider.want_b)
+        mpz_clear(self.s.mu)
+        _params_clear(&self.s.p)
+        _work_clear(&self.s.w)
+
+    cdef int reserve(self) except -1:
+        """MemoryError unless `headroom` bytes can be allocated now: GMP aborts the process when
+        an allocation fails, so the memory its numbers may need is tried first, with the GIL
+        held, before each stretch (and before the set-up's own arithmetic)."""
+        cdef void *probe = malloc(self.headroom)
+        if probe == NULL:
+            raise MemoryError(
+                f"dgauss needs about {self.headroom >> 20} MiB free for the exact arithmetic "
+                "of these parameters and could not get it")
+        free(probe)
+        return 0
+
+    cdef void restart_os(self, Py_ssize_t n):
+        """Start a fresh stream of OS bits for the next call of a job set up for the OS
+        (``source=None``) as a new job starts: nothing read before is read again, and the
+        lanes' phase back at 0 (fill's per-thread jobs).  The first read is sized for ``n``
+        samples at the bits per sample the job's last call read, plus a quarter (a read
+        costs about as much as 2 KiB of bits: one read where the batch needs no more,
+        rather than reads of 4, 8, 16, ... words), at least OS_FIRST_BLOCK words."""
+        cdef size_t first = self.first_read(n)
+        self.s.phase = 0
+        self.os_ctx.err = 0
+        dg_rng_init(&self.s.rng, dg_fill_os, &self.os_ctx, self.buf, OS_BUFFER_WORDS, first)
+        if self.s.lanes:
+            self.os_ctx2.err = 0
+            dg_rng_init(&self.s.rng2, dg_fill_os, &self.os_ctx2, self.buf2, OS_BUFFER_WORDS,
+                        first)
+            if n >= 2 and self.last_samples > 0:  # both lanes will draw: one read for both
+                dg_rng_preload_pair(&self.s.rng, &self.s.rng2, first)
+
+    cdef size_t first_read(self, Py_ssize_t n):
+        """The first read's words (each lane's) for ``n`` samples (restart_os): n samples
+        at the last call's bits per sample, a quarter more, over the lanes, plus 2; from
+        OS_FIRST_BLOCK to OS_BUFFER_WORDS.  Integers only (each factor below 2^32 here, so
+        the product fits: a larger n or rate is a full buffer anyway)."""
+        cdef uint64_t lanes = 2 if self.s.lanes else 1
+        cdef uint64_t rate, want
+        if self.last_samples == 0 or n <= 0:
+            return OS_FIRST_BLOCK
+        rate = self.last_bits // self.last_samples + 1  # bits per sample, rounded up
+        if rate >= (<uint64_t>1 << 24) or <uint64_t>n >= (<uint64_t>1 << 24):
+            return OS_BUFFER_WORDS
+        want = rate * <uint64_t>n * 5 // (4 * 64 * lanes) + 2
+        if want > OS_BUFFER_WORDS:
+            return OS_BUFFER_WORDS
+        return want if want > OS_FIRST_BLOCK else OS_FIRST_BLOCK
+
+    cdef void read_per_sample(self, Py_ssize_t n):
+        """Note the OS bits the call just made read, and for how many samples (restart_os)."""
+        cdef uint64_t used = dg_bits_used(&self.s.rng)
+        if self.s.lanes:
+            used += dg_bits_used(&self.s.rng2)
+        if n > 0:
+            self.last_bits, self.last_samples = used, <uint64_t>n
+
+    cdef void wipe(self):
+        """Zero the OS words read (the noise just drawn could be told from them) before the
+        job waits in the cache (dg_rng_wipe)."""
+        dg_rng_wipe(&self.s.rng)
+        if self.s.lanes:
+            dg_rng_wipe(&self.s.rng2)
+
+    cdef size_t nonzero_words(self):
+        """How many words of the OS buffers are not zero (cached_jobs_nonzero_words)."""
+        cdef size_t i, found = 0, cap = OS_BUFFER_WORDS
+        for i in range(cap):
+            found += self.buf[i] != 0
+            if self.s.lanes:
+                found += self.buf2[i] != 0
+        return found
+
+    cdef int setup(self, int kind, object num, object den, object mu, object source,
+                   unsigned long high_bits, bint fixed_point, bint inversion=False) except -1:
+        cdef Params *p = &self.s.p
+        cdef bitgen_t *bg
+        # GMP's largest numbers: Algorithm 3's (a d t - n)^2 2**128 and its divisor 2 n d t^2
+        # (t about sqrt(n/d)); a Laplace or Bernoulli parameter's n, d; mu; with room for
+        # GMP's scratch (a multiplication or division needs a few times its operands)
+        operand_bits = (2 * (num.bit_length() + 2 * den.bit_length() + 192)
+                        + abs(mu).bit_length() + 256)
+        self.headroom = 16 * (operand_bits // 8) + 4 * OBJECT_CHUNK_BYTES
+        self.reserve()
+        self.s.kind = kind
+        p.fixed_point = fixed_point
+        int_to_mpz(p.N, num)
+        int_to_mpz(p.D, den)
+        if kind == KIND_DISCRETE_LAPLACE:
+            mpz_set(p.lap.T, p.N)
+            mpz_set(p.lap.S, p.D)
+        elif kind == KIND_DISCRETE_GAUSSIAN:
+            # t = floor(sqrt(n/d)) + 1 = isqrt(floor(n/d)) + 1, exactly
+            mpz_fdiv_q(p.lap.T, p.N, p.D)
+            mpz_sqrt(p.lap.T, p.lap.T)
+            mpz_add_ui(p.lap.T, p.lap.T, 1)
+            mpz_set_ui(p.lap.S, 1)
+            mpz_mul(p.DT, p.D, p.lap.T)
+            mpz_mul(p.DEN, p.DT, p.lap.T)
+            mpz_mul(p.DEN, p.DEN, p.N)
+            mpz_mul_2exp(p.DEN, p.DEN, 1)
+            p.small = (_fits_word(p.N) and _fits_word(p.DT)
+                       and mpz_cmp_ui(p.DEN, DG_BERNOULLI_DMAX) <= 0)
+            if p.small:
+                p.n = mpz_get_ui(p.N)
+                p.dt = mpz_get_ui(p.DT)
+                p.den = mpz_get_ui(p.DEN)
+            mpz_mul_2exp(p.TWO_N, p.N, 1)
+            p.low_words = mpz_fits_ulong_p(p.D) and dg_mpz_get_u128(p.TWO_N, &p.two_n)
+            p.d_one = mpz_cmp_ui(p.D, 1) == 0
+            if p.low_words:
+                p.d = mpz_get_ui(p.D)
+        p.lap.t_small = _fits_word(p.lap.T)
+        p.lap.small = p.lap.t_small and _fits_word(p.lap.S)
+        p.lap.s_one = mpz_cmp_ui(p.lap.S, 1) == 0
+        if p.lap.t_small:
+            p.lap.t = mpz_get_ui(p.lap.T)
+        if p.lap.small:
+            p.lap.s = mpz_get_ui(p.lap.S)
+        p.lap.inversion = p.lap.t_small and p.lap.t <= DG_INVERSION_MAX
+        if inversion:
+            # by inversion: the tables, none of Algorithms 2-3's
+            self.s.inversion = True
+            self.s.owner = <void *>self
+            param = Fraction(num, den)
+            if kind == KIND_DISCRETE_GAUSSIAN:
+                self.table = gauss_table(num, den, fixed_point)
+                floors = functools.partial(_inversion.gaussian_floors, param)
+            else:
+                self.table = laplace_table(num, den, fixed_point)
+                floors = functools.partial(_inversion.LaplaceFloors, param)
+            self.continuation = functools.partial(_inversion.invert, floors_at=floors)
+            if isinstance(self.table, _EnvTable):
+                (<_EnvTable>self.table).attach(&self.s.env)
+                self.s.enveloped = True
+                self.continuation = functools.partial(
+                    _inversion.invert,
+                    floors_at=_inversion.envelope(kind == KIND_DISCRETE_GAUSSIAN, param).stage_floors)
+            elif isinstance(self.table, _BlockedTable):
+                (<_BlockedTable>self.table).attach(&self.s.lb)
+                self.s.blocked = True
+                if kind == KIND_DISCRETE_GAUSSIAN:
+                    self.continuation = functools.partial(
+                        _inversion.gaussian_blocked_magnitude, sigma2=param)
+                else:
+                    self.continuation = functools.partial(
+                        _inversion.laplace_blocked_magnitude, scale=param)
+            else:
+                tab = <_InvTable>self.table
+                dg_inv_attach(&self.s.inv, <const uint64_t *>cnp.PyArray_DATA(tab.thr), tab.count,
+                              <const unsigned int *>cnp.PyArray_DATA(tab.guide), 64 - tab.guide_bits)
+        elif p.lap.inversion and (kind == KIND_DISCRETE_LAPLACE or kind == KIND_DISCRETE_GAUSSIAN):
+            self.geo_thr = <uint64_t *>malloc(dg_geometric_table_size(p.lap.t) * sizeof(uint64_t))
+            if self.geo_thr == NULL:
+                raise MemoryError()
+            e = _exp_e(p.lap.t, 0)
+            dg_geometric_table_init(&p.lap.geo, p.lap.t, e >> 64, e & 0xFFFFFFFFFFFFFFFF,
+                                    self.geo_thr, fixed_point)
+            p.lap.blocks = p.lap.t
+        elif kind == KIND_DISCRETE_LAPLACE or kind == KIND_DISCRETE_GAUSSIAN:
+            self.exp_h = _laplace_setup(&p.lap, mpz_to_int(p.lap.T), high_bits, fixed_point)
+        if kind == KIND_DISCRETE_GAUSSIAN and not inversion:
+            p.accept_len = ACCEPT_CACHE_PER_T * p.lap.blocks
+            # on cache lines, so that one block's 8 entries take two of them
+            self.accept = <AcceptEntry *>aligned_alloc(64, p.accept_len * sizeof(AcceptEntry))
+            if self.accept == NULL:
+                raise MemoryError()
+            memset(self.accept, 0, p.accept_len * sizeof(AcceptEntry))
+            p.accept = self.accept
+            if not p.lap.inversion:
+                p.lap.warm = self.accept
+
+        int_to_mpz(self.s.mu, mu)
+        self.s.mu_small = mpz_fits_slong_p(self.s.mu)
+        self.s.mu_zero = mpz_sgn(self.s.mu) == 0
+        self.s.mu64 = mpz_get_si(self.s.mu) if self.s.mu_small else 0
+        # a sample is about t/s + |mu| (or below N for uniform): stretches into an object array
+        # keep about OBJECT_CHUNK_BYTES of GMP values, however large the values are
+        value_bits = max(<Py_ssize_t>mpz_sizeinbase(p.lap.T, 2) - <Py_ssize_t>mpz_sizeinbase(p.lap.S, 2),
+                         <Py_ssize_t>mpz_sizeinbase(self.s.mu, 2),
+                         <Py_ssize_t>mpz_sizeinbase(p.N, 2) if kind == KIND_UNIFORM else 0) + 72
+        self.obj_chunk = max(1, min(OBJECT_CHUNK, OBJECT_CHUNK_BYTES // (value_bits // 8 + 16)))
+
+        self.source = source
+        cdef bint os = source is None or isinstance(source, (_sources.ScriptedOS, _chacha.ChaCha20))
+        cdef size_t cap = OS_BUFFER_WORDS if os else 1
+        self.buf = <uint64_t *>calloc(cap, sizeof(uint64_t))  # zero: only read words are not
+        if self.buf == NULL:
+            raise MemoryError()
+        cdef dg_rng *rng = &self.s.rng
+        # an int64 batch by inversion from the OS draws in two lanes, each with its own stream
+        # and buffer (the second is filled only when a batch first draws from it)
+        self.s.lanes = os and inversion and (
+            source is None or isinstance(source, _chacha.ChaCha20) or source.lanes == 2)
+        if self.s.lanes:
+            self.buf2 = <uint64_t *>calloc(cap, sizeof(uint64_t))
+            if self.buf2 == NULL:
+                raise MemoryError()
+        if source is None:
+            dg_rng_init(rng, dg_fill_os, &self.os_ctx, self.buf, cap, OS_FIRST_BLOCK)
+            if self.s.lanes:
+                dg_rng_init(&self.s.rng2, dg_fill_os, &self.os_ctx2, self.buf2, cap,
+                            OS_FIRST_BLOCK)
+        elif isinstance(source, _chacha.ChaCha20):
+            self.chacha = source._state()  # this thread's (a fill runs on the thread that made the job)
+            dg_rng_init(rng, dg_fill_chacha, self.chacha.st, self.buf, cap, OS_FIRST_BLOCK)
+            if self.s.lanes:
+                dg_rng_init(&self.s.rng2, dg_fill_chacha, self.chacha.st, self.buf2, cap,
+                            OS_FIRST_BLOCK)
+        elif isinstance(source, _sources.ScriptedOS):
+            memset(&self.script, 0, sizeof(self.script))
+            self.script.fail_after = source.fail_after
+            self.script.fail_count = source.fail_count
+            self.script.fail_errno = source.fail_errno
+            self.script.fake = source.fake
+            self.script2 = self.script
+            self.script2.fake_next = 8 * _sources.LANE_2_FAKE_WORD    # a byte index
+            self.script2.first = _sources.LANE_2_FAKE_WORD
+            _prefix(&self.script, source.prefix[0])
+            _prefix(&self.script2, source.prefix[1])
+            dg_rng_init(rng, dg_fill_scripted, &self.script, self.buf, cap, OS_FIRST_BLOCK)
+            if self.s.lanes:
+                dg_rng_init(&self.s.rng2, dg_fill_scripted, &self.script2, self.buf2, cap,
+                            OS_FIRST_BLOCK)
+        elif isinstance(source, _sources.Tape):
+            self.tape.words = <const uint64_t *>cnp.PyArray_DATA(source.words)
+            self.tape.count = source.words.size
+            self.tape.pos = min(source.position, source.words.size)
+            dg_rng_init(rng, fill_tape, &self.tape, self.buf, 1, 1)
+            rng.bit_budget = source.bits_left
+        elif isinstance(source, _sources.DecisionTape):
+            self.decider.outcomes = <const uint64_t *>cnp.PyArray_DATA(source.outcomes)
+            self.decider.count = source.outcomes.size
+            self.decider.pos = 0
+            self.decider.want = DG_WANT_NONE
+            dg_rng_init(rng, fill_refuse, NULL, self.buf, 1, 1)
+            rng.decider = &self.decider
+            rng.stop_at_restart = source.stop_at_restart
+        else:
+            bg = <bitgen_t *>PyCapsule_GetPointer(source.capsule, "BitGenerator")
+            # lazy: one word at a time, so a generator is left exactly where the oracle leaves it
+            dg_rng_init(rng, fill_bitgen, bg, self.buf, 1, 1)
+        return 0
+
+    cdef int raise_status(self, int rc) except -1:
+        if rc == DG_ERR_ENTROPY:
+            err = (self.os_ctx.err or self.os_ctx2.err or self.script.os.err
+                   or self.script2.os.err or (self.chacha is not None and self.chacha.st.err)
+                   or _errno.EIO)
+            raise OSError(err, "dgauss could not read randomness from the operating system: "
+                          + _os.strerror(err))
+        if rc == DG_ERR_OVERFLOW:
+            raise OverflowError("a sample does not fit in int64; pass dtype=object "
+                                "to get exact Python ints")
+        if rc == DG_ERR_LIMIT:
+            raise RuntimeError("a rejection loop counter reached 2**64 - 1")
+        if rc == DG_ERR_EXHAUSTED:
+            raise _sources.Exhausted(self.pending_request())
+        if rc == DG_ERR_RESTART:
+            raise _sources.Restart()
+        if rc == DG_ERR_RAW_BITS:
+            raise RuntimeError("a sampler read raw bits in decision mode")
+        if rc == DG_ERR_DECISION:
+            raise ValueError("a decision tape outcome is outside its primitive's range")
+        if rc == DG_ERR_CALLBACK:
+            raise self.error
+        raise RuntimeError(f"dgauss core failed with status {rc}")
+
+    cdef object pending_request(self):
+        """What the primitive that exhausted a decision tape asked for (None for bits)."""
+        if self.s.rng.decider == NULL:
+            return None
+        if self.decider.want == DG_WANT_UNIFORM:
+            return ("uniform", mpz_to_int(self.decider.want_a))
+        if self.decider.want == DG_WANT_BERNOULLI_EXP:
+            return ("bernoulli_exp", Fraction(mpz_to_int(self.decider.want_a),
+                                              mpz_to_int(self.decider.want_b)))
+        return ("bernoulli", Fraction(mpz_to_int(self.decider.want_a), mpz_to_int(self.decider.want_b)))
+
+    cdef int reserve_vals(self, Py_ssize_t count) except -1:
+        """At least `count` initialised GMP integers in vals (kept for the job's next runs)."""
+        cdef Py_ssize_t k
+        cdef mpz_t *grown
+        if count <= self.nvals:
+            return 0
+        grown = <mpz_t *>realloc(self.vals, count * sizeof(mpz_t))
+        if grown == NULL:
+            raise MemoryError()
+        self.vals = grown
+        for k in range(self.nvals, count):
+            mpz_init(self.vals[k])
+        self.nvals = count
+        return 0
+
+    cdef int run(self, cnp.ndarray out) except -1:
+        cdef Py_ssize_t n = out.shape[0], i = 0, m, k, done = 0
+        cdef int rc = DG_OK
+        cdef object[:] po
+        if out.dtype.kind != "O":
+            return self.run_into(<char *>cnp.PyArray_DATA(out), n, out.dtype.kind == "b")
+        po = out
+        self.reserve_vals(min(self.obj_chunk, n))
+        while i < n and rc == DG_OK:
+            m = min(self.nvals, n - i)
+            self.reserve()
+            with nogil:
+                rc = fill_mpz(&self.s, self.vals, m, &done)
+            if rc == DG_OK:
+                for k in range(done):
+                    po[i + k] = mpz_to_int(self.vals[k])
+            i += done
+            PyErr_CheckSignals()
+        if rc != DG_OK:
+            self.raise_status(rc)
+        return 0
+
+    cdef int run_into(self, char *data, Py_ssize_t n, bint is_bool) except -1:
+        """Fill n int64 (or bool) values at `data`, in chunks, the GIL released for each."""
+        cdef Py_ssize_t i = 0, m, done = 0
+        cdef Py_ssize_t item = 1 if is_bool else 8
+        cdef int rc = DG_OK
+        while i < n and rc == DG_OK:
+            m = min(CHUNK, n - i)
+            self.reserve()
+            with nogil:
+                if self.s.inversion and self.s.mu_small and not is_bool:
+                    rc = fill_inversion(&self.s, <int64_t *>(data + i * item), m, &done)
+                else:
+                    rc = fill_native(&self.s, data + i * item, is_bool, m, &done)
+            i += done
+            PyErr_CheckSignals()
+        if rc != DG_OK:
+            self.raise_status(rc)
+        return 0
