@@ -50,6 +50,7 @@ from dgauss._rounding import PRIVACY_DIGITS, _delta_text, _rounded_up
 from dgauss.cli._common import (
     EXIT_FAILURE,
     INTERVAL_ALPHA,
+    _describe,
     _grid_text,
     _or_none,
     _queries,
@@ -556,8 +557,6 @@ def _init(args: argparse.Namespace, eps_given: bool, delta_given: bool) -> list[
 
 def _ledger_lines(shown: str, acc: dgauss.Accountant) -> list[str]:
     """``account --ledger``: the releases, the total, what is left and the guarantee."""
-    from dgauss.cli.account import _describe
-
     budget, spent = _budget(acc), acc.spent
     releases = spent.releases
     lines = [f"dgauss account: the ledger {shown}, {_budget_words(budget)}"]

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from dgauss.cli._common import _write_stdout
+from dgauss.cli._csv import InputError, _delimiter, _lattice_text, _one_column, write_csv_rows
 from dgauss.cli._io import Output, _atomic, _suffix, _write_npy
 
 #: The install command that brings pyarrow, named in every error that needs it.
@@ -93,8 +94,6 @@ def check_options(args: argparse.Namespace) -> None:
             )
         g = getattr(args, "granularity", None)
         if g is not None and g != 1:
-            from dgauss.cli.noise import _lattice_text  # noise imports this module
-
             raise ValueError(
                 f"--granularity must be 1 with a Parquet file ({path}), whose noised columns "
                 f"hold integers, got {_lattice_text(1, g)}; write .csv or .npy for values "
@@ -117,7 +116,6 @@ def _malloc() -> Iterator[None]:
 
 
 def _input_error(message: str) -> Exception:
-    from dgauss.cli.noise import InputError  # noise imports this module: import on use
 
     return InputError(message)
 
@@ -210,7 +208,6 @@ class ArrowTable:
     def _write_csv(
         self, path: str | None, delimiter: str, steps, output: Output | None = None
     ) -> None:
-        from dgauss.cli.noise import write_csv_rows  # noise imports this module
 
         rows = self.values.shape[0]
         header = io.StringIO()
@@ -297,7 +294,6 @@ def read(args: argparse.Namespace, steps) -> ArrowTable | None:
 
 def _read_csv(args: argparse.Namespace, steps) -> ArrowTable | None:
     """A CSV through pyarrow, or None where its parse might not be Python's (see the module)."""
-    from dgauss.cli.noise import _delimiter  # noise imports this module: import on use
 
     pa = _pa()
     path = args.input
@@ -495,7 +491,6 @@ def _read_parquet(path: str, names: list[str], steps) -> ArrowTable:
     for name in names:
         if name not in have:
             raise _input_error(f"no column {name!r} in {path}; its columns are: {', '.join(have)}")
-        from dgauss.cli.noise import _one_column  # noise imports this module
 
         _one_column(path, have, name)
         columns.append(have.index(name))
@@ -644,7 +639,6 @@ def _csv_text(batch, delimiter: str) -> str:
 
 def _python_text(strings: list, delimiter: str) -> str:
     """The rows written by csv.writer itself (the plain path's way, slow)."""
-    from dgauss.cli.noise import write_csv_rows  # noise imports this module
 
     out = io.StringIO()
     columns = [

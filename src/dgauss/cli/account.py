@@ -15,6 +15,7 @@ from dgauss.cli._common import (
     _QUERIES_HELP,
     _accounting_errors,
     _add_query_options,
+    _describe,
     _one_line_errors,
     _queries,
     _rho_text,
@@ -240,41 +241,6 @@ def _from_file(path: str) -> list:
             param = repr(param)
         found.append(_release(kinds[0], param, entry.get("sensitivity"), entry.get("k"), where))
     return found
-
-
-def _exact_text(q: Fraction) -> str:
-    """q as a terminating decimal when it is one (71.41), else as a fraction (1/3)."""
-    d = q.denominator
-    for prime in (2, 5):
-        while d % prime == 0:
-            d //= prime
-    if d != 1 or len(str(q)) > 40:
-        return str(q) if len(str(q)) <= 40 else _rounded_up(q, 6)
-    places = 0
-    while (q * 10**places).denominator != 1:
-        places += 1
-    whole = q * 10**places
-    digits = str(abs(whole.numerator)).rjust(places + 1, "0")
-    text = digits[: len(digits) - places] + ("." + digits[len(digits) - places :] if places else "")
-    return ("-" if q < 0 else "") + text
-
-
-def _describe(release) -> str:
-    sens = release.sensitivity
-    if isinstance(sens, accounting.L2Ball):
-        text = f"{sens.radius} (l2: the ball's worst vector)"
-    else:
-        text = str(sens[0]) if len(sens) == 1 else ",".join(map(str, sens))
-    times = f", k = {release.k}" if release.k != 1 else ""
-    if isinstance(release, accounting.Gaussian):
-        return (
-            f"discrete Gaussian, sigma2 = {_exact_text(release.sigma2)}, sensitivity "
-            f"{text}{times}: rho = {_rho_text(release.rho)}"
-        )
-    return (
-        f"discrete Laplace, scale = {_exact_text(release.scale)}, sensitivity {text}"
-        f"{times}: pure eps = {_rounded_up(release.epsilon)}"
-    )
 
 
 def _program_size(releases: list) -> str:
