@@ -165,9 +165,9 @@ def test_k_fold_ledger_releases_group_with_single_ones():
 @pytest.fixture
 def eager_look_ahead(monkeypatch):
     """Look ahead on programs of any length (it waits for long ones, which are slow here)."""
-    from dgauss import mechanisms
+    from dgauss import _accountant
 
-    monkeypatch.setattr(mechanisms, "_LOOK_AHEAD_WORTH", 0)
+    monkeypatch.setattr(_accountant, "_LOOK_AHEAD_WORTH", 0)
 
 
 def certified_accountant() -> dgauss.Accountant:
@@ -287,7 +287,7 @@ def test_a_certificate_admits_exactly_what_is_inside_it():
     """Planted: a certificate that (falsely) says 'the releases so far plus two more
     Gaussian(50) fit'.  The accountant trusts it for exactly those two, no more, and decides
     everything else by the plain rule."""
-    from dgauss.mechanisms import _Certificate
+    from dgauss._accountant import _Certificate
 
     budget = {"epsilon": "1", "delta": "1e-6"}
     acc, made, _ = run(budget, [Gaussian(50)] * 40)  # full: 50 is refused now
@@ -420,17 +420,17 @@ def test_a_refusal_without_composing_is_a_fresh_compositions(program, eps):
     (Accountant._grid_refuses) is one the fresh composition refuses too, at budgets just
     above and below the fresh composition's own δ: the plain rule's decision, for every
     release of the program offered once more."""
-    from dgauss import mechanisms
+    from dgauss import _accountant
     from dgauss.accounting import _compose
 
     e = Fraction(eps)
-    base = mechanisms._Program()
+    base = _accountant._Program()
     for release in program:
         base.add(release)
     pld = base.composition()._shared_grid_pld(e)
     assert pld is not None
     refused_cheaply = 0
-    for extra in {mechanisms._unit(r) for r in program}:
+    for extra in {_accountant._unit(r) for r in program}:
         candidate = base.plus(extra)
         step = pld.extended(_compose._coordinates([extra]))
         fresh = candidate.composition().delta(e, log=True)
@@ -452,20 +452,20 @@ def test_refusals_near_a_full_budget_do_not_compose_afresh(monkeypatch):
     rule's decisions; and once a composition of the releases made is kept, a refusal merges
     the offer into it instead of composing the program afresh (at most one fresh
     composition for the refusals, and one after a restore, which keeps none)."""
-    from dgauss import mechanisms
+    from dgauss import _accountant
 
     kinds = [Gaussian(700 + 17 * i) if i % 5 else Laplace(12 + i) for i in range(60)]
     budget = {"epsilon": "1", "delta": "1e-6"}
     acc, made, _ = run(budget, kinds)
     assert len(made) < len(kinds)  # the budget filled
     fresh = []
-    real = mechanisms.Accountant._composes
+    real = _accountant.Accountant._composes
 
     def counted(self, program, look_ahead=False):
         fresh.append(program)
         return real(self, program, look_ahead)
 
-    monkeypatch.setattr(mechanisms.Accountant, "_composes", counted)
+    monkeypatch.setattr(_accountant.Accountant, "_composes", counted)
     restored = pickle.loads(pickle.dumps(acc))
     for who in (acc, restored):
         fresh.clear()
@@ -482,15 +482,15 @@ def test_basic_composition_that_fits_stops_a_refusal_without_composing(monkeypat
     grid, so the route's answer is planted here)."""
     import gmpy2
 
-    from dgauss import mechanisms
+    from dgauss import _accountant
     from dgauss.accounting import _compose
 
     program, eps = REFUSAL_PROGRAMS[0]
     e = Fraction(eps)
-    base = mechanisms._Program()
+    base = _accountant._Program()
     for release in program:
         base.add(release)
-    extra = mechanisms._unit(program[1])
+    extra = _accountant._unit(program[1])
     candidate = base.plus(extra)
     step = base.composition()._shared_grid_pld(e).extended(_compose._coordinates([extra]))
     budget = Fraction(math.exp(candidate.composition().delta(e, log=True))) / 2
@@ -508,11 +508,11 @@ def test_offers_at_the_edge_merge_only_themselves(monkeypatch, eager_look_ahead)
     and from then on each offer, admitted or refused, merges itself alone into it (before,
     each merged every release since the last composition).  The budget ends full and within
     its bound."""
-    from dgauss import mechanisms
+    from dgauss import _accountant
     from dgauss.accounting import _compose
 
     calls: list[list[int]] = []  # per merge of an offer (_merged): the sizes merged
-    real_merged = mechanisms.Accountant._merged
+    real_merged = _accountant.Accountant._merged
 
     def counted(real):
         def extended(self, more):
@@ -528,7 +528,7 @@ def test_offers_at_the_edge_merge_only_themselves(monkeypatch, eager_look_ahead)
 
     for kept in (_compose._PLD, _compose._Extended):  # a composition, and one extended
         monkeypatch.setattr(kept, "extended", counted(kept.extended))
-    monkeypatch.setattr(mechanisms.Accountant, "_merged", merged)
+    monkeypatch.setattr(_accountant.Accountant, "_merged", merged)
     acc = dgauss.Accountant(epsilon=1, delta="1e-6")
     kinds = [as_recorded(k) for k in (Gaussian(4000), Laplace(300), Gaussian(7000))]
     made = []

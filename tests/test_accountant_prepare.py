@@ -19,7 +19,7 @@ from fractions import Fraction
 import pytest
 
 import dgauss
-from dgauss import mechanisms
+from dgauss import _accountant
 from dgauss.accounting import Gaussian, Laplace, cdp_rho, compose
 from test_accountant_grouped import as_recorded, offer
 
@@ -46,20 +46,20 @@ def fill(acc: dgauss.Accountant, composed: list) -> list:
 def counting(monkeypatch) -> list:
     """The sizes of the programs composed in the foreground (Accountant._composes)."""
     sizes: list = []
-    real = mechanisms.Accountant._composes
+    real = _accountant.Accountant._composes
 
     def counted(self, program, look_ahead=False):
         sizes.append(sum(program.counts.values()))
         return real(self, program, look_ahead)
 
-    monkeypatch.setattr(mechanisms.Accountant, "_composes", counted)
+    monkeypatch.setattr(_accountant.Accountant, "_composes", counted)
     return sizes
 
 
 @pytest.fixture
 def small_preparation(monkeypatch):
     """Prepare from 30 releases on (the default waits for 100, slower to test)."""
-    monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 30)
+    monkeypatch.setattr(_accountant, "_PREPARE_WORTH", 30)
 
 
 def test_the_preparation_admits_past_the_zcdp_route_and_the_budget_ends_full(
@@ -88,7 +88,7 @@ def test_the_preparation_admits_past_the_zcdp_route_and_the_budget_ends_full(
     assert not sizes or min(sizes) > admitted_by_zcdp + 1, (sizes, admitted_by_zcdp, len(made))
 
     # without the preparation, the first release past the zCDP route is composed for
-    monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 10**9)
+    monkeypatch.setattr(_accountant, "_PREPARE_WORTH", 10**9)
     sizes.clear()
     plain = dgauss.Accountant(**BUDGET)
     made_plain = fill(plain, sizes)
@@ -99,17 +99,17 @@ def test_the_preparation_admits_past_the_zcdp_route_and_the_budget_ends_full(
 def test_a_failing_preparation_changes_no_decision(small_preparation, monkeypatch):
     """The thread raises: the admissions decide as with no preparation at all."""
 
-    real = mechanisms.Accountant._composition_fits
+    real = _accountant.Accountant._composition_fits
 
     def broken(self, composition):
         if threading.current_thread() is not threading.main_thread():
             raise MemoryError("planted")
         return real(self, composition)
 
-    monkeypatch.setattr(mechanisms.Accountant, "_composition_fits", broken)
+    monkeypatch.setattr(_accountant.Accountant, "_composition_fits", broken)
     acc = dgauss.Accountant(**BUDGET)
     made = fill(acc, [])
-    monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 10**9)
+    monkeypatch.setattr(_accountant, "_PREPARE_WORTH", 10**9)
     plain = dgauss.Accountant(**BUDGET)
     assert fill(plain, []) == made
     assert compose(*made).delta(1) <= 1e-6
@@ -119,7 +119,7 @@ def test_a_false_certificate_from_the_thread_is_caught(small_preparation, monkey
     """Planted: the thread hands over a certificate of a program that does not fit.  The
     accountant trusts its certificates, so this must show in the checks above: the budget
     overspent by the plain rule."""
-    real = mechanisms.Accountant._prepare
+    real = _accountant.Accountant._prepare
 
     def lying(self, edge):
         real(self, edge)
@@ -128,9 +128,9 @@ def test_a_false_certificate_from_the_thread_is_caught(small_preparation, monkey
             huge = edge.plus()
             for unit, n in edge.counts.items():
                 huge.add(unit, 4 * n)
-            self._prepared = (base, mechanisms._Certificate(huge, 1e-7, -16.0))
+            self._prepared = (base, _accountant._Certificate(huge, 1e-7, -16.0))
 
-    monkeypatch.setattr(mechanisms.Accountant, "_prepare", lying)
+    monkeypatch.setattr(_accountant.Accountant, "_prepare", lying)
     acc = dgauss.Accountant(**BUDGET)
     made = fill(acc, [])
     assert compose(*made).delta(1) > 1e-6  # the plain rule sees it
@@ -184,7 +184,7 @@ def test_prepared_admissions_of_l2_balls_fit_by_the_plain_rule(
     a Laplace of sensitivity 3, large ε and tiny δ.  Whatever the preparation hands over,
     what is admitted fits by the plain rule (compose of every release, in logs: δ may be
     below the smallest float) and one more release of any kind would not."""
-    monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 20)
+    monkeypatch.setattr(_accountant, "_PREPARE_WORTH", 20)
     rho = cdp_rho(epsilon, delta) / 24  # about 24 releases fill the zCDP route
     kinds = [
         Gaussian(f"{4 / (2 * rho):.4g}", 2),  # ‖v‖₂ ≤ 2: the ball's worst vectors
@@ -205,7 +205,7 @@ def catch_ups(monkeypatch) -> list:
     """Per catch-up (Accountant._advance_base bringing the kept distribution up to the
     releases made): how many releases it merged, from the largest base it could use."""
     gaps: list = []
-    real = mechanisms.Accountant._advance_base
+    real = _accountant.Accountant._advance_base
 
     def counted(self):
         program = self._program
@@ -219,7 +219,7 @@ def catch_ups(monkeypatch) -> list:
             gaps.append(sum(program.counts.values()) - largest)
         return real(self)
 
-    monkeypatch.setattr(mechanisms.Accountant, "_advance_base", counted)
+    monkeypatch.setattr(_accountant.Accountant, "_advance_base", counted)
     return gaps
 
 
@@ -227,13 +227,13 @@ def test_the_first_offer_past_the_prepared_certificate_merges_from_short_of_it(
     small_preparation, monkeypatch
 ):
     """The preparation hands over, besides its composition, one of the program short of its
-    certificate's edge (mechanisms._short_of): the offer that leaves the certificate merges
+    certificate's edge (_accountant._short_of): the offer that leaves the certificate merges
     the releases since that one, not every release made inside the certificate.  Without
     it (_SHORT_OF_EDGE = 1: nothing short), that offer merges several times as many; both
     runs admit by valid bounds and end full by the plain rule."""
     runs = {}
-    for short in (mechanisms._SHORT_OF_EDGE, Fraction(1)):
-        monkeypatch.setattr(mechanisms, "_SHORT_OF_EDGE", short)
+    for short in (_accountant._SHORT_OF_EDGE, Fraction(1)):
+        monkeypatch.setattr(_accountant, "_SHORT_OF_EDGE", short)
         gaps = catch_ups(monkeypatch)
         acc = dgauss.Accountant(**BUDGET)
         made = fill(acc, [])
@@ -247,7 +247,7 @@ def test_the_first_offer_past_the_prepared_certificate_merges_from_short_of_it(
             assert shorts  # the preparation handed a short program over
         runs[short] = gaps
         monkeypatch.undo()
-        monkeypatch.setattr(mechanisms, "_PREPARE_WORTH", 30)
-    with_short, without = runs[mechanisms._SHORT_OF_EDGE], runs[Fraction(1)]
+        monkeypatch.setattr(_accountant, "_PREPARE_WORTH", 30)
+    with_short, without = runs[_accountant._SHORT_OF_EDGE], runs[Fraction(1)]
     assert with_short and without, runs
     assert max(with_short) * 4 <= max(without), runs

@@ -131,7 +131,7 @@ def test_a_seeded_generator_draws_as_without_the_cache():
             assert np.array_equal(np.asarray(ours), np.asarray(theirs)), (sigma2, size)
 
 
-# ---- the mechanisms' set-up, remembered per exact arguments (mechanisms._set_up) ----------
+# ---- the mechanisms' set-up, remembered per exact arguments (_remembered_set_up) --------
 
 
 @pytest.mark.parametrize(
@@ -292,7 +292,7 @@ def test_a_mechanism_draws_a_parameter_by_inversion_from_its_second_call(monkeyp
     """A mechanism's lean release takes "auto"'s method on its first call (100 counts at
     scale 1,000: rejection, the table of about 3,000 words not yet worth it) and inversion
     on the later ones (the samples' law is the same either way: the methods are exact)."""
-    from dgauss import mechanisms
+    from dgauss import _inputs
 
     methods = []
 
@@ -304,7 +304,7 @@ def test_a_mechanism_draws_a_parameter_by_inversion_from_its_second_call(monkeyp
             methods.append(method)
             return _core.noised_int64(kind, num, den, mu, method, values)
 
-    monkeypatch.setattr(mechanisms, "_core_module", Recorded())
+    monkeypatch.setattr(_inputs, "_core_module", Recorded())
     mech = dgauss.LaplaceMechanism(scale=1000, k=3)
     values = np.zeros(100, dtype=np.int64)
     for _ in range(3):
@@ -330,7 +330,7 @@ def test_other_sizes_go_the_general_way(size):
     assert x.shape == tuple(int(n) for n in shape) and x.dtype == np.int64
 
 
-# ---- the mechanisms' lean releases (mechanisms._lean_release, _lean_add) -----------------
+# ---- the mechanisms' lean releases (_inputs._lean_release, _lean_add) -----------------
 
 
 class TapeCore:
@@ -356,10 +356,10 @@ class TapeCore:
 
 @pytest.fixture
 def tape(monkeypatch):
-    from dgauss import mechanisms
+    from dgauss import _inputs
 
     core = TapeCore()
-    monkeypatch.setattr(mechanisms, "_core_module", core)
+    monkeypatch.setattr(_inputs, "_core_module", core)
     return core
 
 

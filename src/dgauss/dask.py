@@ -61,8 +61,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         "dgauss.dask needs Dask: pip install 'dgauss[dask]' (dask and distributed)"
     ) from exc
 
-from dgauss import _driver, _params
-from dgauss import mechanisms as _mech
+from dgauss import _driver, _inputs, _params
 from dgauss._kinds import Kind
 
 __all__ = [
@@ -344,8 +343,8 @@ class _Plan:
 
 def _noise_block(values, plan: _Plan, index: int):
     """One block (an ndarray) or partition (pandas) noised as the in-memory API noises it."""
-    prep = _mech._prepare(values, plan.granularity, columns=plan.columns)
-    noised = _mech._add(
+    prep = _inputs._prepare(values, plan.granularity, columns=plan.columns)
+    noised = _inputs._add(
         prep,
         Kind(plan.kind),
         plan.param,
@@ -383,12 +382,12 @@ def _partition(part, *, plan: _Plan, partition_info=None):
 
 def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns):
     """The lazy noised collection of one release of ``mech`` (see
-    :func:`dgauss.mechanisms._release`): every argument checked, then ``take()``, then the
+    :func:`dgauss._inputs._release`): every argument checked, then ``take()``, then the
     graph, one task per block."""
     kind, param, granularity = mech._kind, mech._param, mech.granularity
     if out is not None:
         raise TypeError("out= is not supported for a Dask collection (it is noised lazily)")
-    clip_, overflow_ = _mech._check_clip(clip, granularity), _mech._check_overflow(overflow)
+    clip_, overflow_ = _inputs._check_clip(clip, granularity), _inputs._check_overflow(overflow)
     seed = _seed(rng)
     _params.workers(workers, _block_rng(seed, 0))  # a seeded block is one stream: 1 worker
     int64_safe = _driver.int64_safe(kind, param)
@@ -423,7 +422,7 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
             f"dgauss.add_gaussian_noise), not {type(values).__name__}"
         )
     meta = values._meta
-    _, chosen = _mech._pandas_array(meta, granularity, columns)  # names, dtypes (values later)
+    _, chosen = _inputs._pandas_array(meta, granularity, columns)  # names, dtypes (values later)
     parts = [meta] if meta.ndim == 1 else [meta[c] for c in (chosen or meta.columns)]
     kinds = {_numpy_kind(part.dtype) for part in parts}
     dtype = _result_dtype("O" if "O" in kinds else "i", int64_safe, overflow_, float_out)
@@ -446,20 +445,24 @@ def add_gaussian_noise(values, **kwargs):
     release of a :class:`~dgauss.GaussianMechanism` over the whole collection (the keywords
     as :func:`dgauss.add_gaussian_noise`; ``rng`` as in :func:`sample_gaussian`; no ``out``).
     The sensitivity is one person's effect on the whole collection."""
+    from dgauss._mechanism import add_gaussian_noise as in_memory  # it routes Dask back here
+
     _require_dask(values)
-    return _mech.add_gaussian_noise(values, **kwargs)
+    return in_memory(values, **kwargs)
 
 
 def add_laplace_noise(values, **kwargs):
     """A Dask array, DataFrame or Series plus Lap_Z(t) noise on every value, lazily: one
     release of a :class:`~dgauss.LaplaceMechanism` (keywords as
     :func:`dgauss.add_laplace_noise`; ``rng`` as in :func:`sample_gaussian`)."""
+    from dgauss._mechanism import add_laplace_noise as in_memory  # it routes Dask back here
+
     _require_dask(values)
-    return _mech.add_laplace_noise(values, **kwargs)
+    return in_memory(values, **kwargs)
 
 
 def _require_dask(values) -> None:
-    if not _mech._is_dask(values):
+    if not _inputs._is_dask(values):
         raise TypeError(
             "dgauss.dask noises Dask collections; for an in-memory "
             f"{type(values).__name__} use dgauss.add_gaussian_noise / add_laplace_noise"

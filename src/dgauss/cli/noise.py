@@ -383,7 +383,7 @@ def _read_noise_input(args: argparse.Namespace, steps: _Steps) -> _NoiseTable | 
             raise InputError(f"{path} is not a readable .npy array: {exc}") from None
         g = args.granularity
         if g is not None and array.dtype.kind in "iuf":
-            from dgauss.mechanisms import _on_lattice
+            from dgauss._inputs import _on_lattice
 
             try:  # floats at their exact binary value, never rounded
                 return _NoiseTable(None, None, [], _on_lattice(array, g, path), g)
@@ -636,7 +636,7 @@ def _write_noise_output(
             if len(table.columns) == 1:
                 array = array[:, 0]
         if g is not None:  # float64, each the double nearest the lattice value (as the API)
-            from dgauss.mechanisms import _times
+            from dgauss._inputs import _times
 
             lattice = np.asarray(array, dtype=object).reshape(-1)
             array = _times(lattice, g).reshape(np.shape(array))
