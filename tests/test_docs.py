@@ -13,14 +13,16 @@ import numpy as np
 import pytest
 
 import dgauss
-from dgauss import _api, mechanisms, textbook
+from dgauss import _accountant, _api, _mechanism, mechanisms, textbook
 from dgauss.accounting import _compose, _neighbours
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
-    "module", [dgauss, _api, mechanisms, textbook, _compose, _neighbours], ids=lambda m: m.__name__
+    "module",
+    [dgauss, _api, mechanisms, _mechanism, _accountant, textbook, _compose, _neighbours],
+    ids=lambda m: m.__name__,
 )
 def test_doctests(module):
     """The modules with examples run them (and have some: a module without would pass vacuously)."""

@@ -59,6 +59,9 @@ The rules every entry point follows (the functions, the mechanisms' calls, the A
 
 from __future__ import annotations
 
+# The names are defined in three rooms: _inputs (input handling and the release path),
+# _mechanism (the mechanisms) and _accountant (the Accountant); this module is their
+# public face.
 from dgauss._accountant import Accountant, PrivacyLoss, Remaining
 from dgauss._mechanism import (
     GaussianMechanism,
@@ -67,20 +70,6 @@ from dgauss._mechanism import (
     add_gaussian_noise,
     add_laplace_noise,
 )
-
-# the public names live in dgauss.mechanisms (reprs, pickles and the API reference say so)
-for _public in (
-    GaussianMechanism,
-    LaplaceMechanism,
-    Accountant,
-    PrivacyLoss,
-    PrivacyBudgetError,
-    Remaining,
-    add_gaussian_noise,
-    add_laplace_noise,
-):
-    _public.__module__ = __name__
-del _public
 
 __all__ = [
     "GaussianMechanism",
