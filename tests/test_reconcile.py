@@ -7,7 +7,7 @@ What this file proves:
   to 5 levels, variances from 1e-2 to 1e4, levels not released, N-D arrays);
 * every result adds up (floats to rounding; integers exactly, int64, >= 0), is
   deterministic, and the integers follow their stated rule (weighted projection, largest
-  remainders, ties to the earlier position);
+  remainders, equal remainders in a seeded pseudo-random order that favours no position);
 * on simulated discrete Gaussian and Laplace noise (seeded), the estimates are unbiased,
   their spread is the stated variance and the 95% intervals cover about 95%, each check
   failing by chance with probability <= 1e-6 in all;
@@ -304,13 +304,16 @@ def test_integers_rule_where_the_shift_is_large():
 
 def test_integers_clip_and_ties():
     """Hand-worked splits: a negative child gets 0 and its sibling the whole total (the
-    projection); equal children share an odd total with the extra unit going to the
-    earlier position; a negative root gives zeros all the way down."""
+    projection); equal children share an odd total, the extra unit to one of them by the
+    seed (both positions win under some seed, each seed always the same one); a negative
+    root gives zeros all the way down."""
     p = [np.array([0, 0])]
     r = dgauss.reconcile([np.array([-2.0, 5.0]), np.array([3.0])], p, noise=[1.0, 1.0])
     np.testing.assert_array_equal(r.integers()[0], [0, 3])
     r = dgauss.reconcile([np.array([0.5, 0.5]), np.array([1.0])], p, noise=[1.0, 1.0])
-    np.testing.assert_array_equal(r.integers()[0], [1, 0])
+    splits = {tuple(r.integers(seed)[0]) for seed in range(16)}
+    assert splits == {(1, 0), (0, 1)}
+    assert all(tuple(r.integers(seed)[0]) == tuple(r.integers(seed)[0]) for seed in range(4))
     r = dgauss.reconcile([np.array([-3.0, 1.0]), np.array([-2.0])], p, noise=[1.0, 1.0])
     np.testing.assert_array_equal(r.integers()[1], [0])
     np.testing.assert_array_equal(r.integers()[0], [0, 0])
@@ -756,3 +759,118 @@ def test_chunked_checks(monkeypatch):
     counts[29] = 2**53
     with pytest.raises(ValueError, match=r"levels\[0\] holds a value of magnitude"):
         dgauss.reconcile([counts], noise=[1.0])
+
+
+# ---- the hostile review's findings, each pinned --------------------------------------------
+
+
+def test_equal_remainders_favour_no_position():
+    """Integer counts with one variance a level give every child of a group the same
+    remainder; the +1s must not go to the same positions in every group (first-position
+    ties gave the first age group +0.35 a cell nationally).  3,000 groups of 36: each
+    position's share of the +1s is within 0.1 of the mean share (a binomial's sd is about
+    0.009 here), where "the earlier first" puts every +1 in the first positions."""
+    rng = np.random.default_rng(7)
+    groups, size = 3000, 36
+    parent = np.repeat(np.arange(groups), size)
+    cells = rng.integers(20, 40, size=groups * size)
+    totals = np.bincount(parent, cells, minlength=groups) + rng.integers(-9, 10, size=groups)
+    r = dgauss.reconcile([cells, totals], [parent], noise=[4, 4])
+    ints = r.integers()[0].reshape(groups, size)
+    floors = np.floor(r.estimates[0]).reshape(groups, size).astype(np.int64)
+    bumps = (ints - floors).mean(axis=0)  # each position's share of the +1s
+    assert np.all(np.abs(bumps - bumps.mean()) < 0.1), bumps.round(2)
+    first = np.zeros_like(bumps)  # the old rule, as a planted check: all to the first places
+    short = (ints - floors).sum(axis=1)
+    for k in short:
+        first[:k] += 1 / groups
+    assert np.abs(first - first.mean()).max() > 0.1
+
+
+def test_chunks_do_not_change_the_integers(monkeypatch):
+    """Each group's running sums are its own: the integer tables are identical however the
+    level is cut into chunks, with large values in many groups (the old shared running sum
+    put cells of a 16,384-root forest of 2^50-sized values thousands off)."""
+    rng = np.random.default_rng(11)
+    roots = 300
+    parent = np.repeat(np.arange(roots), 2)
+    cells = rng.integers(2**49, 2**50, size=2 * roots).astype(np.float64)
+    tops = np.bincount(parent, cells, minlength=roots) + rng.integers(-5, 6, size=roots)
+    whole = dgauss.reconcile([cells, tops], [parent], noise=[9.0, 9.0]).integers()
+    monkeypatch.setattr(_reconcile, "_CHUNK", 3)
+    cut = dgauss.reconcile([cells, tops], [parent], noise=[9.0, 9.0]).integers()
+    for a, b in zip(whole, cut, strict=True):
+        np.testing.assert_array_equal(a, b)
+    est = dgauss.reconcile([cells, tops], [parent], noise=[9.0, 9.0]).estimates[0]
+    assert np.abs(whole[0] - est).max() < 2
+
+
+def test_sums_beyond_2_to_53_are_refused_by_integers():
+    """Each released value is below 2^53, but their sum at a level not released is not:
+    integers() raises OverflowError naming the level (it returned -2^63 at the top)."""
+    v = np.full(2048, 2**53 - 1)
+    r = dgauss.reconcile([v, np.array([0])], [np.zeros(2048, dtype=np.int64)], noise=[1.0, None])
+    with pytest.raises(OverflowError, match=r"levels\[1\]'s estimates"):
+        r.integers()
+
+
+def test_results_are_copies_and_the_structure_is_kept():
+    """Editing what the result returned, or the caller's parents afterwards, changes none of
+    its later answers."""
+    parent = np.array([0, 0, 1])
+    r = dgauss.reconcile([np.array([4, 1, 3]), np.array([3, 5])], [parent], noise=[1, 1])
+    before = [a.copy() for a in r.integers()]
+    r.estimates[0][:] = 0
+    r.variances[0][:] = 0
+    parent[:] = 1
+    ints = r.integers(seed=1)
+    np.testing.assert_array_equal(np.bincount([0, 0, 1], ints[0], minlength=2), ints[1])
+    np.testing.assert_array_equal(r.integers()[0], before[0])
+    assert r.variances[0].min() > 0
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (
+            lambda: dgauss.reconcile([np.ma.array([1.0, 2.0], mask=[0, 1])], noise=[1.0]),
+            TypeError,
+            r"levels\[0\] is a masked array",
+        ),
+        (
+            lambda: dgauss.reconcile([[[1, 2], [3]]], noise=[1.0]),
+            ValueError,
+            r"levels\[0\] is not a rectangular array",
+        ),
+        (
+            lambda: dgauss.reconcile(
+                [np.array([1.0, 2.0]), np.array([3.0])], [[[0], [0, 0]]], noise=[1.0, 1.0]
+            ),
+            ValueError,
+            r"parents\[0\] is not a rect",
+        ),
+        (lambda: dgauss.reconcile([np.array([1.0])], noise=[10**400]), ValueError, r"noise\[0\]"),
+        (
+            lambda: dgauss.reconcile([np.array([1.0])], noise=[1.0]).interval("0.05"),
+            TypeError,
+            "alpha",
+        ),
+        (lambda: dgauss.reconcile([np.array([1.0])], noise=[1.0]).integers(-1), ValueError, "seed"),
+        (lambda: dgauss.reconcile([np.array([1.0])], noise=[1.0]).integers(1.5), TypeError, "seed"),
+    ],
+)
+def test_more_hostile_inputs(call, exc, match):
+    """The review's inputs that were read wrongly or refused without naming the argument."""
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_a_value_column_that_is_not_a_string():
+    """DataFrames whose value column is labelled 1 (not a string) work in every output."""
+    df0 = pd.DataFrame({"g": [0, 0, 1], 1: [1, 2, 3]})
+    df1 = pd.DataFrame({"g": [0, 1], 1: [3, 3]})
+    r = dgauss.reconcile([df0, df1], noise=[1, 1], value=1)
+    assert list(r.variances[0].index) == list(df0.index) and r.variances[0].name == 1
+    low, high = r.interval()[0]
+    assert (low < r.estimates[0][1]).all() and (r.estimates[0][1] < high).all()
+    assert r.integers()[0][1].sum() == r.integers()[1][1].sum()

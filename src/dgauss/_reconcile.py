@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -76,7 +76,10 @@ def _noise_variance(noise: Any, level: int) -> float:
             f"(the noise's variance) or None (a level not released), not {type(noise).__name__}"
         )
     else:
-        var = float(noise)
+        try:
+            var = float(noise)
+        except OverflowError:
+            var = math.inf  # beyond float64: refused below
     if not (_VARIANCE_MIN <= var <= _VARIANCE_MAX):
         raise ValueError(
             f"{where}: the noise's variance must be in [2^-200, 2^200], got {noise!r} "
@@ -106,13 +109,27 @@ def _chunks(n: int):
         yield slice(a, min(a + _CHUNK, n))
 
 
+def _array(table: Any, where: str) -> np.ndarray:
+    """np.asarray(table), refusing what it would read wrongly: a masked array (its mask would
+    be dropped) or ragged nested lists."""
+    if isinstance(table, np.ma.MaskedArray):
+        raise TypeError(
+            f"{where} is a masked array: its mask would be ignored; fill or drop the masked "
+            "values first"
+        )
+    try:
+        return np.asarray(table)
+    except ValueError as exc:  # ragged nesting
+        raise ValueError(f"{where} is not a rectangular array: {exc}") from None
+
+
 def _flat_values(table: Any, level: int, released: bool, value: str | None) -> np.ndarray:
     """A level's values as a flat array, as given (zeros when the level was not released):
     integers or floats, checked to be finite and of magnitude below 2^53 (where float64
     holds every integer, and the integer tables stay far inside int64)."""
     frame = _is_frame(table)
-    raw = table[value].to_numpy() if frame else np.asarray(table)
     where = f"levels[{level}][{value!r}]" if frame else f"levels[{level}]"
+    raw = table[value].to_numpy() if frame else _array(table, where)
     if not released:
         return np.zeros(raw.size)
     if raw.dtype == np.bool_ or not (
@@ -222,10 +239,10 @@ def _levels(levels, parents, noise, value) -> list[_Level]:
             )
         flat_parents = []
         for i, p in enumerate(parents):
-            arr = np.asarray(p)
+            arr = _array(p, f"parents[{i}]")
             if not np.issubdtype(arr.dtype, np.integer):
                 raise TypeError(f"parents[{i}] must be an integer array, got dtype {arr.dtype}")
-            flat_parents.append(arr.astype(np.int64, copy=False).reshape(-1))
+            flat_parents.append(arr.reshape(-1))
     out = []
     for i, table in enumerate(levels):
         vals = _flat_values(table, i, not math.isinf(variances[i]), value)
@@ -247,6 +264,8 @@ def _levels(levels, parents, noise, value) -> list[_Level]:
                 f"parents[{i}][{bad}] = {int(p[bad])} is not a position in levels[{i + 1}] "
                 f"(0 to {m - 1}): a value without a parent"
             )
+        # a copy (the result keeps the structure it was computed on), int32 where it fits
+        p = p.astype(np.int32 if m < 2**31 else np.int64, copy=True)
         counts = np.bincount(p, minlength=m)
         if np.any(counts == 0):
             bad = int(np.flatnonzero(counts == 0)[0])
@@ -317,46 +336,58 @@ def _blue(levels: list[_Level]) -> tuple[list[np.ndarray], list[np.ndarray]]:
 # ---- non-negative integers ------------------------------------------------------------------
 
 
-def _group_order(parent: np.ndarray, key: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions sorted by parent, then by key descending (ties: by position), and each
-    sorted entry's rank within its parent's group (0, 1, ...)."""
-    order = np.lexsort((-key, parent))
-    starts = np.cumsum(np.bincount(parent, minlength=m)) - np.bincount(parent, minlength=m)
-    rank = np.arange(len(parent)) - starts[parent[order]]
-    return order, rank
+def _tie_keys(where: np.ndarray, seed: int) -> np.ndarray:
+    """A pseudo-random uint64 per position (SplitMix64's finaliser of position and seed):
+    the order among equal remainders, the same for the same positions and seed, favouring
+    no position (with integer counts and one variance a level, every child of a parent has
+    the same remainder, and "the earlier first" gave the first cells of every group the
+    +1s: +0.35 a cell nationally for the first age group in the census tree)."""
+    mix = (seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % (1 << 64)
+    z = where.astype(np.uint64) + np.uint64(mix)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
-def _split(total: np.ndarray, x: np.ndarray, F: np.ndarray, parent: np.ndarray) -> np.ndarray:
+def _split(
+    total: np.ndarray,
+    x: np.ndarray,
+    F: np.ndarray,
+    parent: np.ndarray,
+    where: np.ndarray,
+    seed: int,
+) -> np.ndarray:
     """Each parent's integer ``total`` ≥ 0 split among its children into integers ≥ 0 that
     add up to it: the children's estimates x projected onto {w ≥ 0, Σ w = total} in the norm
-    Σ (w − x)²/F, then rounded by largest remainders (ties to the earlier position)."""
-    m = len(total)
-    # the projection: w_c = max(0, x_c − λ F_c), λ from the simplex-projection rule on the
-    # children sorted by x_c / F_c (the largest first)
-    ratio = x / F
-    order, rank = _group_order(parent, ratio, m)
-    par_s = parent[order]
-    cx = np.cumsum(x[order])
-    cF = np.cumsum(F[order])
+    Σ (w − x)²/F, then rounded by largest remainders (remainders equal to 9 decimals in a
+    pseudo-random order of the children's level positions ``where``, :func:`_tie_keys`).
+
+    The projection is w_c = max(0, x_c − λ F_c), λ from the simplex-projection rule on the
+    children sorted by x_c / F_c, the largest first; each group's running sums are its own
+    (groups of one size at a time, as rows of a matrix), so no group's rounding depends on
+    another's or on how a level is cut into chunks."""
+    m, n = len(total), len(parent)
     counts = np.bincount(parent, minlength=m)
-    ends = np.cumsum(counts)
-    starts = ends - counts
-    base_x = np.concatenate(([0.0], cx))[starts]
-    base_F = np.concatenate(([0.0], cF))[starts]
-    cx -= base_x[par_s]
-    cF -= base_F[par_s]
+    starts = np.cumsum(counts) - counts
+    order = np.lexsort((-(x / F), parent))
     tot = total.astype(np.float64)
-    lam = (cx - tot[par_s]) / cF
-    active = ratio[order] > lam
-    rho = np.bincount(par_s, weights=active, minlength=m).astype(np.int64)
-    chosen = np.clip(starts + rho - 1, 0, len(par_s) - 1)
-    lam_v = np.where(rho > 0, lam[chosen], np.inf)
-    w = np.maximum(x - lam_v[parent] * F, 0.0)
+    w = np.zeros(n)
+    for size in np.unique(counts):
+        groups = np.flatnonzero((counts == size) & (total > 0))
+        if not groups.size:
+            continue
+        idx = order[starts[groups][:, None] + np.arange(size)]
+        xs, fs = x[idx], F[idx]
+        lam = (np.cumsum(xs, axis=1) - tot[groups][:, None]) / np.cumsum(fs, axis=1)
+        rho = np.maximum(np.count_nonzero(xs / fs > lam, axis=1), 1)  # ≥ 1: the total > 0
+        chosen = lam[np.arange(len(groups)), rho - 1]
+        w[idx] = np.maximum(xs - chosen[:, None] * fs, 0.0)
     # largest remainders: Σ w is the total up to float rounding, so 0 ≤ short ≤ children
     floor = np.floor(w)
     ints = floor.astype(np.int64)
     short = total - _sums(parent, ints, m)
-    order, rank = _group_order(parent, w - floor, m)
+    order = np.lexsort((_tie_keys(where, seed), -np.round(w - floor, 9), parent))
+    rank = np.arange(n) - starts[parent[order]]
     bump = rank < short[parent[order]]
     ints[order[bump]] += 1
     return _settle(total, ints, parent, m)
@@ -393,14 +424,14 @@ def _settle(total: np.ndarray, ints: np.ndarray, parent: np.ndarray, m: int) -> 
 
 
 def _split_in_chunks(
-    total: np.ndarray, x: np.ndarray, F: np.ndarray, parent: np.ndarray
+    total: np.ndarray, x: np.ndarray, F: np.ndarray, parent: np.ndarray, seed: int
 ) -> np.ndarray:
     """:func:`_split` over runs of consecutive parents holding about _CHUNK children each:
     a slice when the children come ordered by parent, else found by a scan (no sort, whose
     index array would be as large as the detail table)."""
     n, m = len(parent), len(total)
     if n <= _CHUNK:
-        return _split(total, x, F, parent)
+        return _split(total, x, F, parent, np.arange(n), seed)
     ordered = all(
         np.all(parent[p.start + 1 : p.stop + 1] >= parent[p.start : min(p.stop, n - 1)])
         for p in _chunks(n)
@@ -415,21 +446,39 @@ def _split_in_chunks(
         idx: Any = (
             slice(start, stop) if ordered else np.flatnonzero((parent >= first) & (parent < last))
         )
-        ints[idx] = _split(total[first:last], x[idx], F[idx], parent[idx] - first)
+        where = np.arange(start, stop) if ordered else idx
+        ints[idx] = _split(total[first:last], x[idx], F[idx], parent[idx] - first, where, seed)
         first = last
     return ints
 
 
-def _integers(levels: list[_Level], x: list[np.ndarray], F: list[np.ndarray]) -> list[np.ndarray]:
+def _integers(
+    levels: list[_Level], x: list[np.ndarray], F: list[np.ndarray], seed: int
+) -> list[np.ndarray]:
+    for lv, est in enumerate(x):  # a sum of released values can pass 2^53 where they do not
+        if any(np.any(np.abs(est[part]) >= 2.0**53) for part in _chunks(len(est))):
+            raise OverflowError(
+                f"levels[{lv}]'s estimates reach a magnitude of 2^53 or more (sums of the "
+                "values below), which integer tables cannot carry exactly"
+            )
     top = len(levels) - 1
     out: list[Any] = [None] * len(levels)
     out[top] = np.maximum(np.rint(x[top]), 0).astype(np.int64)
     for lv in range(top - 1, -1, -1):
-        out[lv] = _split_in_chunks(out[lv + 1], x[lv], F[lv], levels[lv].parent)
+        level_seed = (seed << 8) | lv  # another pseudo-random order at every level
+        out[lv] = _split_in_chunks(out[lv + 1], x[lv], F[lv], levels[lv].parent, level_seed)
     return out
 
 
 # ---- the result -----------------------------------------------------------------------------
+
+
+def _checked(value: object, kind: type, name: str, what: str) -> Any:
+    """``value`` when it is a ``kind`` (numbers.Real, numbers.Integral) and not a bool; else
+    TypeError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, got {value!r}")
+    return float(cast(Any, value)) if kind is numbers.Real else value
 
 
 class Reconciliation:
@@ -441,24 +490,26 @@ class Reconciliation:
         self._levels = levels
         self._value = value
         self._x, self._F = _blue(levels)
-        self._ints: list[np.ndarray] | None = None
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{len(lv.values):,}" for lv in self._levels)
         return f"<Reconciliation of {len(self._levels)} levels ({sizes} values)>"
 
-    def _shaped(self, flat: list[np.ndarray], as_values: bool) -> list:
+    def _shaped(self, flat: list[np.ndarray], as_values: bool, copy: bool = True) -> list:
+        """``flat`` in the input's form: arrays of its shapes (copies of the result's own
+        arrays unless ``copy`` is False), or the DataFrames with their value column
+        replaced (``as_values``) or Series on their index."""
         out = []
         for lv, arr in zip(self._levels, flat, strict=True):
             if lv.frame is None:
-                out.append(arr.reshape(lv.shape))
+                out.append(arr.reshape(lv.shape).copy() if copy else arr.reshape(lv.shape))
             elif as_values:
                 frame = lv.frame.copy()
                 frame[self._value] = arr
                 out.append(frame)
-            else:
-                assert self._value is not None  # frames always come with their value column
-                out.append(lv.frame.assign(**{self._value: arr})[self._value])
+            else:  # a Series of the frame's own class, on its index
+                column = lv.frame[self._value]
+                out.append(type(column)(arr.copy(), index=lv.frame.index, name=self._value))
         return out
 
     @property
@@ -482,7 +533,7 @@ class Reconciliation:
         sums of many noises, less so where one Laplace noise dominates (benchmarks/census.py
         at α = 0.05: Gaussian detail cells and municipalities 95.0% and 94.9%, Laplace
         detail cells 93.8%)."""
-        a = float(alpha)
+        a = _checked(alpha, numbers.Real, "alpha", "a number in (0, 1)")
         if not 0 < a < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
         zq = NormalDist().inv_cdf(1 - a / 2)
@@ -490,18 +541,27 @@ class Reconciliation:
         highs = [x + zq * np.sqrt(f) for x, f in zip(self._x, self._F, strict=True)]
         return list(zip(self._shaped(lows, False), self._shaped(highs, False), strict=True))
 
-    def integers(self) -> list:
+    def integers(self, seed: int = 0) -> list:
         """Non-negative integer tables (int64) that add up exactly at every level.
 
         Top-down: each root's estimate rounded to the nearest integer ≥ 0; then every
         parent's integer total split among its children: their estimates projected onto the
         non-negative values adding up to it (least squares weighted by 1/variance), then
-        rounded by largest remainders, ties to the earlier position.  Deterministic (no
-        randomness), O(n log n).  Not unbiased: a cell whose estimate is near zero is pushed
-        up (docs/reconcile.md measures how much, by area size)."""
-        if self._ints is None:
-            self._ints = _integers(self._levels, self._x, self._F)
-        return self._shaped(self._ints, True)
+        rounded by largest remainders.  Each integer is the floor of its projected value or
+        one more, and the projected value is the estimate plus its share of what its
+        parent's rounding moved (so, away from zero, within about 1 of the estimate, a
+        little more down a deep tree).  Remainders equal to 9 decimals (with integer counts
+        and one variance a level, all of a group's) are ordered pseudo-randomly by the
+        cells' positions and ``seed`` (an int ≥ 0), so that no position (say, the first age
+        group) gets the +1s: the same input and seed give the same tables.  O(n log n).
+        Not unbiased: a cell whose estimate is near zero is pushed up (docs/reconcile.md
+        measures how much, by cell and area size).  OverflowError when an estimate reaches
+        2^53."""
+        seed = int(_checked(seed, numbers.Integral, "seed", "an int >= 0"))
+        if seed < 0:
+            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        # computed anew at each call and not kept: the caller owns the tables
+        return self._shaped(_integers(self._levels, self._x, self._F, seed), True, copy=False)
 
 
 def reconcile(
