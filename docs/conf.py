@@ -31,6 +31,7 @@ extensions = [
     "sphinxarg.ext",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+smartquotes = False  # "--eps" must stay two hyphens, not an en dash (the CLI reference)
 root_doc = "index"
 exclude_patterns = ["_build", "figures/*.md"]
 
@@ -53,12 +54,28 @@ html_theme_options = {
 html_static_path: list[str] = []
 
 # Docstrings write absolute values as |X| (plain text reads best); reStructuredText would take
-# |X| for a substitution.  Escape the bars of such a span before numpydoc and docutils see it.
+# |X| for a substitution.  Escape the bars of such a span before numpydoc and docutils see it,
+# except in mathematics (a :math:`...` role, or a ".. math::" block), where |X| is LaTeX's.
 _ABSOLUTE = re.compile(r"(?<![|\\`])\|([^|\s`][^|`\n]*?)\|(?![|_])")
+_MATH_ROLE = re.compile(r"(:math:`[^`]*`)")
 
 
 def _escape_bars(app, what, name, obj, options, lines):
-    lines[:] = [_ABSOLUTE.sub(r"\\|\1\\|", line) for line in lines]
+    in_math, indent = False, 0
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        depth = len(line) - len(stripped)
+        if in_math and stripped and depth <= indent:
+            in_math = False
+        if stripped.startswith(".. math::"):
+            in_math, indent = True, depth
+            continue
+        if in_math:
+            continue
+        parts = _MATH_ROLE.split(line)  # odd parts are math roles, kept as written
+        lines[i] = "".join(
+            part if k % 2 else _ABSOLUTE.sub(r"\\|\1\\|", part) for k, part in enumerate(parts)
+        )
 
 
 def setup(app):

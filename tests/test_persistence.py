@@ -455,3 +455,27 @@ def test_accounting_releases_pickle():
     for r in (Gaussian("1/3", [1, -2], k=5), Laplace("2.5", 3, k=2)):
         assert pickle.loads(pickle.dumps(r)) == r == copy.deepcopy(r)
         assert accounting.compose(r).rho == r.rho
+
+
+def test_pickles_made_before_the_split_of_mechanisms_load():
+    """A GaussianMechanism (one of its k = 3 releases made), a LaplaceMechanism and an
+    Accountant with two releases, pickled by the tree of 7a0eb22 (before mechanisms.py was
+    split into _inputs, _mechanism and _accountant; tests/data), load and go on as they
+    would have: the counts, the spent privacy and what is left are kept."""
+    import pickle
+    from pathlib import Path
+
+    blob = (Path(__file__).parent / "data" / "pickles_0.1.0_7a0eb22.pkl").read_bytes()
+    old = pickle.loads(blob)
+    g, acc = old["gauss"], old["accountant"]
+    assert isinstance(g, dgauss.GaussianMechanism) and isinstance(acc, dgauss.Accountant)
+    g([1])
+    g([1])
+    with pytest.raises(dgauss.PrivacyBudgetError):  # the pickled one had made 1 of its 3
+        g([1])
+    assert abs(acc.spent.delta(1) - 1.041691857803633e-07) < 1e-15
+    assert str(old["remaining"]) == "Remaining(epsilon=0.08273 of 1, delta=8.958e-7 of 1e-6)"
+    assert str(acc.remaining) == str(old["remaining"])
+    assert isinstance(old["laplace"], dgauss.LaplaceMechanism)
+    # and what pickles now names the module it always named
+    assert b"dgauss.mechanisms" in pickle.dumps(g) and b"dgauss._" not in pickle.dumps(g)

@@ -69,11 +69,13 @@ def sample_gaussian(
         How the samples are drawn; every method is exact.  ``"inversion"``
         compares one lazily read uniform with a table of the exact thresholds
         :math:`P[|X - \mu| \ge x]`, then reads a sign bit: the fastest, for
-        :math:`2^{-6} \le \sigma^2 \le 2^{24}` (the table is built once per
+        :math:`2^{-6} \le \sigma^2 \le 2^{100}` (the table is built once per
         ``sigma2``, in about 2 ms at most, and cached; from :math:`\sigma^2 = 2^{16}`
         on, *blocked inversion*: the table holds two thresholds per block of
         about :math:`\sigma/32` values, a value inside a block is read as raw
-        bits; docs/contract.md, item 9).
+        bits; past :math:`2^{24}`, *enveloped inversion*: a block of :math:`2^k`
+        values by the table, a value in it by raw bits, kept by an exact
+        Bernoulli(:math:`e^{-\gamma}`) or drawn again; docs/contract.md, item 9).
         ``"rejection"`` runs the paper's Algorithm 3, for any ``sigma2``.
         ``"auto"`` (default) is ``"inversion"`` inside that range for a batch
         of at least a quarter as many samples as the table has words (about
@@ -145,9 +147,10 @@ def sample_laplace(
         As in :func:`sample_gaussian`.
     method : {"auto", "inversion", "rejection"}, optional
         As in :func:`sample_gaussian`: ``"inversion"`` for
-        :math:`2^{-6} \le t \le 2^{20}` (a table of every threshold below
+        :math:`2^{-6} \le t \le 2^{40}` (a table of every threshold below
         :math:`t = 2^{12}`, about 1.7 MiB there; from :math:`2^{12}` on *blocked
-        inversion*, tables of 0.04-0.55 MiB: docs/contract.md, item 9),
+        inversion*, tables of 0.04-0.55 MiB; past :math:`2^{20}` *enveloped*:
+        docs/contract.md, item 9),
         ``"rejection"`` the paper's Algorithm 2 for any ``scale``, ``"auto"``
         (default) inversion in that range for batches large enough to pay for the
         table (at least a quarter as many samples as it has words beyond 1,024:

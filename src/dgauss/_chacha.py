@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import threading
 
+from dgauss._sources import KeyedSource
 
-class ChaCha20:
+
+class ChaCha20(KeyedSource):
     """A cryptographically secure source of random bits in user space, keyed from the OS.
 
     Pass it as ``rng`` to any sampler or mechanism (``dgauss.sample_gaussian(100, size=n,

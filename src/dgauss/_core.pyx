@@ -37,7 +37,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _chacha, _inversion, _kinds, _sources
+from dgauss import _inversion, _kinds, _sources
 
 cnp.import_array()
 
@@ -674,7 +674,7 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     if out.dtype.kind not in "Oib" or (out.dtype.kind == "i" and out.dtype.itemsize != 8):
         raise TypeError("out must have dtype int64, bool or object")
     if next_slice is not None and not (
-            source is None or isinstance(source, (_sources.ScriptedOS, _chacha.ChaCha20))):
+            source is None or isinstance(source, (_sources.ScriptedOS, _sources.KeyedSource))):
         raise ValueError("next_slice needs source=None (the OS CSPRNG) or a dgauss.ChaCha20")
     split_bits(1, high_bits)        # checks high_bits
     cdef _Job job

@@ -241,7 +241,7 @@ cdef class _Job:
         self.obj_chunk = max(1, min(OBJECT_CHUNK, OBJECT_CHUNK_BYTES // (value_bits // 8 + 16)))
 
         self.source = source
-        cdef bint os = source is None or isinstance(source, (_sources.ScriptedOS, _chacha.ChaCha20))
+        cdef bint os = source is None or isinstance(source, (_sources.ScriptedOS, _sources.KeyedSource))
         cdef size_t cap = OS_BUFFER_WORDS if os else 1
         self.buf = <uint64_t *>calloc(cap, sizeof(uint64_t))  # zero: only read words are not
         if self.buf == NULL:
@@ -250,7 +250,7 @@ cdef class _Job:
         # an int64 batch by inversion from the OS draws in two lanes, each with its own stream
         # and buffer (the second is filled only when a batch first draws from it)
         self.s.lanes = os and inversion and (
-            source is None or isinstance(source, _chacha.ChaCha20) or source.lanes == 2)
+            source is None or isinstance(source, _sources.KeyedSource) or source.lanes == 2)
         if self.s.lanes:
             self.buf2 = <uint64_t *>calloc(cap, sizeof(uint64_t))
             if self.buf2 == NULL:
@@ -260,7 +260,7 @@ cdef class _Job:
             if self.s.lanes:
                 dg_rng_init(&self.s.rng2, dg_fill_os, &self.os_ctx2, self.buf2, cap,
                             OS_FIRST_BLOCK)
-        elif isinstance(source, _chacha.ChaCha20):
+        elif isinstance(source, _sources.KeyedSource):
             self.chacha = source._state()  # this thread's (a fill runs on the thread that made the job)
             dg_rng_init(rng, dg_fill_chacha, self.chacha.st, self.buf, cap, OS_FIRST_BLOCK)
             if self.s.lanes:

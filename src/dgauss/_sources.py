@@ -1,4 +1,6 @@
-"""Random sources for testing: bit tapes, decision tapes, a scripted OS source.
+"""Random sources for testing: bit tapes, decision tapes, a scripted OS source; and the
+base class of the user-space CSPRNG (:class:`KeyedSource`, whose one kind is
+:class:`dgauss.ChaCha20`), by which the compiled core knows it without importing it.
 
 Tapes are accepted as ``rng`` by the compiled core and by the oracle
 (:mod:`dgauss.reference`); :class:`ScriptedOS` by the compiled core only.  All
@@ -12,6 +14,16 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
 import numpy as np
+
+
+class KeyedSource:
+    """A user-space CSPRNG the compiled core reads through a per-thread state: a subclass
+    (:class:`dgauss.ChaCha20`) gives ``_state()``, the calling thread's ``_core`` state.
+    The core tests for this class, so that it need not import the subclass's module (which
+    imports the core)."""
+
+    def _state(self):  # pragma: no cover - every subclass gives its own
+        raise NotImplementedError
 
 
 class Exhausted(Exception):

@@ -467,6 +467,3 @@ def _require_dask(values) -> None:
             "dgauss.dask noises Dask collections; for an in-memory "
             f"{type(values).__name__} use dgauss.add_gaussian_noise / add_laplace_noise"
         )
-
-
-_inputs._LAZY_RELEASE = _noised  # the in-memory release path hands Dask collections here

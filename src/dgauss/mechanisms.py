@@ -62,7 +62,10 @@ from __future__ import annotations
 # The names are defined in three rooms: _inputs (input handling and the release path),
 # _mechanism (the mechanisms) and _accountant (the Accountant); this module is their
 # public face.
-from dgauss._accountant import Accountant, PrivacyLoss, Remaining
+from dgauss import _accountant, _inputs, _mechanism
+from dgauss._accountant import LEDGER_FORMAT, LEDGER_VERSION, Accountant, PrivacyLoss, Remaining
+from dgauss._inputs import INT64_MAX, INT64_MIN
+from dgauss._kinds import Kind
 from dgauss._mechanism import (
     GaussianMechanism,
     LaplaceMechanism,
@@ -70,6 +73,16 @@ from dgauss._mechanism import (
     add_gaussian_noise,
     add_laplace_noise,
 )
+
+# Every class of the three rooms lived in this module before the split, and says so: in
+# reprs, tracebacks and pickles (which name a class by module and name: a pickle made
+# before the split loads, and one made now loads wherever this module exists).
+for _room in (_inputs, _mechanism, _accountant):
+    for _name, _value in list(vars(_room).items()):
+        if isinstance(_value, type) and _value.__module__ == _room.__name__:
+            _value.__module__ = __name__
+            globals()[_name] = _value
+del _room, _name, _value
 
 __all__ = [
     "GaussianMechanism",
@@ -81,3 +94,4 @@ __all__ = [
     "add_gaussian_noise",
     "add_laplace_noise",
 ]
+_KEPT = (LEDGER_FORMAT, LEDGER_VERSION, INT64_MAX, INT64_MIN, Kind)  # names it always had
