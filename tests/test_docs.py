@@ -46,11 +46,15 @@ def test_the_rooms_doctests():
 
 
 def test_dask_doctests():
-    """dgauss.dask's examples run too (it needs the dask extra)."""
+    """dgauss.dask's examples run too, its module's and its samplers' (in dgauss._lazy);
+    it needs the dask extra."""
     pytest.importorskip("dask")
+    import dgauss._lazy
     import dgauss.dask
 
     test_doctests(dgauss.dask)
+    lazy = doctest.testmod(dgauss._lazy, optionflags=doctest.ELLIPSIS)
+    assert lazy.failed == 0
 
 
 def test_ci_runs_exactly_the_quick_start():

@@ -17,7 +17,7 @@ import gmpy2
 
 from dgauss import _params
 from dgauss import accounting as _acc
-from dgauss._inputs import _release
+from dgauss._dispatch import release as _release
 from dgauss._mechanism import _TINY_DELTA, GaussianMechanism, LaplaceMechanism, PrivacyBudgetError
 from dgauss._rounding import _delta_text, _rounded_down, _rounded_up
 from dgauss.accounting import _closed_forms as _cf

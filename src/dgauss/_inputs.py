@@ -1,8 +1,8 @@
 """Input handling and the release path of :mod:`dgauss.mechanisms`: values of every form in
 (arrays, lists, scalars, object arrays of big ints, pandas Series and DataFrames, values on a
 lattice g·ℤ), checked and flattened; the noise drawn in one batch and added with overflow
-checks; the result restored to the input's form.  Dask collections leave here for
-:mod:`dgauss.dask` at one point, :func:`_release` (the extra imported only there).
+checks; the result restored to the input's form.  Dask collections never come here: the
+one dispatch point, :func:`dgauss._dispatch.release`, sends them to :mod:`dgauss._lazy`.
 The rules are the module docstring of :mod:`dgauss.mechanisms`.
 """
 
@@ -587,21 +587,15 @@ def _release(mech, values, take, rng, out, clip, overflow: str, workers, columns
     """One release of ``mech`` (a :class:`GaussianMechanism` or :class:`LaplaceMechanism`):
     check every argument, ``take()`` the release (count it, spend the budget: it raises to
     refuse), then noise ``values``.  Nothing is drawn before ``take()`` admits the release, and
-    nothing is counted before every argument has been checked.  A Dask collection is noised
-    lazily, block by block (:mod:`dgauss.dask`).  An int64 array with every keyword at its
-    default goes the lean way (:func:`_lean_release`)."""
+    nothing is counted before every argument has been checked.  (A Dask collection never
+    gets here: :mod:`dgauss._dispatch` sends it to the lazy path.)  An int64 array with
+    every keyword at its default goes the lean way (:func:`_lean_release`)."""
     if type(values) is np.ndarray and _release_defaults(
         None, rng, out, clip, workers, columns, overflow
     ):  # (the granularity is the mechanism's: _lean_release checks it)
         noised = _lean_release(mech, values, take)
         if noised is not None:
             return noised
-    if _is_dask(values):
-        # the one way in to the optional extra, imported on first use; dgauss.dask imports
-        # this module back (a circle tests/test_layout.py lists as still to be removed)
-        from dgauss import dask as _dask
-
-        return _dask._noised(mech, values, take, rng, out, clip, overflow, workers, columns)
     g = mech.granularity
     prep = _prepare(values, g, columns=columns)
     clip_, overflow_ = _check_clip(clip, g), _check_overflow(overflow)

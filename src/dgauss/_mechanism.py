@@ -12,7 +12,8 @@ from typing import Any
 
 from dgauss import _params
 from dgauss import accounting as _acc
-from dgauss._inputs import _granularity, _is_one, _lean_add, _release, _release_defaults
+from dgauss._dispatch import release as _release
+from dgauss._inputs import _granularity, _is_one, _lean_add, _release_defaults
 from dgauss._kinds import Kind
 from dgauss.accounting import _closed_forms as _cf
 from dgauss.accounting._neighbours import norm2 as _norm2

@@ -1,0 +1,20 @@
+"""The one dispatch point of a release (a mechanism's call, ``add_*_noise``, an Accountant's
+``add_*_noise``): a Dask collection goes to the lazy path (:mod:`dgauss._lazy`, the ``dask``
+extra, imported on first use), anything else to the in-memory path (:mod:`dgauss._inputs`).
+Neither imports this module, so the rooms import each other one way only.
+"""
+
+from __future__ import annotations
+
+from dgauss import _inputs
+
+
+def release(mech, values, take, rng, out, clip, overflow: str, workers, columns):
+    """One release of ``mech`` over ``values``: :func:`dgauss._inputs._release`'s contract
+    (every argument checked, then ``take()``, then the noise), lazily for a Dask
+    collection."""
+    if _inputs._is_dask(values):
+        from dgauss import _lazy  # the optional extra: needs Dask, which such values prove
+
+        return _lazy._noised(mech, values, take, rng, out, clip, overflow, workers, columns)
+    return _inputs._release(mech, values, take, rng, out, clip, overflow, workers, columns)
