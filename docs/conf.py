@@ -8,12 +8,18 @@ warning is an error.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(ROOT, "src"))  # a source tree built in place works too
+# A source tree built in place (python setup.py build_ext --inplace) documents itself; an
+# unbuilt one (a fresh clone whose dgauss is installed) must not shadow the installed
+# package, whose compiled core the samplers' entries need.
+_SRC = os.path.join(ROOT, "src")
+if any(glob.glob(os.path.join(_SRC, "dgauss", pattern)) for pattern in ("_core*.so", "_core*.pyd")):
+    sys.path.insert(0, _SRC)
 
 import dgauss  # noqa: E402
 
