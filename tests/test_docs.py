@@ -159,6 +159,7 @@ EXPECTED_BLOCKS = {
     "docs/accounting.md": (1, 0),
     "docs/dask.md": (3, 0),
     "docs/evidence.md": (1, 0),
+    "docs/explanation/algorithms.md": (1, 0),
     "docs/explanation/sampling.md": (1, 0),
     "docs/getting-started.md": (2, 0),
     "docs/howto/census-program.md": (1, 0),
