@@ -495,6 +495,9 @@ def _hand_parents(frames):
     parents = []
     for fine, coarse in zip(frames[:-1], frames[1:], strict=True):
         keys = [c for c in coarse.columns if c != "count"]
+        if not keys:  # a grand total (itertuples of no columns yields no rows on pandas 2)
+            parents.append(np.zeros(len(fine), dtype=np.int64))
+            continue
         where = {tuple(row): i for i, row in enumerate(coarse[keys].itertuples(index=False))}
         parents.append(np.array([where[tuple(row)] for row in fine[keys].itertuples(index=False)]))
     return parents
