@@ -44,7 +44,8 @@ client, whichever workers drew it); see docs/dask.md for what that check cannot 
 from __future__ import annotations
 
 from dgauss import _inputs, _mechanism
-from dgauss._lazy import NoiseRecomputedWarning, SeedLike, sample_gaussian, sample_laplace
+from dgauss._lazy import NoiseRecomputedWarning, sample_gaussian, sample_laplace
+from dgauss._lazy import SeedLike as SeedLike  # what ``rng`` may be, in the samplers' signatures
 
 NoiseRecomputedWarning.__module__ = __name__  # its name in warnings and filters
 
@@ -55,7 +56,6 @@ __all__ = [
     "add_laplace_noise",
     "NoiseRecomputedWarning",
 ]
-_PUBLIC_TYPES = (SeedLike,)  # what ``rng`` may be, named in the samplers' signatures
 
 
 def add_gaussian_noise(values, **kwargs):

@@ -63,9 +63,12 @@ from __future__ import annotations
 # _mechanism (the mechanisms) and _accountant (the Accountant); this module is their
 # public face.
 from dgauss import _accountant, _inputs, _mechanism
-from dgauss._accountant import LEDGER_FORMAT, LEDGER_VERSION, Accountant, PrivacyLoss, Remaining
-from dgauss._inputs import INT64_MAX, INT64_MIN
-from dgauss._kinds import Kind
+from dgauss._accountant import LEDGER_FORMAT as LEDGER_FORMAT  # names the module always had
+from dgauss._accountant import LEDGER_VERSION as LEDGER_VERSION
+from dgauss._accountant import Accountant, PrivacyLoss, Remaining
+from dgauss._inputs import INT64_MAX as INT64_MAX
+from dgauss._inputs import INT64_MIN as INT64_MIN
+from dgauss._kinds import Kind as Kind
 from dgauss._mechanism import (
     GaussianMechanism,
     LaplaceMechanism,
@@ -94,4 +97,3 @@ __all__ = [
     "add_gaussian_noise",
     "add_laplace_noise",
 ]
-_KEPT = (LEDGER_FORMAT, LEDGER_VERSION, INT64_MAX, INT64_MIN, Kind)  # names it always had
