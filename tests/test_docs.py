@@ -1,11 +1,18 @@
 """The documentation runs: doctests pass, every Python example in README.md and docs/ runs,
-and CI runs exactly the README's Quick start."""
+every shell transcript there (a ```console block) prints what it shows, and CI runs exactly
+the README's Quick start."""
 
 from __future__ import annotations
 
 import doctest
+import os
 import pathlib
 import re
+import shlex
+import shutil
+import subprocess
+import sys
+import uuid
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -74,6 +81,11 @@ def test_ci_runs_exactly_the_quick_start():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     start = ci.index(setup)
     assert ci[start : start + 2] == quick_start
+    # the site's getting-started page shows the same two commands
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    section = page.split("## Build and test from a checkout", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    assert [line for line in block.splitlines() if line.strip()] == quick_start
 
 
 def test_the_readme_is_a_three_minute_read():
@@ -151,7 +163,10 @@ def test_the_program_guide_example_says_what_it_returns(capsys):
 # the count per page, so that a page whose examples stop being found, or a new page with
 # examples, fails here until the count is updated on purpose.
 
-DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+DOC_PAGES = [
+    ROOT / "README.md",
+    *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_build" not in p.relative_to(ROOT).parts),
+]
 
 #: page -> (blocks run, blocks marked "# not run: ..."); a page not listed must have none.
 EXPECTED_BLOCKS = {
@@ -347,3 +362,214 @@ def test_the_command_line_guide_runs(tmp_path):
             assert (tmp_path / words[words.index("-o") + 1]).stat().st_size > 0, line
         ran += 1
     assert ran == 8
+
+
+# ---- every shell transcript in README.md and docs/**/*.md runs and prints what it shows -------
+#
+# A ```console block is a terminal session: a line "$ COMMAND" is a command, and the lines after
+# it, up to the next "$" line, are what the terminal shows of it (stdout and stderr together).
+# A line "$" alone is the prompt after the last command (the command before it printed nothing).
+# A block's commands run in order in one bash process (so `$?` and files carry over), in a fresh
+# empty folder, with `dgauss` the dgauss these tests import (`python3` this interpreter).
+# Each command's output must match the page's as a doctest's does with ELLIPSIS: "..." inside
+# a line matches any text (line breaks included), a line that is only "..." (indented or not)
+# any lines or none, and spaces at line ends do not count.  Continued command lines (a trailing
+# backslash) are not supported.  EXPECTED_TRANSCRIPTS holds the count per page, as
+# EXPECTED_BLOCKS does for Python examples.
+
+#: page -> its ```console blocks; a page not listed must have none.
+EXPECTED_TRANSCRIPTS = {"docs/cli.md": 1, "docs/evidence.md": 1, "docs/ledger.md": 1}
+
+CONSOLE = ("console",)
+
+
+@dataclass(frozen=True)
+class Transcript:
+    page: str  # relative to the repository root
+    line: int  # of the opening fence, 1-based
+    steps: tuple[tuple[str, str], ...]  # (command, the output the page shows), in order
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def transcripts(page: pathlib.Path, root: pathlib.Path = ROOT) -> list[Transcript]:
+    found = []
+    name = page.relative_to(root).as_posix()
+    for line, info, body in fenced_blocks(page.read_text()):
+        if info not in CONSOLE:
+            continue
+        steps: list[tuple[str, list[str]]] = []
+        for text in body.splitlines():
+            if text == "$" or text.startswith("$ "):
+                assert not text.endswith("\\"), f"{name}:{line}: a continued command: {text}"
+                steps.append((text[2:], []))
+            else:
+                assert steps, f"{name}:{line}: output before the first '$ ' command"
+                steps[-1][1].append(text)
+        outputs = tuple((command, "\n".join(shown)) for command, shown in steps)
+        found.append(Transcript(name, line, outputs))
+    return found
+
+
+ALL_TRANSCRIPTS = [transcript for page in DOC_PAGES for transcript in transcripts(page)]
+
+
+def _normalized(text: str) -> str:
+    """``text`` with the spaces at its line ends and its trailing blank lines dropped."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "".join(line + "\n" for line in lines)
+
+
+def shows(expected: str, output: str) -> bool:
+    """Whether ``output`` is what a page's ``expected`` output shows (ELLIPSIS, as above)."""
+    pattern = []
+    for line in _normalized(expected).splitlines():
+        if line.strip() == "...":
+            pattern.append(r"(?:[^\n]*\n)*?")  # any whole lines, or none
+        else:
+            pattern.append(r"(?s:.*?)".join(map(re.escape, line.split("..."))) + r"\n")
+    return re.fullmatch("".join(pattern), _normalized(output)) is not None
+
+
+def run_transcript(transcript: Transcript, folder: pathlib.Path) -> None:
+    """Run ``transcript``'s commands in ``folder / "work"`` (made if missing; the commands find
+    there only what the caller put there) in one bash process, ``dgauss`` on its PATH being
+    ``python -m dgauss`` of this interpreter and of the dgauss these tests import (and
+    ``python3`` this interpreter); an
+    AssertionError names the first command whose output is not the page's."""
+    bin_dir, work = folder / "bin", folder / "work"
+    bin_dir.mkdir(parents=True)
+    work.mkdir(exist_ok=True)
+    python = shlex.quote(sys.executable)
+    for name, run in (("dgauss", f"{python} -m dgauss"), ("python3", python)):
+        wrapper = bin_dir / name
+        wrapper.write_text(f'#!/bin/sh\nexec {run} "$@"\n')
+        wrapper.chmod(0o755)
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        PYTHONPATH=os.path.dirname(os.path.dirname(dgauss.__file__)),
+    )
+    # a marker line before each command splits the one stream into the commands' outputs
+    # (printed by a function that leaves $? as the command before it left it)
+    marker = f"@@transcript-{uuid.uuid4().hex}"
+    script = [
+        "exec 2>&1",
+        f"__mark() {{ local status=$?; printf '\\n%s %s\\n' '{marker}' \"$1\"; return $status; }}",
+    ]
+    for i, (command, _) in enumerate(transcript.steps):
+        script += [f"__mark {i}", command]
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-c", "\n".join(script) + "\n"],
+        cwd=work,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        encoding="utf-8",
+        timeout=300,
+    )
+    outputs = re.split(rf"\n{marker} \d+\n", done.stdout)
+    assert outputs[0] == "" and len(outputs) == len(transcript.steps) + 1, done.stdout
+    for (command, expected), output in zip(transcript.steps, outputs[1:], strict=True):
+        assert shows(expected, output), (
+            f"{transcript.id}: $ {command}\n--- the page shows:\n{expected}\n"
+            f"--- the command printed:\n{output}"
+        )
+
+
+def _make_t_csv(work: pathlib.Path) -> None:
+    """docs/ledger.md's t.csv, which its commands read: a table with count columns n and m, 3
+    values each (the page's "on 3 values"); the two-query table of tests/test_cli_ledger.py
+    (';' delimited, a byte-order mark)."""
+    (work / "t.csv").write_bytes(
+        "\ufeffregion;age;n;m\nnorth;0-17;10;3\nnorth;18+;20;4\nsouth;0-17;5;7\n".encode()
+    )
+
+
+def _can_run_cli_md(work: pathlib.Path) -> None:
+    """docs/cli.md's session needs GNU coreutils' `timeout` (not on macOS by default), and
+    its 10^9 samples to noise.txt pass the free-space check (2 bytes a sample) only with 2 GB
+    free: else the run is refused at once instead of being killed while it draws."""
+    if shutil.which("timeout") is None:
+        pytest.skip("docs/cli.md's transcript needs the timeout command (GNU coreutils)")
+    need = 2 * 10**9
+    if shutil.disk_usage(work).free < need:
+        pytest.skip(f"docs/cli.md's transcript needs {need:,} bytes free for its -o noise.txt")
+
+
+#: page -> what the test does in the empty folder before the page's transcript runs
+PREPARE = {"docs/ledger.md": _make_t_csv, "docs/cli.md": _can_run_cli_md}
+
+
+def test_the_transcripts_are_found_and_counted():
+    """Every page's ```console blocks are found (a page that gains or loses one fails here
+    until EXPECTED_TRANSCRIPTS is updated on purpose), each with at least one command."""
+    counts: dict[str, int] = {}
+    for transcript in ALL_TRANSCRIPTS:
+        counts[transcript.page] = counts.get(transcript.page, 0) + 1
+        assert any(command for command, _ in transcript.steps), transcript.id
+    assert counts == EXPECTED_TRANSCRIPTS, (
+        "console blocks per page changed; update EXPECTED_TRANSCRIPTS on purpose"
+    )
+    # the crude count agrees: every line that opens a console fence was taken as a transcript
+    for page in DOC_PAGES:
+        name = page.relative_to(ROOT).as_posix()
+        opened = len(re.findall(r"^ {0,3}(?:`{3,}|~{3,})\s*console\s*$", page.read_text(), re.M))
+        assert len([t for t in ALL_TRANSCRIPTS if t.page == name]) == opened, name
+
+
+@pytest.mark.parametrize("transcript", ALL_TRANSCRIPTS, ids=lambda transcript: transcript.id)
+def test_the_transcript_runs_as_shown(transcript: Transcript, tmp_path):
+    """The page's session, run as written, prints what the page shows.  (docs/cli.md's run of
+    10^9 samples to a .txt is always killed by its `timeout` of 3 s: it writes about 7
+    million samples a second, so it would take minutes; a .npy would take 5 s on a fast
+    machine.)"""
+    if transcript.page in PREPARE:
+        (tmp_path / "work").mkdir()
+        PREPARE[transcript.page](tmp_path / "work")
+    run_transcript(transcript, tmp_path)
+
+
+def test_a_made_up_transcript(tmp_path):
+    """Commands, outputs and the closing prompt are found; $? and files carry over from one
+    command to the next; "..." and line ends match as said; and a wrong output fails."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# t\n"
+        "```console\n"  # line 2
+        "$ echo one > f; (echo two; echo three) >&2; false\n"
+        "two\n"
+        "...\n"
+        "$ echo $?\n"
+        "1\n"
+        "$ cat f  \n"
+        "one   \n"
+        "$ printf 'a long line\\nand more'\n"
+        "a ... more\n"
+        "$\n"
+        "```\n"
+        "```bash\n$ not a transcript\n```\n"
+    )
+    (found,) = transcripts(page, root=tmp_path)
+    assert (found.page, found.line, [command for command, _ in found.steps]) == (
+        "page.md",
+        2,
+        [
+            "echo one > f; (echo two; echo three) >&2; false",
+            "echo $?",
+            "cat f  ",
+            "printf 'a long line\\nand more'",
+            "",
+        ],
+    )
+    run_transcript(found, tmp_path / "right")
+    assert not shows("a ...", "b") and not shows("", "a") and shows("  ...\nb", "a\nb")
+    for step, wrong in [(1, "0"), (2, "two"), (3, "a long line"), (4, "more")]:
+        steps = list(found.steps)
+        steps[step] = (steps[step][0], wrong)
+        with pytest.raises(AssertionError):
+            run_transcript(Transcript("page.md", 2, tuple(steps)), tmp_path / f"wrong{step}")
