@@ -13,9 +13,9 @@ import mpmath
 import pytest
 from gmpy2 import mpfr
 
+from dgauss._interval import Arith
 from dgauss.accounting import _closed_forms as A
 from dgauss.accounting import _gaussian_sums as gs
-from dgauss.accounting._interval import Arith
 
 mpmath.mp.dps = 60
 

@@ -3,14 +3,15 @@ item 9; dgauss._inversion.Envelope).
 
 What is shown here, and how each test can fail:
 
-1. *The law.*  The oracle's algorithm (``enveloped_draw``) is run on every bit string up to a
-   depth (an enumeration, small envelopes where it ends): each value's mass must not exceed
-   its exact probability (mpmath, 50 digits), and the paths cut at the depth must be the rest.
+1. *The law.*  The algorithm in Python (``dgauss._inversion.enveloped_attempt``, the core's
+   step past bit 64) is run on every bit string up to a depth (an enumeration, small
+   envelopes where it ends): each value's mass must not exceed its exact probability (mpmath,
+   50 digits), and the paths cut at the depth must be the rest.
    A wrong acceptance exponent, a sign bias or a missing restart on -0 puts some value above
    its probability (``test_the_enumeration_has_power`` plants each).
 2. *The tables.*  The core's block-index words (128-bit fixed point) equal the exact Python
    words and an independent mpmath evaluation of P[B >= b]; its J(b) table (closed-form
-   breakpoints) equals the oracle's per-block J(b), and each J(b) holds: the first J(b)
+   breakpoints) equals ``Envelope.leading_ones`` per block, and each J(b) holds: the first J(b)
    digits of exp(-gamma(b, L - 1)) are 1 (mpmath).
 3. *The bits.*  The core reads the oracle's bits: seeded generators across the range (random
    parameters too), object arrays, shifts; the two lanes' fused step against tapes of each
@@ -90,7 +91,7 @@ def test_ranges_and_blocks():
 
 
 # --------------------------------------------------------------------------------------------
-# 1. The law, by enumerating the oracle's bit strings
+# 1. The law, by enumerating bit strings
 # --------------------------------------------------------------------------------------------
 
 
@@ -289,8 +290,8 @@ def test_block_index_words_are_exact(gaussian, param):
 
 @pytest.mark.parametrize("gaussian, param", EVERY, ids=str)
 def test_leading_ones_hold(gaussian, param):
-    """The core's J(b) (closed-form breakpoints) = the oracle's (per block), and J(b) holds:
-    exp(-gamma(b, L - 1)), the block's smallest, has J(b) leading 1 digits (mpmath)."""
+    """The core's J(b) (closed-form breakpoints) = Envelope.leading_ones (per block), and J(b)
+    holds: exp(-gamma(b, L - 1)), the block's smallest, has J(b) leading 1 digits (mpmath)."""
     table, env = _table(gaussian, param), _inversion.envelope(gaussian, param)
     if gaussian:
         assert table.ones.tolist() == [env.leading_ones(b) for b in range(table.count + 1)]

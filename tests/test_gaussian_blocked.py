@@ -64,7 +64,7 @@ from _inversion_tapes import bits as _bits
 from _inversion_tapes import tie as _tie
 from _inversion_tapes import word_bits as _word_bits
 from _stats import ALPHA, gaussian_pmf
-from dgauss import _core, _inversion, reference
+from dgauss import _core, _inversion, _methods, reference
 from dgauss._kinds import Kind
 from dgauss.testing import check, enumerate_bits
 
@@ -77,8 +77,8 @@ _CONTRACT = (Path(__file__).resolve().parents[1] / "docs" / "contract.md").read_
 
 
 def test_constants():
-    assert _inversion.GAUSSIAN_BLOCKED_MIN == BLOCKED_MIN
-    assert _inversion.GAUSSIAN_BLOCKED_MAX == MAX
+    assert _methods.GAUSSIAN_BLOCKED_MIN == BLOCKED_MIN
+    assert _methods.GAUSSIAN_BLOCKED_MAX == MAX
     flat = " ".join(_CONTRACT.split())
     assert f"largest power of two with {SPREAD}L² ≤ σ²" in flat
     assert "NB = ⌊⌊4σ⌋/L⌋" in flat
@@ -481,7 +481,7 @@ def test_gaussian_blocks(sigma2):
     assert SPREAD * m.L**2 <= sigma2 < SPREAD * (2 * m.L) ** 2
     assert m.four_sigma**2 <= 16 * sigma2 < (m.four_sigma + 1) ** 2
     assert m.L * m.nb <= m.four_sigma < m.L * (m.nb + 1)
-    assert _inversion.gaussian_blocks(Fraction(sigma2)) == (m.k, m.nb)
+    assert _methods.gaussian_blocks(Fraction(sigma2)) == (m.k, m.nb)
     tab = _table(sigma2)
     assert isinstance(tab, _core._BlockedTable)
     assert (tab.k, tab.nb) == (m.k, m.nb)
@@ -495,7 +495,7 @@ def test_gaussian_blocks(sigma2):
 def test_gaussian_blocks_is_none_below_the_blocked_range(sigma2):
     """None below 2**16, where the core's table is the plain one (every T_x), and block
     residuals do not exist."""
-    assert _inversion.gaussian_blocks(sigma2) is None
+    assert _methods.gaussian_blocks(sigma2) is None
     assert not isinstance(_table(sigma2), _core._BlockedTable)
     with pytest.raises(ValueError):
         _inversion.gaussian_residual_floors(sigma2, 0, 64)
@@ -779,7 +779,7 @@ def _path(m: Model, s: int) -> str:
 @pytest.fixture
 def past_64(monkeypatch):
     """The calls of dgauss._inversion.gaussian_blocked_magnitude, as (stage, a, j, base): the
-    core's past R's or R''s 64th bit, the oracle's from its first bit (_blocked.spy_past_64)."""
+    core's past R's or R''s 64th bit (_blocked.spy_past_64)."""
     return _blocked.spy_past_64(monkeypatch, "gaussian_blocked_magnitude")
 
 

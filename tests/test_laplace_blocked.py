@@ -61,7 +61,7 @@ from _blocked import q as _q
 from _laplace_model import LaplaceTails, entropy_bits
 from _laplace_model import pmf as laplace_pmf
 from _stats import ALPHA
-from dgauss import _core, _inversion, reference
+from dgauss import _core, _inversion, _methods, reference
 from dgauss._kinds import Kind
 from dgauss.testing import check, enumerate_bits, enumerate_sampler
 
@@ -79,10 +79,10 @@ def test_constants():
     MAX_BLOCK): "largest power of two, at most 2^14, with 32L ≤ t or L(L − 1) ≤ t (the second
     decides below t = 1024)", 1024 = SPREAD**2 (test_model_blocks_and_the_uniform_mass_inequality
     checks which rule decides)."""
-    assert _inversion.LAPLACE_BLOCKED_MIN == BLOCKED_MIN
-    assert _inversion.LAPLACE_BLOCKED_MAX == MAX
-    assert 1 << _inversion.LAPLACE_BLOCK_MAX_K == MAX_BLOCK
-    assert _inversion.LAPLACE_BLOCK_MAX_K == 14
+    assert _methods.LAPLACE_BLOCKED_MIN == BLOCKED_MIN
+    assert _methods.LAPLACE_BLOCKED_MAX == MAX
+    assert 1 << _methods.LAPLACE_BLOCK_MAX_K == MAX_BLOCK
+    assert _methods.LAPLACE_BLOCK_MAX_K == 14
     contract = (Path(__file__).resolve().parents[1] / "docs" / "contract.md").read_text("utf-8")
     said = re.findall(
         r"largest\s+power\s+of\s+two,\s+at\s+most\s+2\^(\d+),\s+with\s+(\d+)L\s+≤\s+t\s+or"
@@ -353,7 +353,7 @@ def test_laplace_blocks(scale):
     """laplace_blocks(scale) = (k, c): the model's (independent; hand-computed for BLOCKS);
     the core's table has the same k and cut."""
     m = model(scale)
-    assert _inversion.laplace_blocks(Fraction(scale)) == (m.k, m.c)
+    assert _methods.laplace_blocks(Fraction(scale)) == (m.k, m.c)
     tab = _table(scale)
     assert (tab.k, tab.cut) == (m.k, m.c)
 
@@ -364,7 +364,7 @@ def test_laplace_blocks(scale):
     ids=str,
 )
 def test_laplace_blocks_is_none_below_the_blocked_range(scale):
-    assert _inversion.laplace_blocks(scale) is None
+    assert _methods.laplace_blocks(scale) is None
 
 
 # --------------------------------------------------------------------------------------------
@@ -598,7 +598,7 @@ def test_each_branch_reads_what_the_model_says(scale):
 @pytest.fixture
 def past_64(monkeypatch):
     """The calls of dgauss._inversion.laplace_blocked_magnitude, as (stage, a, j, base): the
-    core's past R's or R''s 64th bit, the oracle's from its first bit (_blocked.spy_past_64)."""
+    core's past R's or R''s 64th bit (_blocked.spy_past_64)."""
     return _blocked.spy_past_64(monkeypatch, "laplace_blocked_magnitude")
 
 

@@ -47,7 +47,7 @@ from _inversion_tapes import word_bits as _word_bits
 from _laplace_model import LaplaceTails, entropy_bits
 from _laplace_model import pmf as laplace_pmf
 from _stats import ALPHA, chi2_gof
-from dgauss import _core, _inversion, reference
+from dgauss import _core, _inversion, _methods, reference
 from dgauss._kinds import Kind
 from dgauss.testing import (
     DecisionTape,
@@ -68,9 +68,9 @@ EDGE_30 = BLOCKED_MIN - Fraction(1, 2**30)
 
 
 def test_constants():
-    assert (_inversion.LAPLACE_INVERSION_MIN, _inversion.LAPLACE_BLOCKED_MAX) == (MIN, MAX)
-    assert _inversion.LAPLACE_INVERSION_MAX == Fraction(2**40)  # enveloped from MAX on
-    assert _inversion.LAPLACE_BLOCKED_MIN == BLOCKED_MIN
+    assert (_methods.LAPLACE_INVERSION_MIN, _methods.LAPLACE_BLOCKED_MAX) == (MIN, MAX)
+    assert _methods.LAPLACE_INVERSION_MAX == Fraction(2**40)  # enveloped from MAX on
+    assert _methods.LAPLACE_BLOCKED_MIN == BLOCKED_MIN
 
 
 # --------------------------------------------------------------------------------------------
@@ -344,11 +344,11 @@ def test_auto_is_inversion_for_large_batches(scale):
     """method="auto" draws by inversion inside the range (blocked inversion's scales too) for a
     batch large enough for the table (4 count + 1024 >= table_words), and by rejection for a
     batch of 10 at a large scale (table_words then exceeds 4 * 10 + 1024)."""
-    n = max(1000, (_inversion.table_words(False, Fraction(scale)) - 1024) // 4 + 1)
+    n = max(1000, (_methods.table_words(False, Fraction(scale)) - 1024) // 4 + 1)
     auto = dgauss.sample_laplace(scale, n, rng=np.random.PCG64(5))
     inv = dgauss.sample_laplace(scale, n, rng=np.random.PCG64(5), method="inversion")
     assert auto.tolist() == inv.tolist()
-    if _inversion.table_words(False, Fraction(scale)) > 4 * 10 + 1024:
+    if _methods.table_words(False, Fraction(scale)) > 4 * 10 + 1024:
         auto = dgauss.sample_laplace(scale, 10, rng=np.random.PCG64(5))
         rej = dgauss.sample_laplace(scale, 10, rng=np.random.PCG64(5), method="rejection")
         assert auto.tolist() == rej.tolist()

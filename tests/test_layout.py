@@ -104,12 +104,74 @@ def test_the_cycle_finder_finds_a_planted_circle():
     assert any(set(c) == {"dgauss._inputs", "dgauss._lazy"} for c in cycles(graph))
 
 
-def test_the_oracle_and_production_share_only_neutral_arithmetic():
-    """Production's Python steps (_inversion, _driver, _inputs) never import the oracle;
-    both take the digits of exp(-gamma) from dgauss._exact.  (The oracle still imports
-    _inversion, which the core uses for its exact fall-backs: issue 37, left.)"""
+def reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for nxt in graph.get(stack.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
+
+
+ORACLE = {"dgauss.reference", "dgauss._reference_inversion"}
+#: What production's sampling path is made of: the oracle must reach none of it.
+COMPILED_PATH = {"dgauss._core", "dgauss._inversion"}
+#: The neutral modules both may use: the contract's choices, its exact digits of exp(-gamma),
+#: MPFR interval arithmetic, the kinds and bit sources, and the driver's parameter checking
+#: and batching.
+NEUTRAL = {
+    "dgauss._methods",
+    "dgauss._exact",
+    "dgauss._interval",
+    "dgauss._kinds",
+    "dgauss._sources",
+    "dgauss._chacha",
+    "dgauss._driver",
+    "dgauss._params",
+    "dgauss._pool",
+    "dgauss._rounding",
+}
+
+
+def oracle_violations(graph: dict[str, set[str]]) -> list[str]:
+    """What breaks the oracle's independence (issue 37): an oracle module reaching the compiled
+    path's helpers or a module outside the neutral ones, or production reaching the oracle."""
+    found = []
+    # ChaCha20's keystream comes from the core (dgauss._chacha makes its state there, lazily):
+    # a source of bits the oracle reads as it reads the OS's, not a step it checks.
+    graph = {**graph, "dgauss._chacha": graph["dgauss._chacha"] - {"dgauss._core"}}
+    for module in sorted(ORACLE):
+        for other in sorted(reach(graph, module) - ORACLE):
+            if other in COMPILED_PATH or other not in NEUTRAL:
+                found.append(f"{module} -> {other}")
+    for module in sorted(COMPILED_PATH | NEUTRAL):
+        found.extend(f"{module} -> {o}" for o in sorted(reach(graph, module) & ORACLE))
+    return found
+
+
+def test_the_oracle_shares_only_neutral_modules_with_production():
+    """The oracle (dgauss.reference, dgauss._reference_inversion) reaches, through any chain of
+    imports, only the neutral modules, never the compiled core or production's thresholds
+    (dgauss._inversion); production never reaches the oracle."""
     graph = import_graph()
-    for production in ("dgauss._inversion", "dgauss._driver", "dgauss._inputs"):
-        assert "dgauss.reference" not in graph[production], production
-    assert "dgauss._exact" in graph["dgauss._inversion"]
-    assert "dgauss._exact" in graph["dgauss.reference"]
+    assert oracle_violations(graph) == []
+    assert "dgauss._exact" in graph["dgauss._inversion"] & graph["dgauss._reference_inversion"]
+    assert "dgauss._methods" in graph["dgauss._inversion"] & graph["dgauss._reference_inversion"]
+
+
+def test_the_independence_check_finds_a_planted_import():
+    """The check above can fail: the old import of production's thresholds by the oracle, one
+    through a neutral module, and production importing the oracle are each found."""
+    for source, target in (
+        ("dgauss.reference", "dgauss._inversion"),
+        ("dgauss._methods", "dgauss._inversion"),
+        ("dgauss._driver", "dgauss.reference"),
+        ("dgauss._reference_inversion", "dgauss.mechanisms"),
+        ("dgauss._params", "dgauss._core"),
+    ):
+        graph = import_graph()
+        graph[source] = graph[source] | {target}
+        assert oracle_violations(graph), (source, target)

@@ -19,7 +19,7 @@ import pytest
 
 import dgauss
 from _stats import ALPHA, chi2_gof, gaussian_pmf, laplace_pmf
-from dgauss import _core, _driver, _inversion
+from dgauss import _core, _driver, _methods
 from dgauss._kinds import DISCRETE_GAUSSIAN, DISCRETE_LAPLACE
 
 
@@ -273,13 +273,13 @@ def test_a_lean_batch_resolves_the_method_by_the_documented_rule(kind, param):
     general path does; from the second call at the parameter on, inversion at every count
     wherever inversion can draw it (the table is worth building: _driver.warmed)."""
     gaussian = kind == DISCRETE_GAUSSIAN
-    inside, words, table = _inversion._facts(gaussian, param)
+    inside, words, table = _methods._facts(gaussian, param)
     edge = max(0, -(-(table - 1024) // 4))
     for count in {1, 2, max(1, edge - 1), max(1, edge), edge + 1, 5000, _driver.LEAN_MAX}:
         expected = "inversion" if inside and words and 4 * count + 1024 >= table else "rejection"
         _driver._lean_cache.clear()
         assert _driver.lean(kind, param, 0, count)[4] == expected
-        assert _inversion.resolve(gaussian, param, "auto", count) == expected
+        assert _methods.resolve(gaussian, param, "auto", count) == expected
         again = "inversion" if inside and words else "rejection"
         assert _driver.lean(kind, param, 0, count)[4] == again
     if inside and words and edge > 1:  # the second call changes something here

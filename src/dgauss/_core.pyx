@@ -37,7 +37,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _inversion, _kinds, _sources
+from dgauss import _inversion, _kinds, _methods, _sources
 
 cnp.import_array()
 
@@ -555,7 +555,7 @@ cdef _Job _new_job(int kind, object num, object den, object mu, object source,
                    unsigned long high_bits, bint fixed_point, object method, Py_ssize_t n):
     cdef _Job job = _Job()
     inversion = (kind in (KIND_DISCRETE_GAUSSIAN, KIND_DISCRETE_LAPLACE)
-                 and _inversion.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
+                 and _methods.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
                                               source, method, n))
     job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
     return job
@@ -661,7 +661,7 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     number of random bits consumed.
 
     method="inversion" draws the discrete Gaussian or Laplace by inversion against its
-    thresholds (dgauss._inversion; the parameter must be one dgauss._inversion.resolve allows,
+    thresholds (dgauss._inversion; the parameter must be one dgauss._methods.resolve allows,
     and the source one of bits, not a DecisionTape); "rejection" runs Algorithms 2-3; "auto"
     is resolved for len(out) samples.
 

@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _inversion, _params, _pool
+from dgauss import _methods, _params, _pool
 from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE, Kind
 
 ShapeLike = int | tuple[int, ...] | None
@@ -85,7 +85,7 @@ def draw(
     the last (:class:`_Slices`), each thread with its own OS bit stream (``fill``
     releases the GIL).  ``out``, a 1-D C-contiguous array of ``dtype`` with the
     right number of elements, is filled instead of a new array.  ``method``
-    ("auto", "inversion" or "rejection"; :func:`dgauss._inversion.resolve`) picks the
+    ("auto", "inversion" or "rejection"; :func:`dgauss._methods.resolve`) picks the
     discrete Gaussian's sampler.
     """
     shape = _params.shape(size)
@@ -93,7 +93,7 @@ def draw(
     threads = _params.workers(workers, source)
     count = 1 if shape is None else math.prod(shape)
     if kind in (DISCRETE_GAUSSIAN, DISCRETE_LAPLACE):
-        method = _inversion.resolve(kind == DISCRETE_GAUSSIAN, param, method, count, source)
+        method = _methods.resolve(kind == DISCRETE_GAUSSIAN, param, method, count, source)
     if out is None:
         try:
             out = np.empty(count, dtype=dtype)
@@ -164,7 +164,7 @@ def lean_job(kind: Kind, param, mu) -> tuple | None:
     drawn by inversion (None: never), or None when such calls go the general way (the law
     is not drawn into int64, or an argument is not of :data:`dgauss._params.EXACT_TYPES`).
     Checks as :func:`checked` does; remembered on the arguments' types and exact values.
-    The first call at a parameter gets "auto"'s rule (:func:`dgauss._inversion.resolve`);
+    The first call at a parameter gets "auto"'s rule (:func:`dgauss._methods.resolve`);
     every later one the job :func:`warmed`: a parameter drawn again is drawn by inversion
     at every batch size (its table is built once and kept; OS bits are never replayed, so
     which exact method draws them is the process's choice, unlike a seeded call's)."""
@@ -179,7 +179,7 @@ def lean_job(kind: Kind, param, mu) -> tuple | None:
         value, mu_value, dtype = checked(kind, param, mu, None)
         found = None  # (None: drawn into object arrays, the general way)
         if dtype == np.int64:
-            first = _inversion.inversion_from(kind == DISCRETE_GAUSSIAN, value)
+            first = _methods.inversion_from(kind == DISCRETE_GAUSSIAN, value)
             found = (int(kind), value.numerator, value.denominator, mu_value, first)
         if len(_lean_cache) >= _CHECKED_MAX:
             _lean_cache.clear()
@@ -196,7 +196,7 @@ def warmed(job: tuple | None) -> tuple | None:
 
 
 def lean_method(first: int | None, count: int) -> str:
-    """The method a batch of ``count`` takes, as :func:`dgauss._inversion.resolve` picks it
+    """The method a batch of ``count`` takes, as :func:`dgauss._methods.resolve` picks it
     (``first`` from :func:`lean_job`)."""
     return "inversion" if first is not None and count >= first else "rejection"
 

@@ -321,7 +321,7 @@ cdef _BlockedTable _laplace_blocked_table(object num, object den, bint fixed_poi
     cdef uint64_t *rthr_p
     cdef dg_u128 *pu_p
     scale = Fraction(num, den)
-    k, c = _inversion.laplace_blocks(scale)
+    k, c = _methods.laplace_blocks(scale)
     big_l = 1 << k
     g.k, g.cut, g.nb = k, c, None
     cap = 2 * 46 * (num // (den * big_l) + 1) + 4
@@ -371,7 +371,7 @@ cdef _BlockedTable _gauss_blocked_table(object num, object den, bint fixed_point
     cdef dg_u128 *tlo_p
     cdef dg_u128 *thi_p
     sigma2 = Fraction(num, den)
-    k, nb = _inversion.gaussian_blocks(sigma2)
+    k, nb = _methods.gaussian_blocks(sigma2)
     big_l = 1 << k
     g.k, g.cut, g.nb = k, 0, nb
     root = _math.isqrt(num // den) + 1
@@ -549,16 +549,16 @@ cdef object inv_table(object key, bint fixed_point):
             _INV_TABLES.move_to_end(key)
             return found
     param = Fraction(key[1], key[2])
-    if param > (_inversion.GAUSSIAN_BLOCKED_MAX if key[0] == "gaussian"
-                else _inversion.LAPLACE_BLOCKED_MAX):
+    if param > (_methods.GAUSSIAN_BLOCKED_MAX if key[0] == "gaussian"
+                else _methods.LAPLACE_BLOCKED_MAX):
         enveloped = _env_table(key[0], key[1], key[2], fixed_point)
         _cache(key, enveloped)
         return enveloped
-    if key[0] == "laplace" and param >= _inversion.LAPLACE_BLOCKED_MIN:
+    if key[0] == "laplace" and param >= _methods.LAPLACE_BLOCKED_MIN:
         blocked = _laplace_blocked_table(key[1], key[2], fixed_point)
         _cache(key, blocked)
         return blocked
-    if key[0] == "gaussian" and param >= _inversion.GAUSSIAN_BLOCKED_MIN:
+    if key[0] == "gaussian" and param >= _methods.GAUSSIAN_BLOCKED_MIN:
         blocked = _gauss_blocked_table(key[1], key[2], fixed_point)
         _cache(key, blocked)
         return blocked
@@ -569,7 +569,7 @@ cdef object inv_table(object key, bint fixed_point):
         thr = np.array([2**64 - 1, *_floors(key), 0], dtype=np.uint64)
     tab.thr = thr
     tab.count = thr.size - 2
-    if tab.count > DG_GUIDE_MAX_COUNT:     # not reached: dgauss._inversion.resolve bounds the tables
+    if tab.count > DG_GUIDE_MAX_COUNT:     # not reached: dgauss._methods.resolve bounds the tables
         raise RuntimeError(f"an inversion table of {tab.count} words is too long for its guide")
     tab.guide_bits = dg_inv_guide_bits(tab.count)
     tab.guide = np.empty(1 << tab.guide_bits, dtype=np.uint32)

@@ -6,9 +6,12 @@ Discrete Gaussian for Differential Privacy" (NeurIPS 2020), Section 5, with the
 same exact refinements as the core -- every Bernoulli(exp(-g)) with g <= 1 by the
 digits of exp(-g), X = U + tV by inversion for t <= INVERSION_MAX, U = H 2**r + L
 with U's low bits read last, Algorithm 3's acceptance factored at the block start
--- so that the two, fed the same bits, return the same samples.  The pseudo-code
-exactly as printed is :mod:`dgauss.textbook`; the bit-consumption contract both
-follow is docs/contract.md (the one place it is written out).
+-- so that the two, fed the same bits, return the same samples.  Sampling by
+inversion (``method="inversion"``) is :mod:`dgauss._reference_inversion`, written
+from the contract with thresholds of its own (MPFR intervals): the oracle shares
+none of the compiled path's helpers, only the neutral modules (docs/design.md).
+The pseudo-code exactly as printed is :mod:`dgauss.textbook`; the bit-consumption
+contract both follow is docs/contract.md (the one place it is written out).
 
 The public functions take the same arguments as :func:`dgauss.sample_gaussian`,
 :func:`dgauss.sample_laplace` and :func:`dgauss.sample_bernoulli_exp`, and
@@ -25,7 +28,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from dgauss import _driver, _exact, _inversion
+from dgauss import _driver, _exact, _methods
+from dgauss import _reference_inversion as inversion
 from dgauss._exact import exp_neg_floor  # the digits of exp(-gamma), shared with production
 from dgauss._kinds import Kind
 from dgauss._sources import DecisionTape, Exhausted, Restart, ScriptedOS, Tape
@@ -385,26 +389,25 @@ def discrete_gaussian(bits: BitStream, sigma2: Fraction, high_bits: int = HIGH_B
 
 
 def discrete_gaussian_by_inversion(bits: BitStream, sigma2: Fraction) -> int:
-    """X ~ N_Z(0, sigma2) by inversion (``method="inversion"``): |X| by
-    :func:`dgauss._inversion.gaussian_magnitude` (the rule against the exact thresholds
-    P[|X| >= x], :func:`dgauss._inversion.gaussian_floors`, or from sigma2 = 2**16 on blocked
-    inversion), then, when |X| > 0, the sign: one bit, 1 meaning negative; above
-    sigma2 = 2**24, X by enveloped inversion (:func:`dgauss._inversion.enveloped_draw`)."""
-    if sigma2 > _inversion.GAUSSIAN_BLOCKED_MAX:
-        return _inversion.enveloped_draw(bits.bit, _inversion.envelope(True, sigma2))
-    magnitude = _inversion.gaussian_magnitude(bits.bit, sigma2)
+    """X ~ N_Z(0, sigma2) by inversion (``method="inversion"``, docs/contract.md item 9): |X|
+    by the rule against the thresholds P[|X| >= x], or from sigma2 = 2**16 on by blocked
+    inversion, then, when |X| > 0, the sign: one bit, 1 meaning negative; above sigma2 = 2**24,
+    X by enveloped inversion.  The thresholds are the oracle's own, by MPFR interval
+    arithmetic (:mod:`dgauss._reference_inversion`)."""
+    if sigma2 > _methods.GAUSSIAN_BLOCKED_MAX:
+        return inversion.enveloped(bits.bit, True, sigma2)
+    magnitude = inversion.gaussian_magnitude(bits.bit, sigma2)
     return -magnitude if magnitude and bits.bit() else magnitude
 
 
 def discrete_laplace_by_inversion(bits: BitStream, scale: Fraction) -> int:
-    """X ~ Lap_Z(0, scale) by inversion (``method="inversion"``): |X| by
-    :func:`dgauss._inversion.laplace_magnitude` (the rule against the exact thresholds
-    P[|X| >= x], or from scale 2**8 on blocked inversion), then, when |X| > 0, the sign:
-    one bit, 1 meaning negative; above scale 2**20, X by enveloped inversion
-    (:func:`dgauss._inversion.enveloped_draw`)."""
-    if scale > _inversion.LAPLACE_BLOCKED_MAX:
-        return _inversion.enveloped_draw(bits.bit, _inversion.envelope(False, scale))
-    magnitude = _inversion.laplace_magnitude(bits.bit, scale)
+    """X ~ Lap_Z(0, scale) by inversion (``method="inversion"``, docs/contract.md item 9): |X|
+    by the rule against the thresholds P[|X| >= x], or from scale 2**8 on by blocked
+    inversion, then, when |X| > 0, the sign: one bit, 1 meaning negative; above scale 2**20,
+    X by enveloped inversion (:mod:`dgauss._reference_inversion`)."""
+    if scale > _methods.LAPLACE_BLOCKED_MAX:
+        return inversion.enveloped(bits.bit, False, scale)
+    magnitude = inversion.laplace_magnitude(bits.bit, scale)
     return -magnitude if magnitude and bits.bit() else magnitude
 
 
@@ -447,7 +450,7 @@ def fill(
     split_bits(1, high_bits)  # checks high_bits
     gaussian = kind == Kind.DISCRETE_GAUSSIAN
     inversion = kind in (Kind.DISCRETE_GAUSSIAN, Kind.DISCRETE_LAPLACE) and (
-        _inversion.use_inversion(gaussian, num, den, source, method, out.shape[0])
+        _methods.use_inversion(gaussian, num, den, source, method, out.shape[0])
     )
     stream = open_stream(source)
     lock = source.lock if isinstance(source, np.random.BitGenerator) else contextlib.nullcontext()

@@ -17,9 +17,9 @@ never above it, a calibrated σ² or scale never giving less privacy than asked)
   :func:`laplace_interval`.
 
 The package's rooms: ``_closed_forms`` (the functions above), ``_gaussian_sums`` (rigorous
-enclosures of the discrete Gaussian's sums), ``_interval`` (interval arithmetic over MPFR with
-directed rounding), ``_neighbours`` (the worst vectors of an ℓ2 ball), ``_compose`` (whole
-programs).  How every bound is derived: ``docs/accounting.md``.
+enclosures of the discrete Gaussian's sums, over :mod:`dgauss._interval`'s interval arithmetic),
+``_neighbours`` (the worst vectors of an ℓ2 ball), ``_compose`` (whole programs).  How every
+bound is derived: ``docs/accounting.md``.
 """
 
 from dgauss.accounting._closed_forms import (

@@ -57,6 +57,7 @@ import numpy as np
 from gmpy2 import mpfr
 
 from dgauss import _params
+from dgauss._interval import Arith, Interval
 from dgauss.accounting._gaussian_sums import (
     convolution_delta,
     lattice_error_bound_vector,
@@ -65,7 +66,6 @@ from dgauss.accounting._gaussian_sums import (
     theorem7_log_delta,
     variance,
 )
-from dgauss.accounting._interval import Arith, Interval
 from dgauss.accounting._neighbours import L2Ball, norm2
 
 __all__ = [

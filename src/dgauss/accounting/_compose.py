@@ -64,9 +64,9 @@ import numpy as np
 from gmpy2 import mpfr
 
 from dgauss import _pool
+from dgauss._interval import Arith
 from dgauss.accounting import _closed_forms as cf
 from dgauss.accounting._gaussian_sums import log_normaliser
-from dgauss.accounting._interval import Arith
 from dgauss.accounting._neighbours import MAX_NEIGHBOURS, L2Ball, norm2
 
 __all__ = ["Gaussian", "Laplace", "Composition", "compose"]

@@ -38,7 +38,7 @@ from math import comb, factorial, isqrt
 import gmpy2
 from gmpy2 import mpfr
 
-from dgauss.accounting._interval import Arith, Interval
+from dgauss._interval import Arith, Interval
 
 #: Direct summation is used when it needs at most this many terms (~7 µs each;
 #: Euler–Maclaurin costs about as much as 100–150 terms).

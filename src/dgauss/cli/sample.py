@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 
 import dgauss
-from dgauss import _inversion, _params
+from dgauss import _methods, _params
 from dgauss.cli._common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -184,7 +184,7 @@ def _add_sample(commands: argparse._SubParsersAction) -> None:
     )
     sample.add_argument(
         "--method",
-        choices=_inversion.METHODS,
+        choices=_methods.METHODS,
         default="auto",
         help="inversion (a table of exact thresholds; the fastest, for sigma2 in [1/64, 2**100] "
         "or scale in [1/64, 2**40]), rejection (the paper's Algorithms 2-3, any parameter), or "
@@ -311,7 +311,7 @@ def _resolve(gaussian: bool, param: Fraction, method: str, chunk: int) -> str:
     """``--method`` resolved for the parameter and a chunk of ``chunk`` samples (then used for
     every chunk), or a ValueError naming the option."""
     try:
-        return _inversion.resolve(gaussian, param, method, chunk)
+        return _methods.resolve(gaussian, param, method, chunk)
     except ValueError as exc:
         raise ValueError(f"--method: {exc}") from None
 

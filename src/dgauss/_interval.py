@@ -1,4 +1,4 @@
-"""Interval arithmetic over MPFR, for the accounting's rigorous bounds.
+"""Interval arithmetic over MPFR: the accounting's rigorous bounds, and the oracle's thresholds.
 
 An :class:`Interval` ``[lo, hi]`` holds two MPFR numbers computed with
 directed rounding (``lo`` toward −∞, ``hi`` toward +∞), so every operation
