@@ -775,6 +775,18 @@ def test_privacy_loss_repr_rounds_the_spent_delta_up():
     assert rho_shown >= Fraction(1, 2 * Fraction("35.73"))  # rho = 1/(2 sigma2), rounded up
 
 
+def test_the_accountant_writes_its_budget_as_the_cli_does():
+    """1e-6, not Python's 1e-06, in the Accountant's repr and in a refusal's message (the
+    ledger's refusal prints it beside the CLI's own "(eps, delta) = (1, 1e-6)")."""
+    acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+    assert repr(acc) == "Accountant(epsilon=1, delta=1e-6; 0 releases)"
+    assert repr(dgauss.Accountant(epsilon="0.50", delta="2.5e-10")).startswith(
+        "Accountant(epsilon=0.5, delta=2.5e-10;"
+    )
+    with pytest.raises(dgauss.PrivacyBudgetError, match=r"\(Accountant\(epsilon=1, delta=1e-6; 0"):
+        acc.add_gaussian_noise(np.zeros(2, dtype=np.int64), sigma2="1/100")
+
+
 def test_lattice_text_is_exact():
     """The lattice text helper writes exactly g*steps (checked against Fraction arithmetic)."""
     for g in (Fraction(1, 2), Fraction(1, 10), Fraction(3, 8), Fraction(1, 3), Fraction(5)):

@@ -384,7 +384,7 @@ def test_repr_and_report_are_readable():
     acc.add_gaussian_noise([1], sigma2="71.41")
     acc.add_laplace_noise([1], scale=4)
     text = repr(acc)
-    assert "epsilon=1, delta=1e-06" in text and "2 releases" in text
+    assert "epsilon=1, delta=1e-6;" in text and "2 releases" in text
     assert not re.search(r"\d{13}", text)  # no 40-digit Fractions
     report = acc.report()
     assert report.count(".") <= 4 and "(ε, δ)-differential privacy with ε = 1" in report

@@ -1136,10 +1136,10 @@ class Accountant:
     def _budget_text(self) -> str:
         b = self._budget
         if b[0] == "rho":
-            return f"rho={_decimal(b[1])}"
+            return f"rho={_trimmed(_decimal(b[1]))}"
         if b[0] == "pure":
-            return f"epsilon={_decimal(b[1])}"
-        return f"epsilon={_decimal(b[1])}, delta={_decimal(b[2])}"
+            return f"epsilon={_trimmed(_decimal(b[1]))}"
+        return f"epsilon={_trimmed(_decimal(b[1]))}, delta={_trimmed(_decimal(b[2]))}"
 
     def __repr__(self) -> str:
         n = len(self._releases)
