@@ -50,7 +50,7 @@ def _production_words(floors, count: int | None = None) -> list[int]:
 
 
 GAUSSIAN = [Fraction(1, 64), Fraction(1, 3), Fraction(7, 3), Fraction(100), Fraction(12345, 7)]
-GAUSSIAN_BLOCKED = [Fraction(1 << 16), Fraction(196609, 3), Fraction(10**6)]
+GAUSSIAN_BLOCKED = [Fraction(1 << 16), Fraction(196609, 3), Fraction(10**6), Fraction(1 << 24)]
 LAPLACE = [Fraction(1, 64), Fraction(1, 3), Fraction(5), Fraction(1000, 7), Fraction(255)]
 LAPLACE_BLOCKED = [Fraction(256), Fraction(1000), Fraction(12289, 3), Fraction(100000)]
 
@@ -67,15 +67,19 @@ def test_gaussian_thresholds_agree(sigma2, p):
 @pytest.mark.parametrize("sigma2", GAUSSIAN_BLOCKED, ids=str)
 def test_gaussian_blocked_thresholds_agree(sigma2):
     """The first step's theta (2 NB block words, then T_x past L NB) and four blocks'
-    residual words rho_{b,u}."""
+    residual words rho_{b,u}; at p = 128, the first 40 of each."""
     blocks = _methods.gaussian_blocks(sigma2)
     want = _inversion.gaussian_floors(sigma2, 64, blocks=blocks).words
     assert _oracle_words(oracle.gaussian_stage(sigma2), 64) == want
+    want = _inversion.gaussian_floors(sigma2, 128, blocks=blocks).words[:40]
+    assert _oracle_words(oracle.gaussian_stage(sigma2), 128, 40) == want
     k, nb = blocks
     for b in sorted({0, 1, nb // 2, nb - 1}):
         want = _inversion.gaussian_residual_floors(sigma2, b, 64).words
-        family = oracle.GaussianResidual(oracle.gaussian_sums(sigma2), k, b)
+        family = oracle.GaussianResidual(sigma2, k, b)
         assert _oracle_words(family, 64, family.count) == want, b
+    want = _inversion.gaussian_residual_floors(sigma2, nb - 1, 128).words
+    assert _oracle_words(oracle.GaussianResidual(sigma2, k, nb - 1), 128, len(want)) == want
 
 
 @pytest.mark.parametrize("scale", LAPLACE, ids=str)
@@ -90,12 +94,16 @@ def test_laplace_thresholds_agree(scale):
 
 @pytest.mark.parametrize("scale", LAPLACE_BLOCKED, ids=str)
 def test_laplace_blocked_thresholds_agree(scale):
-    """The first step's theta_{2b+1} = T_{1+Lb}, theta_{2b+2} = T_{1+Lb+c} and the residual."""
+    """The first step's theta_{2b+1} = T_{1+Lb}, theta_{2b+2} = T_{1+Lb+c} and the residual,
+    at p = 64 (and the first 40 stage words and the residual at 128)."""
     blocks = _methods.laplace_blocks(scale)
     want = _production_words(_inversion.LaplaceFloors(scale, 64, blocks=blocks))
     assert _oracle_words(oracle.laplace_stage(scale), 64) == want
+    want = _production_words(_inversion.LaplaceFloors(scale, 128, blocks=blocks), 40)
+    assert _oracle_words(oracle.laplace_stage(scale), 128, 40) == want
     family = oracle.LaplaceResidual(scale, blocks)
-    assert _oracle_words(family, 64, family.count) == _inversion.residual_floors(scale, 64).words
+    for p in (64, 128):
+        assert _oracle_words(family, p, family.count) == _inversion.residual_floors(scale, p).words
 
 
 @pytest.mark.parametrize(
@@ -112,6 +120,9 @@ def test_envelope_block_index_thresholds_agree(gaussian, param):
     stage = env.stage_floors(64)
     want = stage.words if gaussian else _production_words(stage)
     assert _oracle_words(family, 64) == want and len(want) > 100
+    stage = env.stage_floors(128)
+    want = stage.words[:40] if gaussian else _production_words(stage, 40)
+    assert _oracle_words(family, 128, 40) == want
 
 
 @settings(max_examples=25, deadline=None)
@@ -126,7 +137,7 @@ def test_gaussian_words_agree_on_any_small_sigma2(n, d):
     assert got == want
 
 
-def test_a_wrong_threshold_is_seen():
+def test_a_wrong_threshold_is_seen(monkeypatch):
     """The comparison has power: the one-sided thresholds (weight 1) are not |X|'s (weight 2),
     and a term off by one part in 2**60 changes some word."""
     sigma2 = Fraction(7, 3)
@@ -134,11 +145,13 @@ def test_a_wrong_threshold_is_seen():
     sums = oracle.gaussian_sums(sigma2)
     assert _oracle_words(oracle.GaussianThresholds(sums, 1), 64, len(want)) != want
 
-    class Nudged(oracle.GaussianSums):
-        def w(self, k, ar):
-            return super().w(k, ar) * (1 + Fraction(1, 2**60))
+    real = oracle.gaussian_weight
 
-    nudged = oracle.GaussianThresholds(Nudged(sigma2), 2)
+    def nudged_weight(sigma2, k, ar):
+        return real(sigma2, k, ar) * (1 + Fraction(1, 2**60))
+
+    monkeypatch.setattr(oracle, "gaussian_weight", nudged_weight)
+    nudged = oracle.GaussianThresholds(oracle.GaussianSums(sigma2), 2)
     assert _oracle_words(nudged, 64, len(want)) != want
 
 
@@ -147,7 +160,7 @@ def test_the_rule_counts_thresholds_above_r():
     until R's interval [a, a + 1) / 2**j holds no threshold, and counts those above."""
 
     class Thirds(oracle._Family):
-        def bounds(self, x, ar):
+        def bounds(self, x, ar, depth):
             return ar.q(Fraction(1, 3 << (x - 1)))
 
     # 0.01011 = [11/32, 12/32): above 1/3 (0.0101... holds it up to j = 4): none above
@@ -232,3 +245,115 @@ def test_envelope_blocks_obey_the_contract(gaussian, n, d):
         assert inner * 4**k == param and 2**14 <= inner < 2**16
     else:
         assert inner * 2**k == param and 2**6 <= inner < 2**7
+
+
+# --------------------------------------------------------------------------------------------
+# Every enclosure holds the truth (mpmath at 700 bits), with room between its ends
+# --------------------------------------------------------------------------------------------
+
+mpmath = pytest.importorskip("mpmath")
+
+
+def _mp_exp_neg(y: Fraction):
+    return mpmath.exp(-mpmath.mpf(y.numerator) / y.denominator)
+
+
+def _mp_tails(sigma2: Fraction, weight_past: int = 0) -> list:
+    """S_x = sum_{k >= x} w_k for x = 0, 1, ... at mpmath's precision (the terms past the last
+    kept are below 2**-760, far under the enclosures' widths)."""
+    terms, k = [mpmath.mpf(1)], 1
+    while True:
+        terms.append(_mp_exp_neg(Fraction(k * k) / (2 * sigma2)))
+        if terms[-1] < mpmath.mpf(2) ** -760 and k > weight_past:
+            break
+        k += 1
+    tails = [mpmath.mpf(0)] * (len(terms) + 1)
+    for i in range(len(terms) - 1, -1, -1):
+        tails[i] = tails[i + 1] + terms[i]
+    return tails
+
+
+def _holds(family, x: int, truth, prec: int = 128, depth: int = 128) -> None:
+    bounds = family.enclose(x, prec, depth)
+    lo, hi = mpmath.mpf(bounds.lo), mpmath.mpf(bounds.hi)
+    assert lo < hi, (x, bounds)  # an enclosure, not a point
+    assert lo <= truth <= hi, (x, bounds, truth)
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(1, 3), Fraction(7, 3), Fraction(1000, 7)], ids=str)
+@pytest.mark.parametrize("depth", [128, 256])
+def test_gaussian_enclosures_hold(sigma2, depth):
+    """T_x (weight 2 and the one-sided weight 1) at every x up to well past the cut, where the
+    tail bound alone holds the truth."""
+    with mpmath.workprec(700):
+        tails = _mp_tails(sigma2)
+        sums = oracle.GaussianSums(sigma2)
+        for weight in (2, 1):
+            family = oracle.GaussianThresholds(sums, weight)
+            z = 1 + weight * tails[1]
+            for x in range(1, len(tails) + 3):
+                truth = weight * (tails[x] if x < len(tails) else 0) / z
+                _holds(family, x, truth, depth=depth)
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(1 << 16), Fraction(196609, 3)], ids=str)
+def test_gaussian_blocked_enclosures_hold(sigma2):
+    """The first step's theta (both kinds, and past L NB) and a block's residual rho."""
+    k, nb = _methods.gaussian_blocks(sigma2)
+    big_l = 1 << k
+    with mpmath.workprec(700):
+        tails = _mp_tails(sigma2)
+        z = 1 + 2 * tails[1]
+
+        def t(x: int):
+            return 2 * tails[x] / z
+
+        stage = oracle.gaussian_stage(sigma2)
+        for x in [1, 2, 3, 4, 2 * nb - 1, 2 * nb, 2 * nb + 1, 2 * nb + 2, 2 * nb + 500]:
+            b, second = divmod(x - 1, 2)
+            if b >= nb:
+                truth = t(big_l * nb + x - 2 * nb)
+            else:
+                w = tails[big_l * (b + 1)] - tails[big_l * (b + 1) + 1]
+                truth = t(1 + big_l * b) - (big_l * 2 * w / z if second else 0)
+            _holds(stage, x, truth)
+        for b in (0, nb - 1):
+            y0, last = 1 + big_l * b, big_l * (b + 1)
+
+            def w(y: int):
+                return tails[y] - tails[y + 1]
+
+            def n(u: int, y0=y0, last=last):
+                return sum(w(y0 + v) - w(last) for v in range(u, big_l - 1))
+
+            family = oracle.GaussianResidual(sigma2, k, b)
+            for u in (1, 2, big_l // 2, big_l - 2):
+                _holds(family, u, n(u) / n(0))
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(5), Fraction(1000), Fraction(10**5, 3)])
+def test_laplace_enclosures_hold(scale):
+    """T_x (or the blocked stage's theta) and, blocked, the residual's rho_u = F(u) / F(0)."""
+    blocks = _methods.laplace_blocks(scale)
+    with mpmath.workprec(700):
+        p = _mp_exp_neg(1 / scale)
+        stage = oracle.laplace_stage(scale)
+        for x in (1, 2, 3, 17, int(30 * scale) + 5):
+            y = x
+            if blocks is not None:
+                b, second = divmod(x - 1, 2)
+                y = 1 + (b << blocks[0]) + (blocks[1] if second else 0)
+            _holds(stage, x, 2 * p**y / (1 + p))
+        if blocks is not None:
+            k, c = blocks
+            big_l = 1 << k
+            family = oracle.LaplaceResidual(scale, blocks)
+
+            def f(u: int):
+                return big_l * (p**u - p**big_l) - (big_l - u) * (1 - p**c)
+
+            for u in (1, 2, big_l // 2, big_l - 1):
+                _holds(family, u, f(u) / f(0))
+        geometric = oracle.Geometric(scale)
+        for x in (1, 7, 100):
+            _holds(geometric, x, p**x)

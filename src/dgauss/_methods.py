@@ -6,8 +6,8 @@ each draws with (:func:`gaussian_blocks`, :func:`laplace_blocks`, :func:`envelop
 These are choices, written out in docs/contract.md (item 9), not probabilities: the compiled
 core, production's exact thresholds (:mod:`dgauss._inversion`) and the oracle
 (:mod:`dgauss.reference`) all read them from here, and each computes the thresholds of a
-block on its own.  tests/test_methods.py checks the geometry against the contract's
-inequalities.
+block on its own.  tests/test_reference_inversion.py checks the geometry against the
+contract's inequalities.
 
 Nothing here uses floating point.
 """

@@ -16,9 +16,10 @@ share the contract and nothing else: the choices it names (ranges and blocks,
 oracle, fed the same bits, agree only if both are right; tests/test_reference_inversion.py
 compares the two sets of thresholds word for word as well.
 
-A threshold family is theta_1 > theta_2 > ... (finite, or tending to 0); ``bounds(x, ar)``
-encloses theta_x in an :class:`~dgauss._interval.Interval` of ``ar.bits`` working bits.  Slow (a
-few thousand samples a second) and plain.
+A threshold family is theta_1 > theta_2 > ... (finite, or tending to 0); ``bounds(x, ar, depth)``
+encloses theta_x in an :class:`~dgauss._interval.Interval` of ``ar.bits`` working bits (the
+Gaussian's sums cut at 2**-depth).  Slow (a few thousand samples a second) and plain; what it
+remembers is bounded (a few parameters, a few precisions).
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ from dgauss import _methods
 from dgauss._exact import bernoulli_exp_by_digits
 from dgauss._interval import Arith, Interval
 
-#: The working precision at which a comparison gives up (a RuntimeError): a threshold that
-#: close to a dyadic number is a probability-zero event for every parameter we know.
-MAX_PRECISION = 1 << 15
+#: The working precision, and the depth (see :class:`GaussianSums`), at which a comparison gives
+#: up (a RuntimeError): a threshold that close to a dyadic number, or R's first 2**14 bits all
+#: 0, are probability-zero events.
+MAX_PRECISION = 1 << 14
+
+#: Gaussian sums kept per sigma2 (each (precision, depth) pair's list of enclosures; the newest).
+_TAILS_KEPT = 2
 
 Bit = Callable[[], int]
 
@@ -58,53 +63,61 @@ def exp_neg(y: Fraction, ar: Arith) -> Interval:
 
 class _Family:
     """theta_x, x = 1 .. count (None: without end), decreasing: :meth:`bounds` encloses one at a
-    working precision, :meth:`enclose` remembers what it gave."""
+    working precision ``ar`` and a depth (the Gaussian's sums are cut where their rest is below
+    2**-depth), :meth:`enclose` remembers what it gave."""
 
     count: int | None = None
 
-    def bounds(self, x: int, ar: Arith) -> Interval:
+    def bounds(self, x: int, ar: Arith, depth: int) -> Interval:
         raise NotImplementedError
 
-    def enclose(self, x: int, prec: int) -> Interval:
+    def enclose(self, x: int, prec: int, depth: int) -> Interval:
         memo = self.__dict__.setdefault("_memo", {})
-        found = memo.get((x, prec))
+        found = memo.get((x, prec, depth))
         if found is None:
-            if len(memo) > 1 << 16:
+            if len(memo) > 1 << 14:
                 memo.clear()
-            found = memo[x, prec] = self.bounds(x, arith(prec))
+            found = memo[x, prec, depth] = self.bounds(x, arith(prec), depth)
         return found
 
 
-class GaussianSums:
-    """The discrete Gaussian's weights w_k = exp(-k**2 / (2 sigma2)) and their tails
-    S_x = sum_{k >= x} w_k, enclosed at a working precision (remembered per precision).
+def gaussian_weight(sigma2: Fraction, k: int, ar: Arith) -> Interval:
+    """w_k = exp(-k**2 / (2 sigma2)), enclosed."""
+    return exp_neg(Fraction(k * k) / (2 * sigma2), ar)
 
-    The sum stops at the first K with w_K sigma2 / K < 2**-(prec + 4): the rest,
+
+class GaussianSums:
+    """The discrete Gaussian's weights w_k and their tails S_x = sum_{k >= x} w_k, enclosed at a
+    working precision (the newest _TAILS_KEPT (precision, depth) pairs remembered).
+
+    The sum stops at the first K with w_K sigma2 / K < 2**-(depth + 4): the rest,
     sum_{k > K} w_k, is at most the integral of exp(-t**2 / (2 sigma2)) over t >= K, which is at
-    most w_K sigma2 / K (t / K >= 1 under the integral); every tail's upper end includes it."""
+    most w_K sigma2 / K (t / K >= 1 under the integral); every tail's upper end includes it.
+    The depth follows the bits of R read (a comparison with a / 2**j needs S_x to about
+    2**-(j + 64)), the precision only the closeness of the comparison: each S_x is summed from
+    the far end, so a small one keeps its relative precision."""
 
     def __init__(self, sigma2: Fraction):
         self.sigma2 = sigma2
-        self._tails: dict[int, list[Interval]] = {}
+        self._tails: dict[tuple[int, int], list[Interval]] = {}
 
-    def w(self, k: int, ar: Arith) -> Interval:
-        return exp_neg(Fraction(k * k) / (2 * self.sigma2), ar)
-
-    def tail(self, x: int, ar: Arith) -> Interval:
+    def tail(self, x: int, ar: Arith, depth: int) -> Interval:
         """An enclosure of S_x (S_0 = 1 + S_1)."""
-        tails = self._tails.get(ar.bits)
+        tails = self._tails.get((ar.bits, depth))
         if tails is None:
             terms, k = [ar.q(1)], 1
             while True:
-                terms.append(self.w(k, ar))
+                terms.append(gaussian_weight(self.sigma2, k, ar))
                 rest = terms[-1] * self.sigma2 / k
-                if ar.up.mul_2exp(rest.hi, ar.bits + 4) < 1:
+                if ar.up.mul_2exp(rest.hi, depth + 4) < 1:
                     break
                 k += 1
             tails = [Interval(mpfr(0), rest.hi, ar)] * (k + 2)
             for i in range(k, -1, -1):
                 tails[i] = tails[i + 1] + terms[i]
-            self._tails[ar.bits] = tails
+            while len(self._tails) >= _TAILS_KEPT:
+                del self._tails[next(iter(self._tails))]
+            self._tails[ar.bits, depth] = tails
         return tails[min(x, len(tails) - 1)]
 
 
@@ -115,11 +128,11 @@ class GaussianThresholds(_Family):
     def __init__(self, sums: GaussianSums, weight: int):
         self.sums, self.weight = sums, weight
 
-    def normaliser(self, ar: Arith) -> Interval:
-        return 1 + self.weight * self.sums.tail(1, ar)
+    def normaliser(self, ar: Arith, depth: int) -> Interval:
+        return 1 + self.weight * self.sums.tail(1, ar, depth)
 
-    def bounds(self, x: int, ar: Arith) -> Interval:
-        return self.weight * self.sums.tail(x, ar) / self.normaliser(ar)
+    def bounds(self, x: int, ar: Arith, depth: int) -> Interval:
+        return self.weight * self.sums.tail(x, ar, depth) / self.normaliser(ar, depth)
 
 
 class GaussianBlockedStage(_Family):
@@ -130,15 +143,15 @@ class GaussianBlockedStage(_Family):
     def __init__(self, thresholds: GaussianThresholds, blocks: tuple[int, int]):
         self.t, (self.k, self.nb) = thresholds, blocks
 
-    def bounds(self, x: int, ar: Arith) -> Interval:
+    def bounds(self, x: int, ar: Arith, depth: int) -> Interval:
         b, second = divmod(x - 1, 2)
         if b >= self.nb:
-            return self.t.bounds((self.nb << self.k) + x - 2 * self.nb, ar)
-        start = self.t.bounds(1 + (b << self.k), ar)
+            return self.t.bounds((self.nb << self.k) + x - 2 * self.nb, ar, depth)
+        start = self.t.bounds(1 + (b << self.k), ar, depth)
         if not second:
             return start
-        mass = 2 * self.t.sums.w((b + 1) << self.k, ar) / self.t.normaliser(ar)
-        return start - (1 << self.k) * mass
+        w = gaussian_weight(self.t.sums.sigma2, (b + 1) << self.k, ar)
+        return start - (1 << self.k) * (2 * w / self.t.normaliser(ar, depth))
 
 
 def _ratio(n: Interval, d: Interval) -> Interval:
@@ -152,20 +165,20 @@ class GaussianResidual(_Family):
     """Block b's residual: rho_u = N_u / N_0, u = 1 .. L - 2, with
     N_u = sum_{v=u}^{L-2} (w_{y0+v} - w_{L(b+1)}), y0 = 1 + Lb."""
 
-    def __init__(self, sums: GaussianSums, k: int, b: int):
-        self.sums, self.k, self.b = sums, k, b
+    def __init__(self, sigma2: Fraction, k: int, b: int):
+        self.sigma2, self.k, self.b = sigma2, k, b
         self.count = (1 << k) - 2
         self._n: dict[int, list[Interval]] = {}
 
-    def bounds(self, u: int, ar: Arith) -> Interval:
+    def bounds(self, u: int, ar: Arith, depth: int) -> Interval:
         n = self._n.get(ar.bits)
         if n is None:
             big_l, y0 = 1 << self.k, 1 + (self.b << self.k)
-            last = self.sums.w(y0 + big_l - 1, ar)
+            last = gaussian_weight(self.sigma2, y0 + big_l - 1, ar)
             n = [ar.q(0)] * big_l
             for v in range(big_l - 2, -1, -1):
-                n[v] = n[v + 1] + (self.sums.w(y0 + v, ar) - last)
-            self._n[ar.bits] = n
+                n[v] = n[v + 1] + (gaussian_weight(self.sigma2, y0 + v, ar) - last)
+            self._n = {ar.bits: n}  # the newest precision only
         return _ratio(n[u], n[0])
 
 
@@ -177,7 +190,7 @@ class LaplaceThresholds(_Family):
     def __init__(self, scale: Fraction, blocks: tuple[int, int] | None = None):
         self.scale, self.blocks = scale, blocks
 
-    def bounds(self, x: int, ar: Arith) -> Interval:
+    def bounds(self, x: int, ar: Arith, depth: int) -> Interval:
         if self.blocks is not None:
             k, c = self.blocks
             b, second = divmod(x - 1, 2)
@@ -198,7 +211,7 @@ class LaplaceResidual(_Family):
         p_u, p_l, p_c = (exp_neg(Fraction(y) / self.scale, ar) for y in (u, big_l, self.c))
         return big_l * (p_u - p_l) - (big_l - u) * (1 - p_c)
 
-    def bounds(self, u: int, ar: Arith) -> Interval:
+    def bounds(self, u: int, ar: Arith, depth: int) -> Interval:
         return _ratio(self._f(u, ar), self._f(0, ar))
 
 
@@ -208,7 +221,7 @@ class Geometric(_Family):
     def __init__(self, scale: Fraction):
         self.scale = scale
 
-    def bounds(self, x: int, ar: Arith) -> Interval:
+    def bounds(self, x: int, ar: Arith, depth: int) -> Interval:
         return exp_neg(x / self.scale, ar)
 
 
@@ -222,20 +235,20 @@ def at_least(family: _Family, x: int, a: int, j: int) -> bool:
     if family.count is not None and x > family.count:
         return False  # theta_x = 0 past the last
     target = mpq(a, 1 << j)
-    prec = 128
-    while prec < j + 64:
-        prec *= 2
+    prec, depth = 128, 128
+    while depth < j + 64:
+        depth *= 2
     while True:
-        bounds = family.enclose(x, prec)
+        if depth > MAX_PRECISION:
+            raise RuntimeError(
+                f"threshold {x} could not be told from {a}/2**{j} within {MAX_PRECISION} bits"
+            )
+        bounds = family.enclose(x, prec, depth)
         if mpq(bounds.lo) >= target:
             return True
         if mpq(bounds.hi) < target:
             return False
-        prec *= 2
-        if prec > MAX_PRECISION:
-            raise RuntimeError(
-                f"threshold {x} could not be told from {a}/2**{j} at {MAX_PRECISION} bits"
-            )
+        prec, depth = 2 * prec, 2 * depth
 
 
 def count_at_least(family: _Family, a: int, j: int) -> int:
@@ -278,7 +291,7 @@ def floor_word(family: _Family, x: int, p: int) -> int:
     """floor(2**p theta_x), exactly (for comparing thresholds with production's words)."""
     prec = 2 * p
     while True:
-        bounds = family.enclose(x, prec)
+        bounds = family.enclose(x, prec, prec)
         f_lo, f_hi = _floor(mpq(bounds.lo) * (1 << p)), _floor(mpq(bounds.hi) * (1 << p))
         if f_lo == f_hi:
             return f_lo
@@ -292,12 +305,12 @@ def floor_word(family: _Family, x: int, p: int) -> int:
 # --------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def gaussian_sums(sigma2: Fraction) -> GaussianSums:
     return GaussianSums(sigma2)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def gaussian_stage(sigma2: Fraction) -> _Family:
     """|X|'s thresholds T_x, or the blocked inversion's first step (by the contract's ranges)."""
     thresholds = GaussianThresholds(gaussian_sums(sigma2), 2)
@@ -305,7 +318,7 @@ def gaussian_stage(sigma2: Fraction) -> _Family:
     return thresholds if blocks is None else GaussianBlockedStage(thresholds, blocks)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def laplace_stage(scale: Fraction) -> _Family:
     return LaplaceThresholds(scale, _methods.laplace_blocks(scale))
 
@@ -338,7 +351,7 @@ def gaussian_magnitude(bit: Bit, sigma2: Fraction) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def _gaussian_residual(sigma2: Fraction, k: int, b: int) -> GaussianResidual:
-    return GaussianResidual(gaussian_sums(sigma2), k, b)
+    return GaussianResidual(sigma2, k, b)
 
 
 def laplace_magnitude(bit: Bit, scale: Fraction) -> int:
@@ -351,12 +364,12 @@ def laplace_magnitude(bit: Bit, scale: Fraction) -> int:
     return _blocked(bit, s, blocks[0], None, lambda b: residual)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def _laplace_residual(scale: Fraction, blocks: tuple[int, int]) -> LaplaceResidual:
     return LaplaceResidual(scale, blocks)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def envelope_stage(gaussian: bool, param: Fraction) -> tuple[int, _Family]:
     """(k, the block index's thresholds) of enveloped inversion."""
     k, inner = _methods.envelope_blocks(gaussian, param)
