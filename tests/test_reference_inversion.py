@@ -14,13 +14,15 @@ the core with an oracle that shares none of its thresholds.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgauss import _inversion, _methods
+from dgauss import _inversion, _methods, reference
 from dgauss import _reference_inversion as oracle
 from dgauss._interval import Arith
 
@@ -357,3 +359,21 @@ def test_laplace_enclosures_hold(scale):
         geometric = oracle.Geometric(scale)
         for x in (1, 7, 100):
             _holds(geometric, x, p**x)
+
+
+def test_the_oracle_draws_the_same_from_threads_at_once():
+    """Threads drawing at once, at more parameters than the oracle remembers (its caches are
+    evicted and rebuilt under them), draw what one thread draws alone."""
+    params = [(True, Fraction(70000 + 997 * i, 3)) for i in range(6)]
+    params += [(False, Fraction(300 + 41 * i, 7)) for i in range(6)]
+    params += [(True, Fraction(1 << 30)), (False, Fraction(1 << 30))]
+
+    def draw(case):
+        (gaussian, param), seed = case
+        sample = reference.sample_gaussian if gaussian else reference.sample_laplace
+        return sample(param, 40, rng=np.random.PCG64(seed), method="inversion").tolist()
+
+    cases = [(param, seed) for seed in range(3) for param in params]
+    alone = [draw(case) for case in cases]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(draw, cases)) == alone

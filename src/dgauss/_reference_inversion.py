@@ -115,9 +115,9 @@ class GaussianSums:
             tails = [Interval(mpfr(0), rest.hi, ar)] * (k + 2)
             for i in range(k, -1, -1):
                 tails[i] = tails[i + 1] + terms[i]
-            while len(self._tails) >= _TAILS_KEPT:
-                del self._tails[next(iter(self._tails))]
-            self._tails[ar.bits, depth] = tails
+            # a new dict, assigned whole: threads reading or adding at once never see it half-made
+            kept = list(self._tails.items())[1 - _TAILS_KEPT :]
+            self._tails = dict([*kept, ((ar.bits, depth), tails)])
         return tails[min(x, len(tails) - 1)]
 
 
@@ -323,6 +323,20 @@ def laplace_stage(scale: Fraction) -> _Family:
     return LaplaceThresholds(scale, _methods.laplace_blocks(scale))
 
 
+@functools.lru_cache(maxsize=8)
+def geometric(scale: Fraction) -> Geometric:
+    """The thresholds exp(-x / scale) (remembered: Algorithm 2's t <= 8 draws by them)."""
+    return Geometric(scale)
+
+
+def _raw_bits(bit: Bit, k: int) -> int:
+    """The next k bits as an integer, first bit most significant: uniform on [0, 2**k)."""
+    u = 0
+    for _ in range(k):
+        u = 2 * u + bit()
+    return u
+
+
 def _blocked(bit: Bit, s: int, k: int, nb: int | None, residual: Callable[[int], _Family]) -> int:
     """Y from the first step's count s (contract item 9, blocked inversion, steps 2)."""
     if s == 0:
@@ -330,12 +344,8 @@ def _blocked(bit: Bit, s: int, k: int, nb: int | None, residual: Callable[[int],
     b, second = divmod(s - 1, 2)
     if nb is not None and b >= nb:
         return (nb << k) + s - 2 * nb
-    if not second:  # U: the next k raw bits
-        u = 0
-        for _ in range(k):
-            u = 2 * u + bit()
-    else:  # U by the rule on block b's residual, a fresh uniform R'
-        u = rule(bit, residual(b))
+    # U: the next k raw bits, or the rule on block b's residual (a fresh uniform R')
+    u = rule(bit, residual(b)) if second else _raw_bits(bit, k)
     return 1 + (b << k) + u
 
 
@@ -384,9 +394,7 @@ def enveloped(bit: Bit, gaussian: bool, param: Fraction) -> int:
     k, stage = envelope_stage(gaussian, param)
     while True:
         b = rule(bit, stage)
-        u = 0
-        for _ in range(k):
-            u = 2 * u + bit()
+        u = _raw_bits(bit, k)
         y0 = b << k
         gamma = Fraction(u * (2 * y0 + u)) / (2 * param) if gaussian else u / param
         if not bernoulli_exp_by_digits(bit, gamma):

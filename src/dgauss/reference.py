@@ -241,29 +241,16 @@ def geometric_by_inversion(bits: BitStream, t: int) -> int:
     exp(-x/t) has the same first j binary digits as R (each threshold is
     irrational, so it lies strictly inside one dyadic interval of every length).
     Then R is in [a, a + 1) / 2**j with no threshold inside, and X counts the
-    thresholds above it: those with floor(2**j exp(-x/t)) > a.  In decision
-    mode, X is its equivalent: Bernoulli(exp(-1/t)) successes before a failure.
+    thresholds above it: those with floor(2**j exp(-x/t)) > a (the rule of
+    :func:`dgauss._reference_inversion.rule`).  In decision mode, X is its
+    equivalent: Bernoulli(exp(-1/t)) successes before a failure.
     """
     if bits.decisions:
         x = 0
         while bits.decide(("bernoulli_exp", Fraction(1, t)), 2) == 1:
             x += 1
         return x
-    a = 0
-    j = 0
-    while True:
-        a = 2 * a + bits.bit()
-        j += 1
-        if a == 0:
-            continue  # every exp(-x/t) below 2**-j shares R's digits
-        x = 1
-        while True:
-            f = exp_neg_floor(Fraction(x, t), j)
-            if f <= a:
-                break
-            x += 1
-        if f < a:
-            return x - 1  # thresholds 1 .. x-1 lie above R, none inside its interval
+    return inversion.rule(bits.bit, inversion.geometric(Fraction(t)))
 
 
 def geometric_exp1(bits: BitStream) -> int:
