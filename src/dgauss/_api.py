@@ -86,6 +86,8 @@ def sample_gaussian(
     Returns
     -------
     int or numpy.ndarray
+        One Python ``int`` when ``size`` is None, else an array of shape ``size`` (int64, or
+        object holding exact Python ints; see ``dtype``).
 
     Raises
     ------
@@ -163,6 +165,8 @@ def sample_laplace(
     Returns
     -------
     int or numpy.ndarray
+        One Python ``int`` when ``size`` is None, else an array of shape ``size`` (int64, or
+        object holding exact Python ints; see ``dtype``).
 
     Notes
     -----
@@ -198,6 +202,7 @@ def sample_bernoulli_exp(
     Returns
     -------
     bool or numpy.ndarray of bool
+        One Python ``bool`` when ``size`` is None, else a bool array of shape ``size``.
 
     Notes
     -----

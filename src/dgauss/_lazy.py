@@ -226,6 +226,7 @@ def sample_gaussian(sigma2, size, *, chunks, mu=0, dtype=None, rng: SeedLike = N
     Returns
     -------
     dask.array.Array
+        Of shape ``size`` and blocks ``chunks``; nothing is drawn until it is computed.
 
     Notes
     -----

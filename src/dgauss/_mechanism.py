@@ -438,9 +438,11 @@ def add_gaussian_noise(
 
     Returns
     -------
-    The noisy values in the input's form: a Python int (float) for a scalar, an ndarray of
-    the input's shape (int64; object for exact Python ints; float64 with a granularity), a
-    Series or DataFrame with its index and columns, a lazy Dask collection, or ``out``.
+    int, float, numpy.ndarray, pandas.Series, pandas.DataFrame or Dask collection
+        The noisy values in the input's form: a Python int (float) for a scalar, an ndarray
+        of the input's shape (int64; object for exact Python ints; float64 with a
+        granularity), a Series or DataFrame with its index and columns, a lazy Dask
+        collection, or ``out``.
 
     Raises
     ------

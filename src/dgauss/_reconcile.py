@@ -603,12 +603,18 @@ def reconcile(
         ``.estimates``, ``.variances``, ``.interval(alpha)`` and ``.integers()``, each a list
         with one entry per level in the input's form.
 
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the argument, for tables of the wrong type, non-finite values, mismatched
+        lengths, a value without a parent, an empty group, or a variance that is not > 0.
+
+    Notes
+    -----
     The estimate is the generalised least-squares solution (each noisy value weighted by
     1/variance) under the constraints that every parent is the sum of its children,
     computed in O(n) by two passes over the tree.  It reads only the noisy tables, the
     public structure and the mechanisms' parameters: post-processing, so the release keeps
-    exactly the privacy of the noisy tables.  Raises TypeError or ValueError naming the
-    argument for tables of the wrong type, non-finite values, mismatched lengths, a value
-    without a parent, an empty group, or a variance that is not > 0.
+    exactly the privacy of the noisy tables.
     """
     return Reconciliation(_levels(levels, parents, noise, value), value)
