@@ -280,9 +280,11 @@ def test_the_example_runs(example: Example):
         result = runner.summarize(verbose=False)
         assert result.attempted > 0 and result.failed == 0
     else:
-        # leading blank lines keep the traceback's line numbers those of the page
+        # leading blank lines keep the traceback's line numbers those of the page; the block
+        # runs as a script pasted from it would, as __main__ (so a block whose work sits under
+        # `if __name__ == "__main__":`, as a cluster's start must, runs it)
         code = compile("\n" * example.line + example.source, example.page, "exec")
-        exec(code, {"__name__": "__doc_example__"})
+        exec(code, {"__name__": "__main__"})
 
 
 def test_the_extraction_on_a_made_up_page(tmp_path):
@@ -378,7 +380,12 @@ def test_the_command_line_guide_runs(tmp_path):
 # EXPECTED_BLOCKS does for Python examples.
 
 #: page -> its ```console blocks; a page not listed must have none.
-EXPECTED_TRANSCRIPTS = {"docs/cli.md": 1, "docs/evidence.md": 1, "docs/ledger.md": 1}
+EXPECTED_TRANSCRIPTS = {
+    "docs/accounting.md": 1,
+    "docs/cli.md": 1,
+    "docs/evidence.md": 1,
+    "docs/ledger.md": 1,
+}
 
 CONSOLE = ("console",)
 
