@@ -235,7 +235,8 @@ def test_a_zcdp_ledger_adds_the_rhos_exactly(tmp_path, table):
 
 
 def hold_lock(ledger):
-    fd = os.open(f"{ledger}.lock", os.O_RDWR | os.O_CREAT)
+    """Lock the ledger as a run does: flock on the file itself."""
+    fd = os.open(ledger, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
 

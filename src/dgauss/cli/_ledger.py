@@ -13,9 +13,13 @@ A release goes in this order, so that no output is ever out while its release is
 unrecorded:
 
 1. the options and the whole input are checked (a bad cell spends nothing);
-2. an exclusive lock is taken on ``FILE.lock`` (``fcntl.flock``; the kernel drops it when
-   the process ends, however it ends), waiting at most ``--lock-timeout`` seconds;
-3. the ledger is read and the release admitted, or refused: exit status 3, nothing written;
+2. an exclusive lock is taken on the ledger file itself (``fcntl.flock`` on its inode; the
+   kernel drops it when the process ends, however it ends), waiting at most
+   ``--lock-timeout`` seconds; the path is then checked to still name the file locked (else
+   another run replaced it meanwhile, and the new file is locked instead), and a file with
+   several names (hard links) is refused;
+3. the ledger is read from the locked file and the release admitted, or refused: exit
+   status 3, nothing written;
 4. the ledger with the release is written to a temporary file beside it, fsynced and renamed
    over it (``os.replace``; then the folder is fsynced), and the lock is dropped;
 5. the noise is drawn and the output written (``-o``: whole or not at all).
@@ -25,6 +29,33 @@ from the rename on, the release is recorded whether or not the output gets writt
 draw or the output fails, the budget stays spent (the safe side) and the run says so.
 Readers (``account``, ``calibrate``) take no lock: the rename shows them the ledger before or
 after a release, never half of one.
+
+**One ledger whatever its name.**  The lock is the file's, not its name's: a symbolic link,
+``dir/../FILE``, a bind mount or any other spelling reaches the same inode, so every run
+contends for the same lock and reads the same releases (the path is also resolved with
+``os.path.realpath``, so that the rename replaces the file a symlink names, not the symlink).
+A hard link cannot be made safe this way: a write replaces the file under one name only, after
+which the names are two ledgers, each admitting the whole budget.  So a release through a
+ledger with ``st_nlink > 1`` is refused (checked under the lock, and again just before the
+rename), telling the user to remove the other names.  Why not a lock file ``FILE.lock`` beside
+it (what earlier versions used): each name of the file has its own, so two names are not
+serialized at all.  The old lock file is not also taken: it would only matter for a run of an
+earlier version at the very same time as this one on the same ledger (two dgauss versions
+installed side by side and used at once), and taking it would bring back one lock per name.
+
+**Creation** (``account --init``) needs no lock: the ledger is written whole to a temporary
+file, fsynced, locked, then given its name by ``os.link``, which fails if the name exists (so
+of two ``--init`` at once exactly one succeeds, the other saying the ledger exists), and the
+temporary name is removed before the lock is dropped (a release that opens the new ledger
+meanwhile waits, then sees one name).  Where the file system has no hard links, the name is
+created with ``O_CREAT | O_EXCL`` and written under the lock.
+
+**Hostile files.**  The ledger is opened without blocking (``O_NONBLOCK``: a FIFO never
+hangs the run) and must be a regular file (a folder, FIFO, device or socket is refused before
+it is read); at most :data:`MAX_LEDGER_BYTES` are read (a larger file is refused, so an
+endless or enormous file is never read whole); JSON nested too deeply, a wrong type or value
+anywhere, or a file the Accountant does not accept, is one line: ``FILE is not a usable
+ledger: ...``, exit status 1.
 """
 
 from __future__ import annotations
@@ -36,6 +67,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import tempfile
 import textwrap
@@ -64,8 +96,12 @@ from dgauss.cli._io import _digits
 #: Exit status of a release the ledger refuses (it does not fit what is left of the budget).
 EXIT_REFUSED = 3
 
-#: The lock file beside a ledger: FILE + this suffix (kept: removing it would race).
-LOCK_SUFFIX = ".lock"
+#: The largest ledger file read, in bytes (16 MiB: some 200,000 releases at about 70 bytes
+#: each); a larger file is refused rather than read.
+MAX_LEDGER_BYTES = 16 * 1024 * 1024
+
+#: The longest error detail quoted from a bad ledger (a 10,000-digit number is cut).
+_DETAIL_CHARS = 300
 
 #: Seconds a run waits for another's lock on the ledger, by default.
 DEFAULT_LOCK_TIMEOUT = 60.0
@@ -175,22 +211,99 @@ def _path(given: str) -> str:
     return os.path.realpath(given)
 
 
-def _read(path: str, shown: str) -> dgauss.Accountant:
-    """The accountant the ledger at ``path`` describes; LedgerError saying what is wrong."""
+def _missing(shown: str) -> LedgerError:
+    return LedgerError(
+        f"no ledger {shown}; create it first with 'dgauss account --ledger {shown} --init "
+        "--eps E --delta D' (or --eps E, or --rho R)"
+    )
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    for test, words in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def _open(path: str, shown: str) -> int:
+    """A read-only descriptor of the regular file at ``path``; LedgerError if it is missing,
+    unreadable or not a regular file.  Never blocks: a special file is refused before it is
+    opened, and the open is non-blocking (a FIFO put there meanwhile opens at once, and is
+    then refused by its fstat)."""
     try:
-        with open(path, "rb") as f:
-            text = f.read()
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise LedgerError(
+                f"{shown} is not a usable ledger: it is {_kind(mode)}, not a regular file"
+            )
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
-        raise LedgerError(
-            f"no ledger {shown}; create it first with 'dgauss account --ledger {shown} --init "
-            "--eps E --delta D' (or --eps E, or --rho R)"
-        ) from None
+        raise _missing(shown) from None
     except OSError as exc:
         raise LedgerError(f"cannot read the ledger {shown}: {exc.strerror or exc}") from None
     try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise LedgerError(
+                f"{shown} is not a usable ledger: it is {_kind(mode)}, not a regular file"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _content(fd: int, shown: str) -> bytes:
+    """The bytes of the open ledger ``fd``, at most MAX_LEDGER_BYTES (LedgerError if more)."""
+    chunks, size = [], 0
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        while size <= MAX_LEDGER_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_LEDGER_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise LedgerError(f"cannot read the ledger {shown}: {exc.strerror or exc}") from None
+    if size > MAX_LEDGER_BYTES:
+        raise LedgerError(
+            f"{shown} is not a usable ledger: it is larger than {MAX_LEDGER_BYTES:,} bytes "
+            "(a ledger takes about 70 bytes a release), so it is not read"
+        )
+    return b"".join(chunks)
+
+
+def _parsed(text: bytes, shown: str) -> dgauss.Accountant:
+    """The accountant the ledger ``text`` describes; LedgerError saying what is wrong, in one
+    line."""
+    try:
         return dgauss.Accountant.from_json(text)
-    except (ValueError, TypeError) as exc:
-        raise LedgerError(f"{shown} is not a usable ledger: {exc}") from None
+    except RecursionError:
+        detail = "its JSON is nested too deeply"
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        detail = " ".join(str(exc).split())  # one line
+        if len(detail) > _DETAIL_CHARS:
+            detail = detail[: _DETAIL_CHARS - 5] + " ..."
+    raise LedgerError(f"{shown} is not a usable ledger: {detail}")
+
+
+def _read(path: str, shown: str) -> dgauss.Accountant:
+    """The accountant the ledger at ``path`` describes (read without a lock: the rename shows
+    the ledger before or after a release); LedgerError saying what is wrong."""
+    fd = _open(path, shown)
+    try:
+        text = _content(fd, shown)
+    finally:
+        os.close(fd)
+    return _parsed(text, shown)
 
 
 def _budget(acc: dgauss.Accountant) -> dict[str, Fraction]:
@@ -200,37 +313,16 @@ def _budget(acc: dgauss.Accountant) -> dict[str, Fraction]:
     return {key: Fraction(value) for key, value in head.items()}
 
 
-def _write(path: str, acc: dgauss.Accountant, shown: str) -> None:
-    """Replace the ledger at ``path`` by ``acc``'s, atomically and durably: a temporary file
-    in the same folder, fsynced, renamed over it, and the folder fsynced.  The old file's mode
-    is kept (a new one gets 0666 less the umask)."""
-    folder = os.path.dirname(path)
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mask = os.umask(0)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    try:
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder
-        )
-    except OSError as exc:
-        raise LedgerError(f"cannot write the ledger {shown}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(acc.to_json() + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(exc, OSError):
-            raise LedgerError(f"cannot write the ledger {shown}: {exc.strerror or exc}") from None
-        raise
-    with contextlib.suppress(OSError):  # the rename itself made durable, where folders sync
+def _new_mode() -> int:
+    """The mode of a new file: 0666 less the umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _sync_folder(folder: str) -> None:
+    """fsync ``folder`` (a rename or link in it made durable, where folders sync)."""
+    with contextlib.suppress(OSError):
         dir_fd = os.open(folder, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
@@ -238,42 +330,172 @@ def _write(path: str, acc: dgauss.Accountant, shown: str) -> None:
             os.close(dir_fd)
 
 
+def _temporary(path: str, acc: dgauss.Accountant, mode: int, shown: str) -> tuple[int, str]:
+    """A temporary file beside ``path`` holding ``acc``'s ledger, fsynced, with ``mode``:
+    its descriptor (open) and its path."""
+    try:
+        fd, temporary = tempfile.mkstemp(
+            prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path)
+        )
+    except OSError as exc:
+        raise LedgerError(f"cannot write the ledger {shown}: {exc.strerror or exc}") from None
+    try:
+        data = (acc.to_json() + "\n").encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+        os.fchmod(fd, mode)
+    except BaseException as exc:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise LedgerError(f"cannot write the ledger {shown}: {exc.strerror or exc}") from None
+        raise
+    return fd, temporary
+
+
+def _write(path: str, acc: dgauss.Accountant, shown: str, locked: int) -> None:
+    """Replace the ledger at ``path`` (open and locked as ``locked``) by ``acc``'s, atomically
+    and durably: a temporary file in the same folder, fsynced, renamed over it, and the
+    folder fsynced.  The old file's mode is kept."""
+    old = os.fstat(locked)
+    fd, temporary = _temporary(path, acc, old.st_mode & 0o7777, shown)
+    try:
+        os.close(fd)
+        _single(locked, shown)  # a link made since the lock was taken: still refused
+        os.replace(temporary, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise LedgerError(f"cannot write the ledger {shown}: {exc.strerror or exc}") from None
+        raise
+    _sync_folder(os.path.dirname(path))
+
+
+def _create(path: str, acc: dgauss.Accountant, shown: str) -> None:
+    """Create the ledger ``path`` holding ``acc``'s, never replacing a file (LedgerError if
+    one exists): written whole to a temporary file, which is locked and then linked to
+    ``path`` (``os.link`` fails if the name exists, so of two creations at once exactly one
+    succeeds); the temporary name goes before the lock is dropped."""
+    import fcntl
+
+    exists = LedgerError(
+        f"the ledger {shown} exists already: a budget is set once (move the file away "
+        "yourself to start another)"
+    )
+    if os.path.lexists(path):
+        raise exists
+    fd, temporary = _temporary(path, acc, _new_mode(), shown)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: nobody else holds it
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            raise exists from None
+        except OSError:  # a file system without hard links: create the name itself
+            _create_in_place(path, acc, shown, exists)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        os.close(fd)
+    _sync_folder(os.path.dirname(path))
+
+
+def _create_in_place(path: str, acc: dgauss.Accountant, shown: str, exists: Exception) -> None:
+    """``_create`` where ``os.link`` fails: ``O_CREAT | O_EXCL`` the name (so again only one
+    creation succeeds), lock it, write and fsync it."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _new_mode())
+    except FileExistsError:
+        raise exists from None
+    except OSError as exc:
+        raise LedgerError(f"cannot write the ledger {shown}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        data = (acc.to_json() + "\n").encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise LedgerError(f"cannot write the ledger {shown}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _single(fd: int, shown: str) -> None:
+    """LedgerError unless the open ledger ``fd`` has exactly one name (no hard link)."""
+    links = os.fstat(fd).st_nlink
+    if links > 1:
+        raise LedgerError(
+            f"the ledger {shown} has {links} names (hard links), and a release through one "
+            "name would leave the others with the old budget: remove the other names (find "
+            f"them with: find / -xdev -samefile {shown}), then run again; nothing was "
+            "released or recorded"
+        )
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    then = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino)
+
+
 @contextlib.contextmanager
-def _locked(path: str, shown: str, timeout: float, command: str) -> Iterator[None]:
-    """Hold the exclusive lock on ``path + LOCK_SUFFIX`` (``fcntl.flock``), waiting at most
-    ``timeout`` seconds (saying so once on stderr); LedgerError after that."""
+def _locked(path: str, shown: str, timeout: float, command: str) -> Iterator[int]:
+    """Hold the exclusive lock on the ledger file at ``path`` itself (``fcntl.flock`` on its
+    inode, whatever name reaches it), waiting at most ``timeout`` seconds (saying so once on
+    stderr); LedgerError after that.  Yields the open, locked ledger, which ``path`` names
+    (another run's rename between the open and the lock is seen, and the new file locked)
+    and which has no other name (a hard-linked ledger is refused)."""
     import fcntl  # POSIX, as every platform dgauss is built for
 
-    lock = path + LOCK_SUFFIX
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except OSError as exc:
-        raise LedgerError(
-            f"cannot open the ledger's lock file {lock}: {exc.strerror or exc}"
-        ) from None
-    try:
-        deadline = time.monotonic() + timeout
-        told = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    deadline = time.monotonic() + timeout
+    told = False
+    while True:
+        fd = _open(path, shown)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    pass
+                except OSError as exc:
+                    raise LedgerError(
+                        f"cannot lock the ledger {shown}: {exc.strerror or exc} (keep ledgers "
+                        "on a local disk); nothing was released or recorded"
+                    ) from None
+                if time.monotonic() >= deadline:
+                    raise LedgerError(
+                        f"gave up after {timeout:g} s waiting for the ledger {shown}: another "
+                        "run holds its lock (--lock-timeout); nothing was released or recorded"
+                    )
+                if not told:
+                    print(
+                        f"dgauss {command}: waiting for the ledger {shown} (another run holds "
+                        "its lock)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    told = True
+                time.sleep(_POLL)
+            if _same_file(fd, path):
                 break
-            except BlockingIOError:
-                pass
-            if time.monotonic() >= deadline:
-                raise LedgerError(
-                    f"gave up after {timeout:g} s waiting for the ledger {shown}: another run "
-                    f"holds its lock {lock} (--lock-timeout); nothing was released or recorded"
-                )
-            if not told:
-                print(
-                    f"dgauss {command}: waiting for the ledger {shown} (another run holds {lock})",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                told = True
-            time.sleep(_POLL)
-        yield
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # replaced (or moved away) while this run waited: open what is there now
+    try:
+        _single(fd, shown)
+        yield fd
     finally:
         os.close(fd)  # drops the lock
 
@@ -373,8 +595,8 @@ def record(
     and the accountant after the release.  Refused or LedgerError: nothing is written."""
     shown = args.ledger
     path = _path(shown)
-    with _locked(path, shown, args.lock_timeout, "noise"):
-        acc = _read(path, shown)
+    with _locked(path, shown, args.lock_timeout, "noise") as locked:
+        acc = _parsed(_content(locked, shown), shown)
         if args.share is not None:
             mech = _share(args, acc, count, make)
         # exactly what Accountant.add_*_noise spends for ``count`` values, checked before any
@@ -384,7 +606,7 @@ def record(
             acc._spend(release)
         except dgauss.PrivacyBudgetError as exc:
             raise Refused(f"{exc} (the ledger {shown} and the output are untouched)") from None
-        _write(path, acc, shown)
+        _write(path, acc, shown, locked)
     return mech, acc
 
 
@@ -542,13 +764,7 @@ def _init(args: argparse.Namespace, eps_given: bool, delta_given: bool) -> list[
         raise ValueError(_budget_option_message(exc)) from None
     shown = args.ledger
     path = _path(shown)
-    with _locked(path, shown, args.lock_timeout, "account"):
-        if os.path.lexists(path):
-            raise LedgerError(
-                f"the ledger {shown} exists already: a budget is set once (move the file "
-                "away yourself to start another)"
-            )
-        _write(path, acc, shown)
+    _create(path, acc, shown)
     return [
         f"dgauss account: created the ledger {shown}: {_budget_words(_budget(acc))}, "
         "nothing released yet"
