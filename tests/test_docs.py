@@ -175,12 +175,14 @@ EXPECTED_BLOCKS = {
     "docs/dask.md": (3, 0),
     "docs/evidence.md": (1, 0),
     "docs/explanation/algorithms.md": (1, 0),
+    "docs/explanation/peers.md": (1, 0),
     "docs/explanation/sampling.md": (1, 0),
     "docs/getting-started.md": (2, 0),
     "docs/howto/census-program.md": (1, 0),
     "docs/howto/pandas.md": (1, 0),
     "docs/howto/privacy-accounting.md": (1, 0),
     "docs/howto/reproducible.md": (1, 0),
+    "docs/index.md": (1, 0),
     "docs/reconcile.md": (1, 0),
 }
 
@@ -322,6 +324,31 @@ def test_the_readme_noising_example_says_what_it_returns():
     assert namespace["released"].min() >= 0 and namespace["released"].dtype == np.int64
     for comment in ("179/10 5/179", "(-8, 8)", "3/4 1/4"):
         assert comment in block
+
+
+def test_the_landing_example_says_what_it_prints(capsys):
+    """The landing page's first release runs, and the values its comment states are printed."""
+    block, namespace = _doc_example("docs/index.md", "## A first release")
+    mech = namespace["mech"]
+    assert str(mech.sigma2) == "179/10" and mech.interval(0.05) == (-8, 8)
+    assert namespace["released"].min() >= 0 and namespace["released"].dtype == np.int64
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "179/10 (-8, 8)" and "# 179/10 (-8, 8)" in block
+
+
+def test_the_peers_page_accounting_numbers_are_computed():
+    """The peers page's program: its comments and prose give the exact and the zCDP ε as
+    dgauss computes them, and the zCDP one is the larger."""
+    from dgauss import accounting
+
+    block, namespace = _doc_example("docs/explanation/peers.md", "## Tumult Analytics")
+    program = namespace["program"]
+    exact = program.epsilon("1e-6")
+    zcdp = accounting.cdp_eps(program.rho, "1e-6")
+    assert exact < 1 < zcdp
+    assert f"# {exact:.5f}" in block and f"# {zcdp:.4f}" in block
+    page = (ROOT / "docs" / "explanation" / "peers.md").read_text()
+    assert f"at least {zcdp:.3f} where dgauss certifies {exact:.5f}" in page.replace("\n", " ")
 
 
 def test_the_command_line_guide_runs(tmp_path):
