@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import warnings
 from fractions import Fraction
 
 import pytest
@@ -22,10 +23,31 @@ from _offer import sensitivity_of, values_for
 from dgauss import PrivacyBudgetError, accounting
 from dgauss.accounting import Gaussian, Laplace, compose
 
+
+def pickled(obj, warns: bool = True):
+    """``obj`` through pickle and back.  Pickling an Accountant or a mechanism with budget
+    left warns (BudgetCopyWarning), as these tests pickle on purpose (``warns``); anything
+    else, or a used-up budget, must pickle without it."""
+    if warns:
+        with pytest.warns(dgauss.BudgetCopyWarning, match="each unpickled copy"):
+            blob = pickle.dumps(obj)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", dgauss.BudgetCopyWarning)
+            blob = pickle.dumps(obj)
+    return pickle.loads(blob)
+
+
+def has_budget(obj) -> bool:
+    """Whether pickling ``obj`` should warn: an Accountant or a mechanism (every one these
+    tests pickle has budget left; the tests of the warning itself check the edge)."""
+    return isinstance(obj, (dgauss.Accountant, dgauss.GaussianMechanism, dgauss.LaplaceMechanism))
+
+
 COPIES = {
     "copy": copy.copy,
     "deepcopy": copy.deepcopy,
-    "pickle": lambda obj: pickle.loads(pickle.dumps(obj)),
+    "pickle": lambda obj: pickled(obj, has_budget(obj)),
     "json": lambda acc: dgauss.Accountant.from_json(acc.to_json()),
 }
 
@@ -225,7 +247,8 @@ def test_json_round_trips_of_a_rho_budget_decide_the_same(first, then, rho):
 def test_json_round_trips_of_a_pure_budget_decide_the_same(first, then, eps):
     budget = {"epsilon": eps}
     acc, made = filled(budget, first)
-    back = pickle.loads(pickle.dumps(dgauss.Accountant.from_json(acc.to_json())))
+    spent = sum((r.epsilon for r in made), Fraction(0))
+    back = pickled(dgauss.Accountant.from_json(acc.to_json()), spent < Fraction(eps))
     assert back.remaining == acc.remaining and back.report() == acc.report()
     for r in then:
         expected = fits(budget, [*made, r])
@@ -351,7 +374,8 @@ def test_from_json_wants_text():
 
 def test_an_unknown_pickle_state_is_refused():
     acc = dgauss.Accountant(rho=1)
-    state = acc.__getstate__()
+    with pytest.warns(dgauss.BudgetCopyWarning):
+        state = acc.__getstate__()
     with pytest.raises(ValueError, match="state version 99"):
         acc.__setstate__({**state, "version": 99})
 
@@ -429,7 +453,7 @@ def test_a_mechanism_copy_draws_the_same_noise():
     import numpy as np
 
     mech = dgauss.GaussianMechanism(sigma2="7/3", k=2)
-    twin = pickle.loads(pickle.dumps(mech))
+    twin = pickled(mech)
     a = mech(np.zeros(50, dtype=np.int64), rng=np.random.default_rng(5))
     b = twin(np.zeros(50, dtype=np.int64), rng=np.random.default_rng(5))
     assert (a == b).all() and twin.sigma2 == Fraction(7, 3)
@@ -479,3 +503,104 @@ def test_pickles_made_before_the_split_of_mechanisms_load():
     assert isinstance(old["laplace"], dgauss.LaplaceMechanism)
     # and what pickles now names the module it always named
     assert b"dgauss.mechanisms" in pickle.dumps(g) and b"dgauss._" not in pickle.dumps(g)
+
+
+# ---- pickling a budget that is not used up warns ----------------------------------------------
+
+
+def _pickle_warning(obj) -> warnings.WarningMessage:
+    """The one BudgetCopyWarning ``pickle.dumps(obj)`` gives (on this line)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pickle.dumps(obj)
+    assert len(caught) == 1 and caught[0].category is dgauss.BudgetCopyWarning, caught
+    return caught[0]
+
+
+@pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: ",".join(b))
+def test_pickling_an_accountant_with_budget_left_warns(budget):
+    acc = dgauss.Accountant(**budget)
+    acc.add_laplace_noise([1], scale=10)
+    found = _pickle_warning(acc)
+    assert issubclass(dgauss.BudgetCopyWarning, UserWarning)
+    assert found.filename == __file__  # it names the line that pickled, not dgauss's
+    text = str(found.message)
+    for words in (
+        "pickling this Accountant",
+        "each unpickled copy",
+        "a multiple of it",
+        "dgauss.dask",
+        "Accountant.to_json()",
+        "--ledger",
+        "warnings.filterwarnings('ignore', category=dgauss.BudgetCopyWarning)",
+    ):
+        assert words in text, (words, text)
+    if "rho" in budget:  # what is left, rounded down, where it is cheap to know
+        assert "rho = 0.495 left" in text  # 1/2 - 1/200 (ρ of Lap(10): 1/200)
+
+
+def test_a_used_up_budget_pickles_quietly_and_the_edge_is_exact():
+    rho = dgauss.Accountant(rho=1)
+    rho.add_gaussian_noise([1], rho="1/2")
+    rho.add_gaussian_noise([1], rho=Fraction(1, 2) - Fraction(1, 10**30))
+    assert "rho = 1e-30 left" in str(_pickle_warning(rho).message)  # a hair left: warns
+    rho.add_gaussian_noise([1], rho=Fraction(1, 10**30))
+    pure = dgauss.Accountant(epsilon=1)
+    pure.add_laplace_noise([1], scale=2)
+    assert "epsilon = 0.5 left" in str(_pickle_warning(pure).message)
+    pure.add_laplace_noise([1], scale=2)
+    gauss = dgauss.GaussianMechanism(sigma2=4, k=2)
+    laplace = dgauss.LaplaceMechanism(scale=4)
+    assert "its 2 remaining releases (of k=2)" in str(_pickle_warning(gauss).message)
+    gauss([1])
+    assert "its 1 remaining release (of k=2)" in str(_pickle_warning(gauss).message)
+    gauss([1])
+    laplace([1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for spent in (rho, pure, gauss, laplace):  # nothing left: a copy can release nothing
+            twin = pickle.loads(pickle.dumps(spent))
+            with pytest.raises(PrivacyBudgetError):
+                if isinstance(twin, dgauss.Accountant):
+                    twin.add_laplace_noise([1], scale=10**9)
+                else:
+                    twin([1])
+
+
+def test_an_epsilon_delta_budget_always_warns():
+    """An (ε, δ) budget is never used up exactly: even after the release that took the most
+    it could, a release with more noise still fits, so its pickle warns."""
+    acc = dgauss.Accountant(epsilon=1, delta="1e-6")
+    acc.add_gaussian_noise([1], sigma2=acc.calibrate_gaussian())
+    assert "(epsilon, delta) budget" in str(_pickle_warning(acc).message)
+    acc.add_gaussian_noise([1], sigma2=10**6)  # and indeed a copy could still spend
+
+
+@pytest.mark.parametrize("how", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+def test_copies_in_this_process_do_not_warn(how):
+    """copy.copy and copy.deepcopy are made by the caller's own code, in sight: no warning
+    (they still spend on their own: the tests above)."""
+    mech = dgauss.GaussianMechanism(sigma2=4, k=2)
+    objects = [dgauss.Accountant(rho=1), mech, dgauss.LaplaceMechanism(scale=4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        twins = [how(obj) for obj in objects]
+    assert twins[1]._releases is not mech._releases and twins[1]._releases.left == 2
+
+
+def test_a_process_pool_spends_a_copy_per_task_and_the_pickle_warns():
+    """What the warning is about, on real processes: an accountant's method sent twice to a
+    process pool is pickled twice; each copy spends the whole budget, twice what there is,
+    while the original has spent nothing."""
+    import concurrent.futures
+    import multiprocessing
+
+    acc = dgauss.Accountant(rho=1)
+    context = multiprocessing.get_context("spawn")  # no fork of this test process's threads
+    with pytest.warns(dgauss.BudgetCopyWarning, match="pickling this Accountant") as caught:
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+            tasks = [pool.submit(acc.add_gaussian_noise, [5, 7], rho=1) for _ in range(2)]
+            results = [task.result(timeout=120) for task in tasks]
+    assert [r.shape for r in results] == [(2,), (2,)]  # both admitted: rho = 2 spent in all
+    assert len([w for w in caught if w.category is dgauss.BudgetCopyWarning]) >= 1
+    assert acc.spent.rho == 0 and acc.remaining.rho == 1

@@ -25,6 +25,7 @@ from dgauss._chacha import ChaCha20
 from dgauss._reconcile import Reconciliation, reconcile
 from dgauss.mechanisms import (
     Accountant,
+    BudgetCopyWarning,
     GaussianMechanism,
     LaplaceMechanism,
     PrivacyBudgetError,
@@ -44,6 +45,7 @@ __all__ = [
     "Accountant",
     "PrivacyLoss",
     "PrivacyBudgetError",
+    "BudgetCopyWarning",
     "add_gaussian_noise",
     "add_laplace_noise",
     "reconcile",

@@ -18,7 +18,13 @@ import gmpy2
 from dgauss import _params
 from dgauss import accounting as _acc
 from dgauss._dispatch import release as _release
-from dgauss._mechanism import _TINY_DELTA, GaussianMechanism, LaplaceMechanism, PrivacyBudgetError
+from dgauss._mechanism import (
+    _TINY_DELTA,
+    GaussianMechanism,
+    LaplaceMechanism,
+    PrivacyBudgetError,
+    _warn_budget_copy,
+)
 from dgauss._rounding import _delta_text, _rounded_down, _rounded_up
 from dgauss.accounting import _closed_forms as _cf
 from dgauss.accounting import _compose
@@ -467,6 +473,17 @@ class Accountant:
     kept privacy-loss distribution is not saved: at the very edge of the budget, where a
     merged bound and a fresh composition differ (both certified), a restored accountant
     decides by the fresh one.
+
+    Warns
+    -----
+    BudgetCopyWarning
+        When pickled with budget left (a ρ or pure ε budget not spent to the last bit; an
+        (ε, δ) budget always): a pickle is how an object reaches another process
+        (multiprocessing, ``concurrent.futures``, Dask), and each copy there could spend
+        everything that is left, so that N copies together spend up to N times it.  Keep
+        the accountant in one process and noise there (:mod:`dgauss.dask` for Dask
+        collections), or save it with :meth:`to_json`.  ``copy.copy`` and
+        ``copy.deepcopy`` do not warn.
     """
 
     def __init__(self, *, rho=None, epsilon=None, delta=None):
@@ -530,7 +547,24 @@ class Accountant:
         with self._lock:
             return self._budget, tuple(self._releases), self._certificate
 
+    def _left_words(self) -> str | None:
+        """What is left of the budget, in words, or None when nothing is: a ρ or pure ε
+        budget spent to the last bit.  An (ε, δ) budget is never used up exactly (a release
+        with enough noise still fits), so something is always left of it."""
+        with self._lock:
+            b, program = self._budget, self._program
+            if b[0] == "approx":
+                return "its remaining (epsilon, delta) budget"
+            left = b[1] - (program.rho if b[0] == "rho" else program.pure)
+        if left <= 0:
+            return None
+        name = "rho" if b[0] == "rho" else "epsilon"
+        return f"its remaining budget ({name} = {_trimmed(_rounded_down(left))} left)"
+
     def __getstate__(self) -> dict:
+        left = self._left_words()
+        if left is not None:  # a pickle is how another process gets it: each copy may spend
+            _warn_budget_copy("this Accountant", left)
         budget, releases, certificate = self._state()
         return {
             "version": LEDGER_VERSION,

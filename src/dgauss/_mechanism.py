@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 import threading
+import warnings
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
@@ -24,6 +25,58 @@ _TINY_DELTA = Fraction(10) ** -300
 
 class PrivacyBudgetError(RuntimeError):
     """A release would spend more privacy than was set aside (nothing was drawn)."""
+
+
+class BudgetCopyWarning(UserWarning):
+    """A privacy budget was pickled while some of it is left: each copy can spend it.
+
+    Raised (as a warning) by ``pickle`` of an :class:`Accountant` with budget left, or of a
+    :class:`GaussianMechanism` / :class:`LaplaceMechanism` with some of its ``k`` releases
+    left.  Pickling is how an object reaches another process: ``multiprocessing``,
+    ``concurrent.futures.ProcessPoolExecutor``, joblib, a Dask or Ray worker.  Each unpickled
+    copy spends the remaining budget on its own, unaware of the others, so that N copies can
+    together spend N times what was left, and the guarantee the original states no longer
+    holds.
+
+    Notes
+    -----
+    What to do instead:
+
+    * draw the noise where the budget is: keep one Accountant (or mechanism) in the driver
+      process and call it there; :mod:`dgauss.dask` noises a whole Dask collection as one
+      release of the driver's accountant, its workers receiving only the noise's
+      parameters;
+    * to keep a budget across runs, save it: :meth:`Accountant.to_json` /
+      :meth:`Accountant.from_json`, or the command line's ``--ledger``;
+    * when the pickle is a copy that will never spend (a checkpoint, a cache, every copy but
+      one discarded), silence it where it is made::
+
+          with warnings.catch_warnings():
+              warnings.simplefilter("ignore", dgauss.BudgetCopyWarning)
+              blob = pickle.dumps(accountant)
+
+    ``copy.copy`` and ``copy.deepcopy`` do not warn: they are made by one's own code in one's
+    own process, where the copy is in sight, and their object is documented to spend on its
+    own.  Nothing warns when the budget is used up (a ρ or pure ε budget spent to the last
+    bit, a mechanism's k releases made): such a copy can release nothing.  An (ε, δ) budget
+    is never exactly used up, so pickling such an Accountant always warns.
+    """
+
+
+def _warn_budget_copy(what: str, left: str) -> None:
+    """Warn (:class:`BudgetCopyWarning`) that ``what``, with ``left`` of its budget, is being
+    pickled; called from a ``__getstate__``, so that the warning names its caller's line."""
+    warnings.warn(
+        f"pickling {what} copies {left}: each unpickled copy (one per worker process of "
+        "multiprocessing, concurrent.futures or Dask, say) can spend all of that on its own, "
+        "so the copies together can spend a multiple of it. Instead keep one budget and draw "
+        "the noise where it is (dgauss.dask noises Dask collections from the driver); to save "
+        "a budget, use Accountant.to_json() or the command line's --ledger; once you know "
+        "that every copy but one is discarded, silence this with warnings.filterwarnings("
+        "'ignore', category=dgauss.BudgetCopyWarning)",
+        BudgetCopyWarning,
+        stacklevel=3,
+    )
 
 
 # ==========================================================================
@@ -58,6 +111,12 @@ class _Releases:
     def __init__(self, k: int):
         self.k, self.used, self._lock = k, 0, threading.Lock()
 
+    @property
+    def left(self) -> int:
+        """How many releases are left (0: none can be made)."""
+        with self._lock:
+            return self.k - self.used
+
     def __getstate__(self) -> dict:
         with self._lock:
             return {"k": self.k, "used": self.used}
@@ -85,13 +144,36 @@ def _copy_mechanism(mech):
     return new
 
 
-def _mechanism_state(mech) -> dict:
-    """A mechanism's pickled state: its settings and release count, without what it keeps
-    for this process (the lean release's job, :func:`_lean_release`, which a later dgauss
-    could resolve otherwise)."""
+def _settings(mech) -> dict:
+    """A mechanism's settings and release count, without what it keeps for this process
+    (the lean release's job, :func:`_lean_release`, which a later dgauss could resolve
+    otherwise)."""
     state = dict(mech.__dict__)
     state.pop("_lean_job", None)
     return state
+
+
+def _mechanism_state(mech) -> dict:
+    """A mechanism's pickled state (:func:`_settings`); with releases left it warns
+    (:class:`BudgetCopyWarning`): each unpickled copy can make them all."""
+    left = mech._releases.left
+    if left > 0:
+        plural = "s" if left != 1 else ""
+        _warn_budget_copy(
+            f"this {type(mech).__name__}",
+            f"its {left} remaining release{plural} (of k={mech.k})",
+        )
+    return _settings(mech)
+
+
+def _deepcopy_mechanism(mech, memo: dict):
+    """``copy.deepcopy`` of a mechanism: as a pickle and back (:func:`_settings`, the release
+    count its own) but without the warning a pickle gives: the copy is made in this process,
+    by the caller's own code."""
+    new = object.__new__(type(mech))
+    memo[id(mech)] = new
+    new.__dict__.update(copy.deepcopy(_settings(mech), memo))
+    return new
 
 
 #: The argument types whose values a mechanism's set-up is remembered for (None: the
@@ -154,7 +236,8 @@ class GaussianMechanism:
     k : int
         How many releases the guarantee covers (composition); the object refuses a
         (k+1)-th release with :class:`PrivacyBudgetError`.  A copy (``copy``, ``pickle``)
-        counts its releases on its own, from the count at the time it was made.
+        counts its releases on its own, from the count at the time it was made (so a
+        pickle with releases left warns: see *Warns*).
     accounting : "exact" or "zcdp"
         How (ε, δ) is turned into σ² (only with ``epsilon``/``delta``).
     granularity : rational, optional
@@ -166,6 +249,13 @@ class GaussianMechanism:
         σ² (in steps of the granularity).
     rho : Fraction
         The exact zCDP parameter of all k releases, k‖Δ‖²/(2σ²).
+
+    Warns
+    -----
+    BudgetCopyWarning
+        When the mechanism is pickled (sent to another process) with some of its k releases
+        left: each copy could make them all.  ``copy.copy`` and ``copy.deepcopy`` do not
+        warn.
     """
 
     _kind = Kind.DISCRETE_GAUSSIAN
@@ -229,6 +319,7 @@ class GaussianMechanism:
         self.rho = Fraction(self.k * norm2) / (2 * self.sigma2)
 
     __copy__ = _copy_mechanism
+    __deepcopy__ = _deepcopy_mechanism
     __getstate__ = _mechanism_state
 
     @property
@@ -299,7 +390,8 @@ class LaplaceMechanism:
     :class:`GaussianMechanism`.
 
     Attributes: ``scale`` (Fraction); ``rho``, the zCDP parameter of all k releases,
-    k(Δ/t)²/2 (pure ε-DP implies ε²/2-zCDP).
+    k(Δ/t)²/2 (pure ε-DP implies ε²/2-zCDP).  Pickled with releases left, it warns
+    (:class:`BudgetCopyWarning`), as a :class:`GaussianMechanism` does.
     """
 
     _kind = Kind.DISCRETE_LAPLACE
@@ -341,6 +433,7 @@ class LaplaceMechanism:
         self.rho = self.k * (Fraction(self.sensitivity) / self.scale) ** 2 / 2
 
     __copy__ = _copy_mechanism
+    __deepcopy__ = _deepcopy_mechanism
     __getstate__ = _mechanism_state
 
     @property

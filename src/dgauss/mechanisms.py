@@ -70,6 +70,7 @@ from dgauss._inputs import INT64_MAX as INT64_MAX
 from dgauss._inputs import INT64_MIN as INT64_MIN
 from dgauss._kinds import Kind as Kind
 from dgauss._mechanism import (
+    BudgetCopyWarning,
     GaussianMechanism,
     LaplaceMechanism,
     PrivacyBudgetError,
@@ -93,6 +94,7 @@ __all__ = [
     "Accountant",
     "PrivacyLoss",
     "PrivacyBudgetError",
+    "BudgetCopyWarning",
     "Remaining",
     "add_gaussian_noise",
     "add_laplace_noise",
