@@ -316,14 +316,14 @@ def test_a_composition_extended_release_by_release_stays_above_the_truth(base, m
     time on its own tilt and grid, bounds the true δ of the larger program (exact convolution
     at 80 digits, tests/_compose_reference.py) and is within a few % of a fresh composition."""
     from _compose_reference import composed_delta
-    from dgauss.accounting import _compose
+    from dgauss.accounting import _programs
 
     e = Fraction(eps)
     program = list(base)
     pld = compose(*program)._shared_grid_pld(e)
     assert pld is not None
     for release in more:
-        pld = pld.extended(_compose._coordinates([release]))
+        pld = pld.extended(_programs._coordinates([release]))
         assert pld is not None
         program.append(release)
         reference = [
@@ -382,14 +382,14 @@ def test_a_merged_bound_is_never_below_a_fresh_composition(kinds, n):
     more than that.  (It may be far above: the accountant refuses only on a lower bound,
     test_a_refusal_without_composing_is_a_fresh_compositions.)  Checked on programs grown
     by 1 release and by 20%."""
-    from dgauss.accounting import _compose
+    from dgauss.accounting import _programs
 
     sequence = [kinds[i % len(kinds)] for i in range(n)]
     base_n = int(0.8 * n)
     pld = compose(*sequence[:base_n])._shared_grid_pld(Fraction(1))
     assert pld is not None
     for extra in (1, n - base_n):
-        merged = pld.extended(_compose._coordinates(sequence[base_n : base_n + extra]))
+        merged = pld.extended(_programs._coordinates(sequence[base_n : base_n + extra]))
         fresh = compose(*sequence[: base_n + extra]).delta(1, log=True)
         assert merged.log_delta_at(Fraction(1)) >= fresh - 2e-3
 
@@ -421,7 +421,7 @@ def test_a_refusal_without_composing_is_a_fresh_compositions(program, eps):
     above and below the fresh composition's own δ: the plain rule's decision, for every
     release of the program offered once more."""
     from dgauss import _accountant
-    from dgauss.accounting import _compose
+    from dgauss.accounting import _programs
 
     e = Fraction(eps)
     base = _accountant._Program()
@@ -432,7 +432,7 @@ def test_a_refusal_without_composing_is_a_fresh_compositions(program, eps):
     refused_cheaply = 0
     for extra in {_accountant._unit(r) for r in program}:
         candidate = base.plus(extra)
-        step = pld.extended(_compose._coordinates([extra]))
+        step = pld.extended(_programs._coordinates([extra]))
         fresh = candidate.composition().delta(e, log=True)
         scale = Fraction(math.exp(fresh))
         for factor in (Fraction(1, 10**6), Fraction(1, 10**3), Fraction(3, 10), 2):
@@ -483,7 +483,7 @@ def test_basic_composition_that_fits_stops_a_refusal_without_composing(monkeypat
     import gmpy2
 
     from dgauss import _accountant
-    from dgauss.accounting import _compose
+    from dgauss.accounting import _composition, _programs
 
     program, eps = REFUSAL_PROGRAMS[0]
     e = Fraction(eps)
@@ -492,12 +492,14 @@ def test_basic_composition_that_fits_stops_a_refusal_without_composing(monkeypat
         base.add(release)
     extra = _accountant._unit(program[1])
     candidate = base.plus(extra)
-    step = base.composition()._shared_grid_pld(e).extended(_compose._coordinates([extra]))
+    step = base.composition()._shared_grid_pld(e).extended(_programs._coordinates([extra]))
     budget = Fraction(math.exp(candidate.composition().delta(e, log=True))) / 2
     acc = dgauss.Accountant(epsilon=e, delta=budget)
     assert acc._grid_refuses(candidate, step)
     fits = gmpy2.mpfr(math.log(budget) - 1)
-    monkeypatch.setattr(_compose.Composition, "_basic_log_delta", lambda self, e, cap=None: fits)
+    monkeypatch.setattr(
+        _composition.Composition, "_basic_log_delta", lambda self, e, cap=None: fits
+    )
     assert not acc._grid_refuses(candidate, step)
 
 
@@ -509,7 +511,7 @@ def test_offers_at_the_edge_merge_only_themselves(monkeypatch, eager_look_ahead)
     each merged every release since the last composition).  The budget ends full and within
     its bound."""
     from dgauss import _accountant
-    from dgauss.accounting import _compose
+    from dgauss.accounting import _readouts
 
     calls: list[list[int]] = []  # per merge of an offer (_merged): the sizes merged
     real_merged = _accountant.Accountant._merged
@@ -526,7 +528,7 @@ def test_offers_at_the_edge_merge_only_themselves(monkeypatch, eager_look_ahead)
         calls.append([])
         return real_merged(self, release, candidate)
 
-    for kept in (_compose._PLD, _compose._Extended):  # a composition, and one extended
+    for kept in (_readouts._PLD, _readouts._Extended):  # a composition, and one extended
         monkeypatch.setattr(kept, "extended", counted(kept.extended))
     monkeypatch.setattr(_accountant.Accountant, "_merged", merged)
     acc = dgauss.Accountant(epsilon=1, delta="1e-6")

@@ -13,8 +13,7 @@ import pytest
 from _compose_reference import composed_delta
 from _python import run_python
 from dgauss import accounting as A
-from dgauss.accounting import Gaussian, Laplace, compose
-from dgauss.accounting import _compose as C
+from dgauss.accounting import Gaussian, Laplace, _grids, _readouts, compose
 
 
 def _program(rel):
@@ -67,7 +66,7 @@ def _atoms_near(rel, eps):
 def _gridded(monkeypatch):
     """Make the PLD route use its grid even where the composed atoms are few enough to be
     enumerated exactly (small programs), so that the grid is tested too."""
-    monkeypatch.setattr(C, "ENUM_MAX_ATOMS", 0)
+    monkeypatch.setattr(_grids, "ENUM_MAX_ATOMS", 0)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -94,7 +93,7 @@ def test_pld_route_agrees_with_theorem_15_down_to_tiny_deltas(log10_delta):
     program = compose(Gaussian(50), Gaussian(50, k=2))
     eps = Fraction(A.gaussian_epsilon(50, f"1e{log10_delta}", k=3))
     exact = A.gaussian_delta(50, eps, k=3, log=True)
-    pld = program._pld(*C._choose(program._coords, float(eps), None))
+    pld = program._pld(*_grids._choose(program._coords, float(eps), None))
     assert pld is not None
     got = pld.log_delta(float(eps))
     assert exact - 1e-8 <= got <= exact + math.log(1.001)
@@ -189,7 +188,7 @@ def test_connect_the_dots_stays_above_the_truth_down_to_tiny_deltas(monkeypatch,
     if not exact:
         _gridded(monkeypatch)
     program = _program(rel)
-    assert C._choose(program._coords, float(eps), None)[2] is None  # not on a lattice
+    assert _grids._choose(program._coords, float(eps), None)[2] is None  # not on a lattice
     lo, hi = composed_delta(rel, eps, keep_digits=260, cut_digits=260)
     assert hi < lo * (1 + mpmath.mpf("1e-12"))  # the truth is pinned
     got = mpmath.exp(program.delta(eps, log=True))
@@ -198,7 +197,7 @@ def test_connect_the_dots_stays_above_the_truth_down_to_tiny_deltas(monkeypatch,
 
 def _without_lattice(monkeypatch):
     """Make the PLD route connect the dots even where the losses share a lattice."""
-    monkeypatch.setattr(C, "_lattice", lambda coords: Fraction(0))
+    monkeypatch.setattr(_grids, "_lattice", lambda coords: Fraction(0))
 
 
 def test_a_long_composition_connects_the_dots_within_a_thousandth(monkeypatch):
@@ -209,9 +208,9 @@ def test_a_long_composition_connects_the_dots_within_a_thousandth(monkeypatch):
     program = compose(Gaussian("40.9", k=300))
     eps = Fraction(A.gaussian_epsilon("40.9", "1e-12", k=300))
     exact = A.gaussian_delta("40.9", eps, k=300, log=True)
-    alpha, h, lattice = C._choose(program._coords, float(eps), None)
+    alpha, h, lattice = _grids._choose(program._coords, float(eps), None)
     assert lattice is None
-    got = C._PLD(program._coords, alpha, h, None).log_delta(float(eps))
+    got = _readouts._PLD(program._coords, alpha, h, None).log_delta(float(eps))
     assert exact - 1e-9 <= got <= exact + math.log(1.001)
 
 
@@ -223,7 +222,7 @@ def test_very_long_compositions_stay_within_a_thousandth(monkeypatch, sigma2, k,
     program = compose(Gaussian(sigma2, k=k))
     eps = Fraction(A.gaussian_epsilon(sigma2, delta, k=k))
     exact = A.gaussian_delta(sigma2, eps, k=k, log=True)
-    got = program._pld(*C._choose(program._coords, float(eps), None)).log_delta(float(eps))
+    got = program._pld(*_grids._choose(program._coords, float(eps), None)).log_delta(float(eps))
     assert exact - 1e-9 <= got <= exact + math.log(1.002)
 
 

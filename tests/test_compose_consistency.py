@@ -25,8 +25,7 @@ from hypothesis import strategies as st
 
 from _compose_reference import composed_delta
 from dgauss import accounting as A
-from dgauss.accounting import Gaussian, Laplace, compose
-from dgauss.accounting import _compose as C
+from dgauss.accounting import Gaussian, Laplace, _grids, _leaves, compose
 
 FEW = settings(
     max_examples=25,
@@ -47,7 +46,7 @@ def _program(rel):
 
 def _gridded():
     """The PLD route with its grid even where the atoms are few enough to enumerate."""
-    return mock.patch.object(C, "ENUM_MAX_ATOMS", 0)
+    return mock.patch.object(_grids, "ENUM_MAX_ATOMS", 0)
 
 
 _release = st.one_of(
@@ -202,7 +201,7 @@ def test_thinned_atoms_agree_with_theorem_15(sigma2, delta):
 
 def test_power_sums_are_exact():
     for block in [1, 2, 7, 50]:
-        a, r = C._power_sums(block, 6)
+        a, r = _leaves._power_sums(block, 6)
         for j in range(7):
             p1 = sum(k ** (j + 1) for k in range(block))
             p0 = sum(k**j for k in range(block))
@@ -223,7 +222,7 @@ def _check_thinning(alpha):
     sf, m, block = 10**6, 1, 4
     centre = -alpha * m
     y_lo, y_hi = int(centre) - 40, int(centre) + 40
-    loss, w, width, last = C._thinned_gaussian(m, float(sf), alpha, y_lo, y_hi, block)
+    loss, w, width, last = _leaves._thinned_gaussian(m, float(sf), alpha, y_lo, y_hi, block)
     first = (y_lo // block) * block
     d = mpmath.mpf(m) / sf
     H = block * d
@@ -270,7 +269,7 @@ def test_more_noise_never_reads_as_less_privacy(rel, which, factor):
     after = _program(_rescaled(rel, which, Fraction(factor)))
     eps = before.epsilon("1e-6")
     slack = math.log(1.001) if before.route(eps) != "PLD" or after.route(eps) != "PLD" else 1e-6
-    if any(C._enum_sizes(p._coords) is None for p in (before, after)):
+    if any(_grids._enum_sizes(p._coords) is None for p in (before, after)):
         slack = math.log(1.001)  # the grid's 0.1%
     assert after.delta(eps, log=True) <= before.delta(eps, log=True) + slack
 
@@ -289,7 +288,7 @@ _HISTORY = [
 @pytest.mark.parametrize("grid", [False, True], ids=["atoms", "grid"])
 def test_an_answer_does_not_depend_on_earlier_calls(rel, grid):
     """delta() used to return the smallest bound over every grid cached so far."""
-    with _gridded() if grid else mock.patch.object(C, "ENUM_MAX_ATOMS", C.ENUM_MAX_ATOMS):
+    with _gridded() if grid else mock.patch.object(_grids, "ENUM_MAX_ATOMS", _grids.ENUM_MAX_ATOMS):
         questions = [0.5, 2.0, 6.0, 13.9, 14.0]
         fresh = [_program(rel).delta(e, log=True) for e in questions]
         fresh_eps = _program(rel).epsilon("1e-20")

@@ -1,4 +1,4 @@
-"""An extended composition read without forming the merge (accounting._compose._Extended).
+"""An extended composition read without forming the merge (accounting._readouts._Extended).
 
 The Accountant merges each offer into the composition it keeps.  The merge of the kept
 root with the offer's node is not formed: δ of it is read from the root's suffix sums, in
@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dgauss.accounting import Gaussian, Laplace, _compose, compose
+from dgauss.accounting import Gaussian, Laplace, _leaves, _programs, _readouts, compose
 
 
 def random_kinds(rng: random.Random, count: int) -> list:
@@ -51,8 +51,8 @@ def test_the_suffix_sum_reading_brackets_the_formed_merge(seed):
         pld = compose(*kinds)._shared_grid_pld(eps)
         if pld is None:
             continue
-        lazy = pld.extended(_compose._coordinates(more))
-        assert isinstance(lazy, _compose._Extended)
+        lazy = pld.extended(_programs._coordinates(more))
+        assert isinstance(lazy, _readouts._Extended)
         formed = lazy._merged()
         for factor in (Fraction(1, 10), Fraction(1, 2), 1, 2, 3, 10):
             e = eps * factor
@@ -68,8 +68,8 @@ def test_the_suffix_sum_reading_brackets_the_formed_merge(seed):
 
 def hand_node(lo: int, values: list[float], err: float, kappa: float):
     v = np.asarray(values, dtype=np.float64)
-    law = _compose._leaf_law(v, lo, err)
-    return _compose._Node(lo, v, kappa, err, -math.inf, 0.0, law, 0.0)
+    law = _leaves._leaf_law(v, lo, err)
+    return _leaves._Node(lo, v, kappa, err, -math.inf, 0.0, law, 0.0)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.7, 3.0])
@@ -91,8 +91,8 @@ def test_the_reading_is_the_double_sum_on_hand_made_vectors(alpha, seed):
     node = hand_node(
         rng.randint(-4, 4), [rng.random() for _ in range(rng.randint(1, 25))], 2e-6, -1.1
     )
-    base = _compose._PLD.of_root(root, alpha, h)
-    lazy = _compose._Extended(base, node)
+    base = _readouts._PLD.of_root(root, alpha, h)
+    lazy = _readouts._Extended(base, node)
 
     def double_sum(eps: float, sign: int) -> mpmath.mpf:
         total = mpmath.mpf(0)
@@ -136,7 +136,7 @@ def test_a_long_run_of_single_extensions_forms_the_merge_and_stays_above_the_tru
     program = list(base)
     bases = set()
     for release in extra:
-        step = step.extended(_compose._coordinates([release]))
+        step = step.extended(_programs._coordinates([release]))
         assert step is not None
         bases.add(id(step.base))
         program.append(release)
@@ -161,7 +161,7 @@ def test_reading_far_from_the_tilt_falls_back_to_the_formed_merge():
     lazy = (
         compose(*kinds)
         ._shared_grid_pld(Fraction(1))
-        .extended(_compose._coordinates([Gaussian(50)]))
+        .extended(_programs._coordinates([Gaussian(50)]))
     )
     e = Fraction(60)
     assert lazy.log_delta_at(e) == lazy._merged().log_delta_at(e)

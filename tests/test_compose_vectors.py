@@ -1,4 +1,4 @@
-"""The PLD route's composed vectors: the cut of their ends (_compose._Law.reach: Bennett's
+"""The PLD route's composed vectors: the cut of their ends (_laws._Law.reach: Bennett's
 and Hoeffding's bounds drop only mass truly below _DROP of the untruncated sum's law) and
 the FFT merge's error bound (at every transform length it uses, not only powers of two).
 
@@ -14,8 +14,18 @@ import mpmath
 import numpy as np
 import pytest
 
-from dgauss.accounting import Gaussian, Laplace, compose
-from dgauss.accounting import _compose as C
+from dgauss import _pool
+from dgauss.accounting import (
+    Gaussian,
+    Laplace,
+    _convolution,
+    _grids,
+    _laws,
+    _leaves,
+    _pld_settings,
+    _readouts,
+    compose,
+)
 
 
 def _h(u):
@@ -27,7 +37,7 @@ def _h(u):
 
 @pytest.mark.parametrize("u", [1e-12, 1e-7, 3e-3, 0.0099, 0.01, 0.3, 1.0, 7.5, 1e3, 1e9, 1e200])
 def test_h_low_is_a_close_lower_bound(u):
-    low = C._bennett_h_low(u)
+    low = _laws._bennett_h_low(u)
     with mpmath.workdps(50):
         true = _h(u)
         assert low <= true
@@ -45,7 +55,7 @@ def _binomial_upper_tail(n: int, p: Fraction, above: Fraction) -> Fraction:
 
 @pytest.mark.parametrize("n", [1, 3, 40, 500])
 @pytest.mark.parametrize("p", [Fraction(1, 2), Fraction(1, 20), Fraction(19, 20)])
-@pytest.mark.parametrize("log_inv", [2.0, 12.0, C._LOG_INV_DROP])
+@pytest.mark.parametrize("log_inv", [2.0, 12.0, _pld_settings._LOG_INV_DROP])
 def test_bennett_reach_bounds_binomial_tails(n, p, log_inv):
     """Sums of n Bernoulli(p): the tail beyond the mean + Bennett's reach, on either side,
     holds at most e^{−log_inv}, exactly; and the reach is not looser than needed by more
@@ -54,7 +64,7 @@ def test_bennett_reach_bounds_binomial_tails(n, p, log_inv):
     bound = Fraction(math.exp(-log_inv))
     for upward, reach_of_one, q in ((True, 1 - p, p), (False, p, 1 - p)):
         # below the mean is above the mean of n Bernoulli(1 − p)
-        t = C._bennett_reach(var, float(reach_of_one), log_inv)
+        t = _laws._bennett_reach(var, float(reach_of_one), log_inv)
         assert math.isfinite(t)
         assert _binomial_upper_tail(n, q, Fraction(t)) <= bound, (upward, t)
 
@@ -62,7 +72,7 @@ def test_bennett_reach_bounds_binomial_tails(n, p, log_inv):
 def _leaf_of(release, alpha=0.5, h=2.0**-9):
     coords = compose(release)._coords
     assert len(coords) == 1
-    leaf = C._leaf(coords[0], alpha, h, None)
+    leaf = _leaves._leaf(coords[0], alpha, h, None)
     assert leaf is not None
     return leaf
 
@@ -119,8 +129,8 @@ def test_the_cut_drops_at_most_its_share_of_a_sum_of_leaves(name, count):
     above = float(v[index > top].sum())
     below = float(v[index < bottom].sum())
     # each float entry within a relative 2·log2(count)·len·u of the truth: margin 1 + 1e-6
-    assert above <= C._DROP * total * (1 + 1e-6)
-    assert below <= C._DROP * total * (1 + 1e-6)
+    assert above <= _pld_settings._DROP * total * (1 + 1e-6)
+    assert below <= _pld_settings._DROP * total * (1 + 1e-6)
     if count >= 30:  # the cut is inside the support (on a side): the check above has teeth
         assert index[0] < bottom or top < index[-1]
 
@@ -130,22 +140,22 @@ def test_bennett_cuts_long_compositions_shorter_than_hoeffding():
     Hoeffding's t (which grows with the leaves' 28-standard-deviation supports)."""
     leaf = _leaf_of(Gaussian(10))
     law = leaf.law.times(1000)
-    hoeffding = math.sqrt(law.width2 * C._LOG_INV_DROP / 2)
+    hoeffding = math.sqrt(law.width2 * _pld_settings._LOG_INV_DROP / 2)
     assert law.reach(True) < hoeffding / 5
     assert law.reach(False) < hoeffding / 5
     # and both are past what the composed law truly spreads: √(2·ln(1/_DROP)·variance)
-    spread = math.sqrt(2 * C._LOG_INV_DROP * law.var)
+    spread = math.sqrt(2 * _pld_settings._LOG_INV_DROP * law.var)
     assert law.reach(True) > spread
 
 
 @pytest.mark.parametrize("var, b", [(0.0, 1.0), (1.0, 0.0), (math.inf, 1.0), (1.0, math.nan)])
 def test_bennett_reach_is_infinite_without_a_variance_and_a_reach(var, b):
-    assert C._bennett_reach(var, b, 10.0) == math.inf
+    assert _laws._bennett_reach(var, b, 10.0) == math.inf
 
 
 @pytest.mark.parametrize("size", [2, 60, 64, 65, 700, 1000, 4097, 6250, 20_000])
 def test_fft_length_is_the_smallest_5_smooth_length(size):
-    got = C._fft_length(size)
+    got = _convolution._fft_length(size)
     assert got == next(m for m in range(size, 2 * size + 1) if _only_factors(m, (2, 3, 5)))
 
 
@@ -177,7 +187,7 @@ def test_the_merge_convolution_is_within_its_error_bound(la, lb, shape):
     ia, ib = vector(la), vector(lb)
     a, b = ia * 2.0**-20, ib * 2.0**-20
     for other, iother in ((b, ib), (None, ia)):
-        got, per_unit = C._convolve(a, other)
+        got, per_unit = _convolution._convolve(a, other)
         truth = np.convolve(ia, iother) * 2.0**-40  # < 2^40·5000 < 2^53: exact in int64
         bound = per_unit * float(a.sum()) * float((a if other is None else b).sum())
         assert np.abs(got - truth).max() <= bound
@@ -202,9 +212,9 @@ def test_log_theta_is_a_close_lower_bound(sigma2):
             )
         else:
             true = mpmath.log(mpmath.sqrt(2 * mpmath.pi * sm))
-        got = C._log_theta(s)
+        got = _leaves._log_theta(s)
         assert got <= true
-        assert true - got <= 64 * C._U * (abs(true) + 1)
+        assert true - got <= 64 * _pld_settings._U * (abs(true) + 1)
 
 
 def test_merges_on_every_core_give_the_same_bits(monkeypatch):
@@ -212,32 +222,39 @@ def test_merges_on_every_core_give_the_same_bits(monkeypatch):
     composed vector, its error bound and δ are the same bits as on one thread."""
     releases = [Gaussian(f"{40 + i}.{i}") for i in range(40)] + [Laplace("7.5", 2, k=30)]
     program = compose(*releases)
-    alpha, h, _ = C._choose(program._coords, 1.0, None)
+    alpha, h, _ = _grids._choose(program._coords, 1.0, None)
     threads_used = []
-    real = C._pool.map_ordered
+    real = _pool.map_ordered
 
     def spy(fn, items, threads):
         threads_used.append(threads)
         return real(fn, items, threads)
 
-    monkeypatch.setattr(C._pool, "map_ordered", spy)
-    monkeypatch.setattr(C._pool, "cores", lambda: 4)
-    monkeypatch.setattr(C, "_PARALLEL_POINTS", 1000)  # every level with two merges or more
-    many = C._PLD(program._coords, alpha, h, None)
+    monkeypatch.setattr(_pool, "map_ordered", spy)
+    monkeypatch.setattr(_pool, "cores", lambda: 4)
+    # every level with two merges or more
+    monkeypatch.setattr(_convolution, "_PARALLEL_POINTS", 1000)
+    many = _readouts._PLD(program._coords, alpha, h, None)
     assert max(threads_used) == 4  # some level was shared out
-    monkeypatch.setattr(C._pool, "cores", lambda: 1)
-    one = C._PLD(program._coords, alpha, h, None)
+    monkeypatch.setattr(_pool, "cores", lambda: 1)
+    one = _readouts._PLD(program._coords, alpha, h, None)
     assert many.root.lo == one.root.lo and many.root.err == one.root.err
     assert np.array_equal(many.root.v, one.root.v)
     assert many.log_delta(1.0) == one.log_delta(1.0)
 
 
-def _integer_leaf(ints: np.ndarray, lo: int) -> C._Node:
+def _integer_leaf(ints: np.ndarray, lo: int) -> _leaves._Node:
     """A node whose vector is exactly the integers ``ints`` (exact floats), κ = 0, no error."""
     v = ints.astype(np.float64)
     total = float(v.sum())
-    return C._Node(
-        lo, v, 0.0, 0.0, -math.inf, C._float_up(math.log(total)), C._leaf_law(v, lo, 0.0)
+    return _leaves._Node(
+        lo,
+        v,
+        0.0,
+        0.0,
+        -math.inf,
+        _pld_settings._float_up(math.log(total)),
+        _leaves._leaf_law(v, lo, 0.0),
     )
 
 
@@ -295,7 +312,7 @@ def test_the_product_in_one_transform_is_within_its_error_bound(shapes, counts):
         ints_list.append(ints)
     leaves = [_integer_leaf(ints, -len(ints) // 3) for ints in ints_list]
     with np.errstate(all="ignore"):
-        node = C._product(leaves, list(counts))
+        node = _convolution._product(leaves, list(counts))
     exact = _exact_product(ints_list, counts)
     first = sum(leaf.lo * k for leaf, k in zip(leaves, counts, strict=True))
     log_scale = mpmath.mpf(node.kappa)

@@ -27,7 +27,7 @@ from dgauss._mechanism import (
 )
 from dgauss._rounding import _delta_text, _rounded_down, _rounded_up
 from dgauss.accounting import _closed_forms as _cf
-from dgauss.accounting import _compose
+from dgauss.accounting import _programs
 from dgauss.accounting._neighbours import norm2 as _norm2
 
 # ==========================================================================
@@ -710,7 +710,7 @@ class Accountant:
     #   else the composition of the grouped program (accounting.compose, which composes
     #   identical releases as one k-fold release and so gives what composing every release
     #   gives).  Before composing afresh, the candidate is merged into the PLD kept from the
-    #   last composition (same tilt and grid: _compose._PLD.extended; after a refusal
+    #   last composition (same tilt and grid: _readouts._PLD.extended; after a refusal
     #   with none kept, as after a restore, that of the releases made), a valid bound; it
     #   admits when that fits.  It refuses when even a lower bound on its gridded δ̃ is over
     #   the budget and a fresh composition could read no smaller δ (_grid_refuses: its
@@ -804,7 +804,7 @@ class Accountant:
 
     def _extended(self, candidate: _Program, base: tuple | None = None) -> Any:
         """The PLD of ``candidate``, merged into one kept of a program inside it (on that
-        one's tilt and grid: :meth:`_compose._PLD.extended`): ``base`` = (program, PLD), by
+        one's tilt and grid: :meth:`_readouts._PLD.extended`): ``base`` = (program, PLD), by
         default the largest of the last composition's and the preparation's; None without."""
         bases = [base] if base is not None else [self._base, *self._prepared_bases]
         usable = [b for b in bases if b is not None and b[1] is not None and b[0].within(candidate)]
@@ -817,7 +817,7 @@ class Accountant:
                 more.add(unit, n - done.counts.get(unit, 0))
         if any(isinstance(r.sensitivity, _acc.L2Ball) for r in more.releases()):
             return None  # an ℓ2 ball is its worst vectors' programs, not one PLD (compose)
-        return pld.extended(_compose._coordinates(more.releases()))
+        return pld.extended(_programs._coordinates(more.releases()))
 
     def _grid_refuses(self, candidate: _Program, pld) -> bool:
         """Whether a fresh composition of ``candidate`` would refuse it, known without

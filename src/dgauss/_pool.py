@@ -1,5 +1,5 @@
 """One pool of helper threads for the process: batches drawn on several workers
-(:mod:`dgauss._driver`) and the PLD route's merges (:mod:`dgauss.accounting._compose`).
+(:mod:`dgauss._driver`) and the PLD route's merges (:mod:`dgauss.accounting._convolution`).
 
 Started on first use and kept (a pool started per call cost about 1 ms), its threads started
 as tasks need them, at most :data:`MAX_HELPERS`.  A forked child starts its own: the parent's

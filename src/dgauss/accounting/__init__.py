@@ -18,8 +18,11 @@ never above it, a calibrated σ² or scale never giving less privacy than asked)
 
 The package's rooms: ``_closed_forms`` (the functions above), ``_gaussian_sums`` (rigorous
 enclosures of the discrete Gaussian's sums, over :mod:`dgauss._interval`'s interval arithmetic),
-``_neighbours`` (the worst vectors of an ℓ2 ball), ``_compose`` (whole programs).  How every
-bound is derived: ``docs/accounting.md``.
+``_neighbours`` (the worst vectors of an ℓ2 ball), and whole programs (:func:`compose`):
+``_releases`` (:class:`Gaussian`, :class:`Laplace`), ``_composition`` (:class:`Composition` and
+its routes) over the PLD route's rooms ``_programs``, ``_leaves``, ``_laws``, ``_convolution``,
+``_grids``, ``_readouts``, ``_enumerated`` and ``_pld_settings`` (``_compose`` only keeps old
+pickles loading).  How every bound is derived: ``docs/accounting.md``.
 """
 
 from dgauss.accounting._closed_forms import (
@@ -28,10 +31,6 @@ from dgauss.accounting._closed_forms import (
     MAX_K,
     Number,
     Sensitivity,
-    _count,
-    _positive,
-    _probability,
-    _sensitivity,
     calibrate_gaussian,
     calibrate_laplace,
     cdp_delta,
@@ -76,13 +75,16 @@ __all__ = [
     "MAX_K",
     "Number",
     "Sensitivity",
-    "_count",
-    "_positive",
-    "_probability",
-    "_sensitivity",
 ]
 
-from dgauss.accounting._compose import Composition, Gaussian, Laplace, compose  # noqa: E402
+from dgauss.accounting._composition import Composition, compose  # noqa: E402
 from dgauss.accounting._neighbours import L2Ball  # noqa: E402
+from dgauss.accounting._releases import Gaussian, Laplace  # noqa: E402
 
 __all__ += ["compose", "Composition", "Gaussian", "Laplace", "L2Ball"]
+
+# Which room holds a class is not part of the interface: the composition's classes are named
+# by the package, so that a pickle of one names dgauss.accounting, never a private module.
+for _public in (Gaussian, Laplace, Composition):
+    _public.__module__ = __name__
+del _public
