@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import json
 import math
 import os
 import re
@@ -470,3 +471,143 @@ def test_the_guides_ledger_example_runs_as_written(tmp_path, table):
         outputs.append(done.stdout + done.stderr)
     assert "sigma2 = 35.73" in block and all("sigma2 = 35.73," in out for out in outputs[1:3])
     assert "delta = 9.967e-7 at eps = 1" in block and "delta = 9.967e-7 at eps = 1" in outputs[3]
+
+
+# ---- one ledger whatever its name ---------------------------------------------------------
+
+
+def noise_through(table, name, out=None) -> list[str]:
+    """A release of rho = 1/100 (sigma2 = 50, sensitivity 1) through the name ``name``."""
+    args = ["noise", table, "--column", "n", "--sigma2", 50, "--ledger", name]
+    return list(map(str, args + (["-o", out] if out is not None else [])))
+
+
+def run_in(capsys, *args) -> tuple[int, str]:
+    """A run in this process (cli.main, faster than a child): its status and stderr."""
+    from dgauss import cli
+
+    status = cli.main(list(map(str, args)))
+    return status, capsys.readouterr().err
+
+
+def init_in(capsys, ledger, *budget) -> None:
+    assert run_in(capsys, "account", "--ledger", ledger, "--init", *budget)[0] == 0
+
+
+def test_a_hard_link_cannot_double_the_budget(tmp_path, table, capsys):
+    """The budget fits one release; with a second name (ln L.json L2.json) each name would
+    admit one if the names could diverge: a release through either is refused up front, and
+    once the link is gone the ledger spends as before."""
+    ledger, other = tmp_path / "L.json", tmp_path / "L2.json"
+    init_in(capsys, ledger, "--rho", "1/100")
+    os.link(ledger, other)
+    before = snapshot(ledger)
+    for name in (ledger, other):
+        status, err = run_in(capsys, *noise_through(table, name, tmp_path / "out.csv"))
+        assert status == 1 and err.count("\n") == 1, err
+        assert "has 2 names (hard links)" in err and "nothing was released" in err
+        assert snapshot(ledger) == before and not (tmp_path / "out.csv").exists()
+    other.unlink()
+    assert run_in(capsys, *noise_through(table, ledger))[0] == 0
+    assert run_in(capsys, *noise_through(table, ledger))[0] == 3  # the budget is spent
+    assert releases(ledger) == (accounting.Gaussian(50, 1),)
+
+
+def test_a_symlink_and_other_spellings_share_one_budget(tmp_path, table, capsys):
+    ledger = tmp_path / "L.json"
+    init_in(capsys, ledger, "--rho", "1/100")
+    link = tmp_path / "link.json"
+    link.symlink_to(ledger)
+    (tmp_path / "sub").mkdir()
+    status, err = run_in(capsys, *noise_through(table, link))
+    assert status == 0, err
+    assert link.is_symlink() and os.readlink(link) == str(ledger)  # the file replaced, not it
+    assert releases(ledger) == (accounting.Gaussian(50, 1),)
+    for name in (ledger, link, tmp_path / "sub" / ".." / "L.json"):
+        status, err = run_in(capsys, *noise_through(table, name))
+        assert status == 3 and "does not fit" in err, err
+    assert releases(ledger) == (accounting.Gaussian(50, 1),)
+
+
+def test_runs_at_once_through_different_names_never_overspend(tmp_path, table, capsys):
+    """Four runs at once, through four names of one ledger (its path, a symlink to it,
+    sub/../L.json and a symlinked folder), while the test holds the lock through yet another
+    name: each waits on the one lock; then, the budget fitting two, exactly two are admitted.
+    The runs that waited on the file the first rename replaced lock the new one and read it
+    (else each would find the budget unspent)."""
+    ledger = tmp_path / "L.json"
+    init_in(capsys, ledger, "--rho", "2/100")
+    (tmp_path / "link.json").symlink_to(ledger)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path)
+    names = [ledger, tmp_path / "link.json", tmp_path / "sub/../L.json", tmp_path / "alias/L.json"]
+    fd = hold_lock(tmp_path / "alias" / "link.json")
+    runs = [start(*noise_through(table, name, tmp_path / f"out{i}.csv")) for i, name in
+            enumerate(names)]  # fmt: skip
+    try:
+        for run in runs:  # each has read its input, and waits for the one lock
+            assert "waiting for the ledger" in run.stderr.readline()
+    finally:
+        os.close(fd)
+    statuses = sorted(run.wait(timeout=120) for run in runs)
+    assert statuses == [0, 0, 3, 3]
+    assert releases(ledger) == (accounting.Gaussian(50, 1),) * 2
+    assert sum((tmp_path / f"out{i}.csv").exists() for i in range(4)) == 2
+    left = {p for p in os.listdir(tmp_path) if p.startswith(".") or p.endswith(".lock")}
+    assert left == set()  # no temporary file, no lock file
+
+
+def test_inits_at_once_make_one_ledger(tmp_path):
+    """Three `account --init` at once, each with its own budget: exactly one creates the
+    ledger, whose budget is its own; the others say it exists and change nothing."""
+    ledger = tmp_path / "L.json"
+    budgets = ["1/10", "1/20", "1/30"]
+    runs = [start("account", "--ledger", ledger, "--init", "--rho", rho) for rho in budgets]
+    done = [(*run.communicate(timeout=120), run.returncode) for run in runs]
+    done = [(status, out, err) for out, err, status in done]
+    made = [rho for rho, (status, _, _) in zip(budgets, done, strict=True) if status == 0]
+    assert len(made) == 1, done
+    assert all("exists already" in err for status, _, err in done if status != 0)
+    assert dgauss.Accountant.from_json(ledger.read_bytes()).spent.releases == ()
+    assert json.loads(ledger.read_text())["budget"] == {"rho": made[0]}
+    assert os.stat(ledger).st_nlink == 1 and sorted(os.listdir(tmp_path)) == ["L.json"]
+
+
+def test_a_link_made_during_the_write_is_refused(tmp_path, table, monkeypatch, capsys):
+    """A hard link made after the lock was taken, before the rename (in-process: made by
+    the test when the new ledger is ready): the rename is not done, nothing recorded."""
+    from dgauss import cli
+    from dgauss.cli import _ledger
+
+    ledger = tmp_path / "L.json"
+    init_in(capsys, ledger, "--rho", 1)
+    before = snapshot(ledger)
+    real = _ledger._temporary
+
+    def temporary(*args):
+        made = real(*args)
+        os.link(ledger, tmp_path / "L2.json")
+        return made
+
+    monkeypatch.setattr(_ledger, "_temporary", temporary)
+    assert cli.main(noise_through(table, ledger, tmp_path / "out.csv")) == 1
+    assert "has 2 names (hard links)" in capsys.readouterr().err
+    assert snapshot(ledger) == before and not (tmp_path / "out.csv").exists()
+    assert sorted(os.listdir(tmp_path)) == ["L.json", "L2.json", "t.csv"]  # no temporary file
+
+
+def test_init_without_hard_links(tmp_path, monkeypatch, capsys):
+    """On a file system without hard links (os.link fails), --init creates the name itself,
+    still only once."""
+    from dgauss import cli
+
+    def no_links(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    ledger = tmp_path / "L.json"
+    assert cli.main(["account", "--ledger", str(ledger), "--init", "--rho", "1/2"]) == 0
+    assert cli.main(["account", "--ledger", str(ledger), "--init", "--rho", "1"]) == 1
+    assert "exists already" in capsys.readouterr().err
+    assert json.loads(ledger.read_text())["budget"] == {"rho": "1/2"}
+    assert sorted(os.listdir(tmp_path)) == ["L.json"]

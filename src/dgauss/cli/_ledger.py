@@ -133,14 +133,17 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _add_lock_timeout(parser: argparse.ArgumentParser) -> None:
+def _add_lock_timeout(parser: argparse.ArgumentParser, waits: bool = True) -> None:
     parser.add_argument(
         "--lock-timeout",
         type=_seconds,
         default=DEFAULT_LOCK_TIMEOUT,
         metavar="SECONDS",
         help="with --ledger: wait at most this long for another run's lock on the ledger "
-        f"(default {DEFAULT_LOCK_TIMEOUT:g}), then fail",
+        f"(default {DEFAULT_LOCK_TIMEOUT:g}), then fail"
+        if waits
+        else "accepted as noise accepts it; account never waits (it reads without a lock, "
+        "and --init creates the ledger in one step)",
     )
 
 
@@ -189,7 +192,7 @@ def add_account_options(parser: argparse.ArgumentParser) -> None:
         "replaced",
     )
     parser.add_argument("--rho", metavar="R", help="with --ledger --init: a zCDP budget rho > 0")
-    _add_lock_timeout(parser)
+    _add_lock_timeout(parser, waits=False)
 
 
 def add_calibrate_options(parser: argparse.ArgumentParser) -> None:
@@ -433,8 +436,8 @@ def _single(fd: int, shown: str) -> None:
         raise LedgerError(
             f"the ledger {shown} has {links} names (hard links), and a release through one "
             "name would leave the others with the old budget: remove the other names (find "
-            f"them with: find / -xdev -samefile {shown}), then run again; nothing was "
-            "released or recorded"
+            f"them with: find / -samefile {shown}), then run again; nothing was released or "
+            "recorded"
         )
 
 
