@@ -5,6 +5,8 @@ Fedora: ``dnf install gmp-devel``; macOS: ``brew install gmp``).  It never
 links the private copy of libgmp bundled in gmpy2's wheels.
 """
 
+import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -65,21 +67,61 @@ def gmp_flags():
     return [], []
 
 
+#: The core's own sources: what its generated C and its object code are made from.
+CORE_SOURCES = ["src/dgauss/_core.pyx"] + [
+    "csrc/dg_rng.c",
+    "csrc/dg_prim.c",
+    "csrc/dg_exp.c",
+    "csrc/dg_inv.c",
+    "csrc/dg_chacha.c",
+]
+#: Written beside the generated C once Cython has made it: a digest of everything it was made
+#: from.  A later build in the same tree (a second ``pip install .``, say for another extra)
+#: whose digest matches compiles nothing again.
+STAMP = "build/dgauss-core-c.sha256"
+
+
+def translation_digest():
+    """SHA-256 of the core's Cython and C sources and of the Cython and NumPy versions that
+    translate them: the generated C is a function of these alone."""
+    import Cython
+    import numpy
+
+    digest = hashlib.sha256()
+    digest.update(f"Cython {Cython.__version__} NumPy {numpy.__version__}\n".encode())
+    patterns = ["src/dgauss/*.pyx", "src/dgauss/*.pxi", "src/dgauss/*.pxd", "src/dgauss/*.h"]
+    patterns += ["csrc/*.c", "csrc/*.h"]
+    for path in sorted(p for pattern in patterns for p in glob.glob(pattern)):
+        with open(path, "rb") as f:
+            digest.update(path.encode() + b"\0" + f.read() + b"\0")
+    return digest.hexdigest()
+
+
+def translated(digest):
+    """Whether src/dgauss/_core.c was generated from exactly these sources and versions.
+
+    pip builds each install in a fresh environment whose Cython includes are new files, so
+    Cython's own check (file times) would translate the core again, and the new C would then
+    be compiled again, for nothing; the digest looks at contents only."""
+    if not os.path.exists("src/dgauss/_core.c") or not os.path.exists(STAMP):
+        return False
+    with open(STAMP) as f:
+        return f.read().strip() == digest
+
+
 def extensions():
     numpy_include = require_build_tools()
     from Cython.Build import cythonize
 
     gmp_include, gmp_lib = gmp_flags()
+    digest = translation_digest()
+    reuse = translated(digest)
+    sources = list(CORE_SOURCES)
+    if reuse:
+        sources[0] = "src/dgauss/_core.c"
     core = Extension(
         "dgauss._core",
-        sources=[
-            "src/dgauss/_core.pyx",
-            "csrc/dg_rng.c",
-            "csrc/dg_prim.c",
-            "csrc/dg_exp.c",
-            "csrc/dg_inv.c",
-            "csrc/dg_chacha.c",
-        ],
+        sources=sources,
         # the paper's loops, the tables, the jobs and the int conversion are included by
         # _core.pyx (one unit)
         depends=[
@@ -102,10 +144,19 @@ def extensions():
         # libdl: dlsym (the C library's getrandom, csrc/dg_rng.c), in libc itself from glibc 2.34
         libraries=["gmp", *(["dl"] if sys.platform.startswith("linux") else [])],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        # hidden: calls between the C files and the Cython module skip the PLT
-        extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden"],
+        # hidden: calls between the C files and the Cython module skip the PLT.  -g0: no
+        # debug information (Python's own flags ask for -g), which took half of the C
+        # compiler's time on the 3.5 MB the core's Cython becomes (docs/performance.md,
+        # *Building from source*)
+        extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-g0"],
     )
-    return cythonize([core], compiler_directives={"language_level": 3})
+    if reuse:
+        return [core]
+    built = cythonize([core], compiler_directives={"language_level": 3})
+    os.makedirs(os.path.dirname(STAMP), exist_ok=True)
+    with open(STAMP, "w") as f:
+        f.write(digest + "\n")
+    return built
 
 
 # Metadata-only commands must not need GMP or Cython.
