@@ -25,11 +25,15 @@ DIGITS = cli.PRIVACY_DIGITS
 ROUTES = ("discrete Gaussian, exact", "discrete Gaussian, zCDP", "discrete Laplace")
 
 
-def run(capsys, *argv: str) -> str:
-    """stdout of a successful ``dgauss ARGV``."""
+def run(capsys, *argv: str, large: tuple[str, ...] = ()) -> str:
+    """stdout of a successful ``dgauss ARGV``, whose stderr is empty but for a warning about
+    each δ of ``large`` (10^-3 or more: docs/cli.md)."""
     assert cli.main(list(argv)) == 0
     captured = capsys.readouterr()
-    assert captured.err == ""
+    warned = [f"dgauss {argv[0]}: warning: --delta {d} is large: " for d in large]
+    lines = captured.err.splitlines()
+    assert len(lines) == len(warned), captured.err
+    assert all(line.startswith(w) for line, w in zip(lines, warned, strict=True)), captured.err
     return captured.out
 
 
@@ -109,6 +113,7 @@ def test_calibrate_prints_the_accounting(capsys, eps, delta, k, sensitivity):
         str(k),
         "--sensitivity",
         sensitivity,
+        large=(delta,) if Fraction(delta) >= Fraction(1, 1000) else (),
     )
     rows = calibrate_rows(out)
     vector = tuple(int(x) for x in sensitivity.split(","))
@@ -263,6 +268,7 @@ def test_account_user_lists_and_vector(capsys):
         "1,-1",
         "--k",
         "2",
+        large=("0.25",),
     )
     rho = 2 * accounting.gaussian_rho("1/3", (1, -1))
     assert rho == 6

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dgauss import accounting, cli
+from dgauss.cli import noise as noise_module
 
 
 def run(capsys, *args) -> tuple[int, str, str]:
@@ -164,3 +165,148 @@ def test_a_progress_bar_for_large_inputs_on_a_terminal(tmp_path, monkeypatch, li
     terminal.truncate()
     assert cli.main(args[: -len(extra) or None]) == 0
     assert "\r[" not in terminal.getvalue()
+
+
+# ---- what a newcomer is told: formats, a large delta, negative counts ------------------------
+
+
+def test_the_help_names_every_format_and_what_needs_the_extra(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.build_parser().parse_args(["noise", "-h"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse's line breaks undone
+    assert "a .csv file with a header, a .npy integer array, or a .parquet file" in text
+    assert "(needs dgauss[tables])" in text
+    assert "Formats: .csv and .npy in and out with dgauss alone; .parquet in or out needs" in text
+    assert "pip install 'dgauss[tables]'" in text
+    assert "-o PATH, --output PATH write here, by its suffix: .csv, .npy, or .parquet" in text
+    assert "--signed" in text and "95% error bars" in text
+
+
+LARGE = "--delta {} is large: (eps, delta)-DP allows publishing each person's record outright"
+
+
+@pytest.mark.parametrize(
+    "delta, warned",
+    [("0.1", True), ("1e-3", True), ("1/1000", True), ("0.000999", False), ("1e-6", False)],
+)
+def test_a_large_delta_is_warned_about_not_refused(tmp_path, capsys, delta, warned):
+    """From LARGE_DELTA = 1e-3 up (the boundary exact: 1/1000 warns, 0.000999 does not), one
+    warning line on stderr; the release is made as asked."""
+    path = write_csv(tmp_path / "c.csv", ["n"], [["5"], ["7"]])
+    status, stdout, err = run(capsys, path, "--column", "n", "--epsilon", 1, "--delta", delta)
+    assert status == 0 and len(stdout.splitlines()) == 3
+    warning = [line for line in err.splitlines() if "warning" in line]
+    if warned:
+        assert warning == [
+            f"dgauss noise: warning: {LARGE.format(delta)} with probability delta, so delta "
+            "should be far below 1/n for n people (1e-6 or less is usual); warned from "
+            "delta >= 0.001"
+        ]
+    else:
+        assert warning == []
+    assert f"at delta = {delta}" in err  # the report states the delta that was asked
+
+
+def test_a_large_delta_is_warned_about_wherever_a_delta_is_given(tmp_path, capsys):
+    path = write_csv(tmp_path / "c.csv", ["n"], [["5"], ["7"]])
+    laplace = ["--laplace", "--epsilon", "1", "--delta", "0.01"]
+    assert cli.main(["noise", str(path), "--column", "n", *laplace]) == 0
+    assert LARGE.format("0.01") in capsys.readouterr().err
+    assert cli.main(["calibrate", "--eps", "1", "--delta", "0.01"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("dgauss calibrate: warning: " + LARGE.format("0.01"))
+    assert "sigma2 = 3.438" in out  # calibrated all the same
+    assert cli.main(["account", "--sigma2", "10", "--delta", "1e-6,0.05"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1 and LARGE.format("0.05") in err  # 1e-6 is not warned
+    ledger = tmp_path / "L.json"
+    assert (
+        cli.main(["account", "--ledger", str(ledger), "--init", "--eps", "1", "--delta", "0.1"])
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "dgauss account: warning: " + LARGE.format("0.1") in err  # a budget's delta
+    assert cli.main(["account", "--sigma2", "10"]) == 0  # the default deltas: no warning
+    assert cli.main(["noise", str(path), "--column", "n", "--rho", "1"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    # a bad delta is refused by its own message, with no warning before it
+    assert cli.main(["calibrate", "--eps", "1", "--delta", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "warning" not in err and "--delta" in err
+
+
+def negatives_warning(what: str, count: int, total: int, lowest: str) -> str:
+    values = "value" if count == 1 else "values"
+    return (
+        f"dgauss noise: warning: {what} holds {count:,} negative {values} (of {total:,}; the "
+        f"lowest {lowest}), which counts cannot be; --signed if it holds signed values (a sum, "
+        "a difference)"
+    )
+
+
+@pytest.mark.parametrize("tables", [True, False], ids=["pyarrow", "plain"])
+def test_negative_counts_are_warned_about_by_column(tmp_path, capsys, monkeypatch, request, tables):
+    """A noised column holding negative values gets one warning naming it, how many of its
+    rows, and the lowest; the release is made all the same (a warning, not a refusal), and
+    --signed, saying the values are signed, silences it.  Both ways of reading a CSV agree."""
+    if not tables:
+        from dgauss.cli import _tables
+        from test_cli_tables import without_pyarrow
+
+        without_pyarrow(monkeypatch)
+        request.addfinalizer(_tables._arrow.cache_clear)  # pyarrow found again after
+    else:
+        pytest.importorskip("pyarrow")
+    taken = []
+    read = noise_module._read_noise_input
+    monkeypatch.setattr(
+        noise_module, "_read_noise_input", lambda *a: taken.append(read(*a)) or taken[-1]
+    )
+    n = [2, -1, 0, 5, -3, 1, -1, 0, 4, 2, 1, 3]
+    rows = [[f"r{i}", str(v), str(i), "-1"] for i, v in enumerate(n)]
+    path = write_csv(tmp_path / "c.csv", ["region", " n ", "m", "note"], rows)
+    out = tmp_path / "out.csv"
+    status, _, err = run(capsys, path, "--column", "n", "--column", "m", "--rho", 1, "-o", out)
+    assert status == 0 and len(read_csv(out)[1]) == 12
+    warnings = [line for line in err.splitlines() if "warning" in line]
+    assert warnings == [negatives_warning("column 'n'", 3, 12, "-3")]  # not m, nor the note
+    assert isinstance(taken[0], noise_module._tables.ArrowTable) == tables  # the path meant
+    status, _, err = run(capsys, path, "--column", "n", "--rho", 1, "--signed", "-o", out)
+    assert status == 0 and "warning" not in err
+    one = write_csv(tmp_path / "one.csv", ["n"], [["3"], ["-0"], ["-2"], ["+4"]])
+    status, _, err = run(capsys, one, "--column", "n", "--rho", 1, "-o", out)
+    assert status == 0 and negatives_warning("column 'n'", 1, 4, "-2") in err  # -0 is 0
+
+
+def test_negative_values_of_an_array_a_lattice_and_parquet(tmp_path, capsys):
+    array = tmp_path / "counts.npy"
+    np.save(array, np.array([[3, -1], [-7, 0]], dtype=np.int16))
+    status, _, err = run(capsys, array, "--rho", 1, "-o", tmp_path / "out.npy")
+    assert status == 0 and negatives_warning(str(array), 2, 4, "-7") in err
+    cells = write_csv(tmp_path / "g.csv", ["x"], [["1.5"], ["-2.5"], ["0"]])
+    status, _, err = run(capsys, cells, "--column", "x", "--granularity", "0.5", "--rho", 1)
+    assert status == 0 and negatives_warning("column 'x'", 1, 3, "-2.5") in err  # a value
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    parquet = tmp_path / "t.parquet"
+    pd.DataFrame({"n": np.array([-4, 2, -1], dtype=np.int8), "m": [1, 2, 3]}).to_parquet(parquet)
+    status, _, err = run(capsys, parquet, "--column", "n", "--rho", 1, "-o", tmp_path / "o.parquet")
+    assert status == 0 and negatives_warning("column 'n'", 2, 3, "-4") in err, err
+
+
+def test_the_warnings_read_as_the_cli_page_shows(tmp_path, capsys):
+    """docs/cli.md shows the two warnings and the lines of a release cut short by a closed
+    pipe: each is what the command prints (the pipe's on a real pipe: test_cli_unix)."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    shown = [line.strip() for line in page.splitlines()]
+    path = write_csv(tmp_path / "c.csv", ["n"], [["5"], ["7"]])
+    status, _, err = run(capsys, path, "--column", "n", "--epsilon", 1, "--delta", "0.1")
+    large = "dgauss noise: warning: " + LARGE.format("0.1")
+    printed = [line for line in err.splitlines() if "warning" in line]
+    assert status == 0 and [line for line in shown if line.startswith(large)] == printed
+    assert negatives_warning("column 'n'", 3, 12, "-3") in shown  # as the test above prints
+    cut = "dgauss noise: stdout was closed before the output was complete (its reader left); "
+    assert cut + "the release was made, with this noise:" in shown

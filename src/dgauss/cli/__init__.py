@@ -73,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ledger's budget (nothing drawn or written), 130 if interrupted (Ctrl-C),
         143 on SIGTERM and 129 on SIGHUP (128 + the signal; no partial or temporary
         file is left), 141 (128 + SIGPIPE) when the reader of stdout went away
-        (``| head -1``), quietly.
+        (``| head -1``): quietly, but for ``noise``, which says on stderr which noise its
+        release was made with.
     """
     parser = build_parser()
     try:

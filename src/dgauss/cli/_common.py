@@ -412,6 +412,35 @@ def _option_message(exc: Exception) -> str:
     return text
 
 
+#: A δ from this value up draws a warning on stderr (never a refusal) wherever a command takes
+#: one.  (ε, δ)-DP holds for a mechanism that publishes each person's record whole with
+#: probability δ, so δ must be far below 1/n for n people (10^-6 or less is usual); a
+#: command cannot know n (a table's rows are cells, not people), so it warns from 10^-3,
+#: where one person in a thousand may be exposed outright.
+LARGE_DELTA = Fraction(1, 1000)
+
+
+def _large_delta_warning(command: str, text: str | None) -> None:
+    """One line on stderr for each δ in ``text`` (one value, or a comma-separated list) from
+    :data:`LARGE_DELTA` up (below 1: a δ out of range is refused where it is read, as is
+    one that is no number)."""
+    if text is None:
+        return
+    for part in _values(text):
+        try:
+            value = _params.to_fraction(part, "--delta")
+        except (ValueError, TypeError):
+            continue
+        if LARGE_DELTA <= value < 1:
+            print(
+                f"dgauss {command}: warning: --delta {part} is large: (eps, delta)-DP allows "
+                "publishing each person's record outright with probability delta, so delta "
+                "should be far below 1/n for n people (1e-6 or less is usual); warned from "
+                f"delta >= {_exact_text(LARGE_DELTA)}",
+                file=sys.stderr,
+            )
+
+
 def _accounting_errors(command: str, body: Callable[[], list[str]]) -> int:
     """Run ``body`` and print its lines; report a bad parameter or a failure in one line."""
     try:

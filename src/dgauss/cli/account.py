@@ -16,6 +16,7 @@ from dgauss.cli._common import (
     _accounting_errors,
     _add_query_options,
     _describe,
+    _large_delta_warning,
     _one_line_errors,
     _queries,
     _rho_text,
@@ -103,6 +104,7 @@ def _is_program(args: argparse.Namespace) -> bool:
 
 def run_account(args: argparse.Namespace) -> int:
     """Carry out ``dgauss account``; see :func:`main` for the exit status."""
+    _large_delta_warning("account", args.delta)  # a budget's (--init) or where eps is read
     if _ledger.wanted(args):
         return _ledger.run_account(args, (DEFAULT_EPS, DEFAULT_DELTA))
     return _accounting_errors("account", lambda: _account(args))

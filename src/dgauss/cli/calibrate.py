@@ -15,6 +15,7 @@ from dgauss.cli._common import (
     _accounting_errors,
     _add_query_options,
     _grid_text,
+    _large_delta_warning,
     _one_line_errors,
     _or_none,
     _queries,
@@ -65,6 +66,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     """Carry out ``dgauss calibrate``; see :func:`main` for the exit status."""
     if args.ledger is not None:
         return _ledger.run_calibrate(args)
+    _large_delta_warning("calibrate", args.delta)
     return _accounting_errors("calibrate", lambda: _calibration(args))
 
 

@@ -24,6 +24,7 @@ from dgauss.cli._common import (
     Terminated,
     _approx,
     _integer_text,
+    _large_delta_warning,
     _one_line_errors,
     _positive_int,
     _rho_text,
@@ -44,18 +45,27 @@ _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 def _add_noise(commands: argparse._SubParsersAction) -> None:
     noise = commands.add_parser(
         "noise",
-        help="release counts with exact noise: a CSV column (or a .npy array) in, noisy out",
+        help="release counts with exact noise: a CSV or Parquet column (or a .npy array) in, "
+        "noisy out",
         description="Add discrete Gaussian (default) or discrete Laplace (--laplace) noise "
-        "to integer counts: the named --column(s) of a CSV file with a header (the other "
-        "columns are kept as they are), or a .npy integer array. Set the noise in "
-        "exactly one way: --sigma2, --rho or --epsilon with --delta for the Gaussian; "
-        "--scale or --epsilon [--delta] with --laplace. The guarantee (as rho and as "
-        "(eps, delta)) and the 95% error bars go to stderr; the data to -o (.csv or "
-        ".npy, written whole or not at all) or to stdout as CSV. The noise comes from "
-        "the operating system's CSPRNG.",
+        "to integer counts: the named --column(s) of a CSV file with a header or of a "
+        "Parquet file (the other columns are kept as they are), or a .npy integer array. "
+        "Set the noise in exactly one way: --sigma2, --rho or --epsilon with --delta for "
+        "the Gaussian; --scale or --epsilon [--delta] with --laplace. The guarantee (as rho "
+        "and as (eps, delta)) and the 95% error bars go to stderr; the data to -o (.csv, "
+        ".npy or .parquet, written whole or not at all) or to stdout as CSV. Formats: "
+        ".csv and .npy in and out with dgauss alone; .parquet in or out needs the tables "
+        f"extra ({_tables.EXTRA}), which also reads and writes large CSV files faster. A "
+        "column with negative values, or a --delta of 1e-3 or more, is warned about on "
+        "stderr. The noise comes from the operating system's CSPRNG.",
     )
     noise.set_defaults(command=run_noise)
-    noise.add_argument("input", metavar="INPUT", help="a .csv file with a header, or a .npy file")
+    noise.add_argument(
+        "input",
+        metavar="INPUT",
+        help="a .csv file with a header, a .npy integer array, or a .parquet file (needs "
+        "dgauss[tables])",
+    )
     noise.add_argument(
         "--no-progress",
         action="store_true",
@@ -73,7 +83,7 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
         "--column",
         action="append",
         metavar="NAME",
-        help="a CSV column of integers to noise (repeat for several; required for CSV)",
+        help="a column of integers to noise (repeat for several; required for CSV and Parquet)",
     )
     noise.add_argument("--laplace", action="store_true", help="discrete Laplace noise")
     noise.add_argument("--sigma2", metavar="S", help="Gaussian: the variance parameter")
@@ -81,7 +91,10 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
     noise.add_argument("--scale", metavar="T", help="Laplace: the scale t > 0")
     noise.add_argument("--epsilon", "--eps", metavar="E", help="an (eps, delta) target: eps > 0")
     noise.add_argument(
-        "--delta", metavar="D", help="with --epsilon: 0 < D < 1 (Laplace: default 0, pure DP)"
+        "--delta",
+        metavar="D",
+        help="with --epsilon: 0 < D < 1 (Laplace: default 0, pure DP); from 1e-3 up a warning "
+        "says it is too large to protect anyone",
     )
     noise.add_argument(
         "--accounting",
@@ -99,7 +112,19 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
     noise.add_argument(
         "--clip-min", metavar="LO", help="clip the noisy values below at LO, e.g. 0 for counts"
     )
-    noise.add_argument("-o", "--output", metavar="PATH", help="write here (.csv or .npy)")
+    noise.add_argument(
+        "--signed",
+        action="store_true",
+        help="the noised values may be negative (sums or differences of signed values): no "
+        "warning about negative values, which counts cannot have",
+    )
+    noise.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="write here, by its suffix: .csv, .npy, or .parquet (needs dgauss[tables]); "
+        "default: CSV to stdout",
+    )
     _ledger.add_noise_options(noise, _positive_int)
     noise.add_argument(
         "--overwrite-input",
@@ -120,6 +145,7 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
 
 def run_noise(args: argparse.Namespace) -> int:
     """Carry out ``dgauss noise``; see :func:`main` for the exit status."""
+    typed_delta = args.delta  # (the ledger may set --delta to its budget's)
     try:
         args.granularity = _granularity_option(args.granularity)
         mech = _ledger.noise_mechanism(args, lambda: _noise_mechanism(args))
@@ -131,6 +157,7 @@ def run_noise(args: argparse.Namespace) -> int:
     except _ledger.LedgerError as exc:
         print(f"dgauss noise: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    _large_delta_warning("noise", typed_delta)
     steps = _Steps(args)
     ledger = None  # the accountant, once the release is recorded in --ledger
     written = False
@@ -138,6 +165,9 @@ def run_noise(args: argparse.Namespace) -> int:
     try:
         try:
             table = _read_noise_input(args, steps)
+            if not args.signed:
+                for line in _negative_values(args.input, table):
+                    steps.say(line)
             if args.ledger is not None:  # recorded before any noise is drawn
                 mech, ledger = _ledger.record(
                     args, mech, table.count, lambda: _noise_mechanism(args)
@@ -165,6 +195,17 @@ def run_noise(args: argparse.Namespace) -> int:
     except _ledger.Refused as exc:
         print(f"dgauss noise: refused: {exc}", file=sys.stderr)
         return _ledger.EXIT_REFUSED
+    except BrokenPipeError:  # the reader left (``| head``): the release was made all the same
+        print(
+            "dgauss noise: stdout was closed before the output was complete (its reader "
+            "left); the release was made, with this noise:",
+            file=sys.stderr,
+        )
+        for line in _noise_report(mech, args, table.count) + _ledger.noise_lines(
+            args, mech, ledger
+        ):
+            print(line, file=sys.stderr)
+        raise  # status 141, as for any tool whose reader left
     except (KeyboardInterrupt, Terminated) as stop:
         if output is not None:
             fate = output.fate()
@@ -178,6 +219,40 @@ def run_noise(args: argparse.Namespace) -> int:
     for line in _noise_report(mech, args, table.count) + _ledger.noise_lines(args, mech, ledger):
         print(line, file=sys.stderr)
     return 0
+
+
+def _negative_values(path: str, table: _NoiseTable | _tables.ArrowTable) -> list[str]:
+    """A warning for each noised column (or the .npy array) holding negative values, which
+    counts cannot have: how many, of how many, and the lowest (in steps of a granularity,
+    whose sign is the value's)."""
+    found: list[tuple[str, np.ndarray | list[int], int]] = []  # (what, the negatives, of how many)
+    if isinstance(table, _tables.ArrowTable):
+        names = table._names()
+        for i, j in enumerate(table.columns):
+            column = table.values[:, i]
+            found.append((f"column {names[j].strip()!r}", column[column < 0], len(column)))
+    elif table.array is not None:
+        flat = table.array.reshape(-1)
+        found.append((path, flat[flat < 0], len(flat)))
+    else:
+        assert table.header is not None and table.rows is not None
+        for j in table.columns:
+            cells = [row[j] for row in table.rows]
+            low = [v for v in (int(c) for c in cells if c.startswith("-")) if v < 0]
+            found.append((f"column {table.header[j].strip()!r}", low, len(cells)))
+    lines = []
+    g = table.granularity if isinstance(table, _NoiseTable) else None
+    for what, negatives, total in found:
+        if len(negatives):
+            lowest = int(min(negatives))
+            shown = str(lowest) if g is None else _lattice_text(lowest, g)
+            lines.append(
+                f"dgauss noise: warning: {what} holds {len(negatives):,} negative "
+                f"value{'s' if len(negatives) != 1 else ''} (of {total:,}; the lowest "
+                f"{shown}), which counts cannot be; --signed if it holds signed values "
+                "(a sum, a difference)"
+            )
+    return lines
 
 
 def _granularity_option(text: str | None) -> Fraction | None:
@@ -225,6 +300,13 @@ class _Steps:
 
     def close(self) -> None:
         self.bar.close()
+
+    def say(self, line: str) -> None:
+        """``line`` on stderr, on a line of its own (below the bar, which goes on after)."""
+        if self.bar.shown:
+            sys.stderr.write("\n")
+            self.bar.shown = False
+        print(line, file=sys.stderr)
 
 
 def _noise_option_message(exc: Exception) -> str:
