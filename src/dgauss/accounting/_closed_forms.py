@@ -47,6 +47,7 @@ piecewise integral of a product of theta functions.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
@@ -59,7 +60,10 @@ from gmpy2 import mpfr
 from dgauss import _params
 from dgauss._interval import Arith, Interval
 from dgauss.accounting._gaussian_sums import (
+    LATTICE_FINE_ENOUGH,
+    _seeds,
     convolution_delta,
+    lattice_error_bound_ball,
     lattice_error_bound_vector,
     log_normaliser,
     log_tail,
@@ -175,7 +179,13 @@ def _sensitivity(value, vector_ok: bool = True) -> tuple[int, ...]:
     NumPy integers and 0-d arrays are scalars here (``np.array(2)`` is 2, not a sequence).
     """
     value = _scalar(value)
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+    if isinstance(value, (bytes, bytearray, memoryview)):  # not a vector of byte codes
+        raise TypeError(
+            "sensitivity must be a positive integer"
+            + (" or a sequence of integers" if vector_ok else "")
+            + f", not {type(value).__name__}"
+        )
+    if isinstance(value, str) or not isinstance(value, Iterable):
         q = _rational(value, "sensitivity")
         if q.denominator != 1 or q < 1:
             raise ValueError(
@@ -640,31 +650,135 @@ def _gaussian_log_delta(
     return upper
 
 
+@functools.lru_cache(maxsize=128)
+def _ball_classes(ball: L2Ball, k: int) -> tuple[int, tuple[tuple[int, tuple], ...]] | None:
+    """(Δ², the classes (g, blocks v/g of the maximal vectors v divisible by g) of k-fold
+    concatenations by their gcd g), for :func:`_ball_log_delta`; None when the maximal
+    vectors are too many or not all of one norm."""
+    blocks = ball.blocks()
+    if blocks is None or len({sum(x * x for x in v) for v in blocks}) != 1:
+        return None
+    classes = []
+    for g in range(1, ball.radius + 1):
+        part = tuple(tuple(x // g for x in v) for v in blocks if all(x % g == 0 for x in v))
+        if not part:
+            continue
+        if len(part) == 1 and math.gcd(*part[0]) != 1:
+            continue  # its concatenation has a larger gcd: another class
+        if len(part) > 1 and not _seeds(part, k):
+            continue  # no concatenation of these has gcd exactly g
+        classes.append((g, part))
+    return sum(x * x for x in blocks[0]), tuple(classes)
+
+
+def _ball_log_delta(
+    s: Fraction,
+    eps: Fraction,
+    ball: L2Ball,
+    k: int,
+    target: mpfr | None = None,
+    hint: list | None = None,
+) -> tuple[mpfr, bool] | None:
+    """An upper bound on ln δ over *every* concatenation of k maximal vectors of the ball,
+    without listing them (docs/accounting.md, *The ℓ2 ball*: the uniform route), and whether
+    it is tight (every lattice error bound used ≤ 2^−31: within a relative 2^−30 of the
+    truth, what listing the vectors could give at best).  None when the ball's maximal
+    vectors do not all have one norm (a ``coordinates`` limit), are too many, or a class's
+    bound fails.
+
+    Every maximal vector has ‖v‖² = Δ², so a concatenation μ with g = gcd μ has
+    S = k·Δ²/g², and by Theorem 15's reduction δ(μ) ≤ δ_7(s·S, ε, g·S)·(1 + E_μ)/(1 − E_μ):
+    one Theorem 7 sum per g (a divisor of Δ), and one bound on E over every μ of that g
+    (:func:`lattice_error_bound_ball` on the blocks v/g, v divisible by g).  Also never above
+    the zCDP route.
+
+    With a ``target`` (calibration's question), stops at the zCDP route when it is within the
+    target, and at the first class that is tight and above it (evaluating first the class
+    ``hint[0]`` that did last): the bound returned is then above the target, as the whole
+    one would be.
+    """
+    found_classes = _ball_classes(ball, k)
+    if found_classes is None:
+        return None
+    square, classes = found_classes
+    upper = _cdp_log_delta(Fraction(k * square) / (2 * s), eps)
+    if target is not None and upper <= target:
+        return upper, True
+    if hint:
+        classes = tuple(sorted(classes, key=lambda c: c[0] != hint[0]))
+    worst, tight = mpfr("-inf"), True
+    for g, part in classes:
+        S = k * square // (g * g)
+        if len(part) == 1:  # one vector: k copies of it, its own bound
+            counts: dict[int, int] = {}
+            for x in part[0]:
+                counts[x] = counts.get(x, 0) + k
+            error = lattice_error_bound_vector(counts, s)
+        else:
+            error = lattice_error_bound_ball(part, k, s)
+        if error is None:
+            return upper, False  # the zCDP route bounds every vector
+
+        def compute(ar: Arith, slow: bool, v: Fraction = s * S, d: int = g * S) -> Interval:
+            return theorem7_log_delta(v, eps, d, ar, slow)
+
+        found = _enclose(compute)
+        if found is None:
+            return None
+        e = _AR.point(error)
+        bound = _AR.up.add(found.hi, ((1 + e) / (1 - e)).log().hi)
+        worst = max(worst, bound)
+        close = error <= LATTICE_FINE_ENOUGH
+        tight = tight and close
+        if target is not None and close and bound > target and upper > target:
+            if hint is not None:
+                hint[:] = [g]
+            return min(upper, bound), True
+    if upper <= worst:
+        return upper, tight
+    return worst, tight
+
+
 def _worst_log_delta(
     s: Fraction, eps: Fraction, sensitivity: tuple[int, ...] | L2Ball, k: int
 ) -> mpfr:
     """An upper bound on ln δ over every neighbour ``sensitivity`` admits (k queries).
 
-    A vector is one neighbour pair; an ℓ2 ball is the largest of its maximal vectors
-    (:mod:`._neighbours`), or the zCDP route at ρ = k·Δ²/(2σ²), which bounds every vector of
-    the ball, when there are too many to list.
+    A vector is one neighbour pair.  An ℓ2 ball: the uniform route (:func:`_ball_log_delta`)
+    when it is tight; else the smaller of it and the largest over the listed maximal vectors
+    (:mod:`._neighbours`); with neither, the zCDP route at ρ = k·Δ²/(2σ²), which bounds every
+    vector of the ball.
     """
     if isinstance(sensitivity, tuple):
         return _gaussian_log_delta(s, eps, sensitivity, k)
+    uniform = _ball_log_delta(s, eps, sensitivity, k)
+    if uniform is not None and uniform[1]:
+        return uniform[0]
     worst = sensitivity.neighbours(k)
     if worst is None:
-        return _cdp_log_delta(Fraction(k * sensitivity.norm2) / (2 * s), eps)
+        cdp = _cdp_log_delta(Fraction(k * sensitivity.norm2) / (2 * s), eps)
+        return cdp if uniform is None else min(cdp, uniform[0])
     memo: dict = {}
-    return max(_gaussian_log_delta(s, eps, mu, kk, memo) for mu, kk in worst)
+    listed = max(_gaussian_log_delta(s, eps, mu, kk, memo) for mu, kk in worst)
+    return listed if uniform is None else min(listed, uniform[0])
 
 
 def _worst_within(
-    s: Fraction, eps: Fraction, sensitivity: tuple[int, ...] | L2Ball, k: int, target: mpfr
+    s: Fraction,
+    eps: Fraction,
+    sensitivity: tuple[int, ...] | L2Ball,
+    k: int,
+    target: mpfr,
+    hint: list | None = None,
 ) -> bool:
     """Whether :func:`_worst_log_delta` ≤ ``target``, stopping at the first neighbour that
-    fails (calibration's question: half its points fail, usually on the first vector)."""
+    fails (calibration's question: half its points fail, usually on the first vector);
+    ``hint`` (a list, updated) names the class of the ball's uniform route that failed last."""
     if isinstance(sensitivity, tuple):
         return _gaussian_log_delta(s, eps, sensitivity, k) <= target
+    uniform = _ball_log_delta(s, eps, sensitivity, k, target, hint)
+    if uniform is not None and (uniform[1] or uniform[0] <= target):
+        return uniform[0] <= target
     worst = sensitivity.neighbours(k)
     if worst is None:
         return _cdp_log_delta(Fraction(k * sensitivity.norm2) / (2 * s), eps) <= target
@@ -1057,9 +1171,19 @@ def gaussian_interval(sigma2: Number, alpha: Number) -> tuple[int, int]:
 # ==========================================================================
 # Calibration
 # ==========================================================================
+def _decimal_digits(n: int) -> int:
+    """How many decimal digits the int n ≥ 1 has (no str(): that is limited to 4300 digits)."""
+    d = max(1, (n.bit_length() * 30103) // 100000)
+    while 10**d <= n:
+        d += 1
+    while d > 1 and 10 ** (d - 1) > n:
+        d -= 1
+    return d
+
+
 def _grid_up(x: Fraction) -> Fraction:
     """The smallest number with GRID_DIGITS significant decimal digits that is >= x > 0."""
-    e = len(str(x.numerator // x.denominator)) - GRID_DIGITS if x >= 1 else None
+    e = _decimal_digits(x.numerator // x.denominator) - GRID_DIGITS if x >= 1 else None
     if e is None:
         e = -GRID_DIGITS
         while x * Fraction(10) ** (-e) < 10 ** (GRID_DIGITS - 1):
@@ -1203,7 +1327,7 @@ def _log_delta_near_zero(a: Fraction, e: Fraction, magnitude: int) -> mpfr:
     if exponent >= 0:
         return mpfr("-inf")
     q = ar.q(-1 / (2 * a)).exp()
-    theta = 1 + q.scale2(1) / (1 - q)
+    theta = 1 + q.scale2(1) / -(ar.q(-1 / (2 * a)).expm1())  # 1 − q without cancellation
     return ((-(ar.q(exponent).expm1())).log() - theta.log()).lo
 
 
@@ -1347,14 +1471,25 @@ def calibrate_gaussian(
     if method not in ("exact", "zcdp"):
         raise ValueError(f"method must be 'exact' or 'zcdp', got {method!r}")
     rho = _exact(_cdp_rho_bound(e, d))
-    zcdp = _grid_up(kk * norm2(sens) / (2 * rho))
+    needed = kk * norm2(sens) / (2 * rho)
+    if needed.numerator.bit_length() - needed.denominator.bit_length() >= MAX_BITS - 8:
+        room = MAX_BITS - 9 + (2 * rho).numerator.bit_length() - (2 * rho).denominator.bit_length()
+        raise ValueError(
+            f"sensitivity is too large for k = {kk} at this (eps, delta): the noise would need "
+            f"sigma2 above 2**{MAX_BITS - 8}, past the accounting's limit "
+            "(dgauss.accounting.MAX_BITS); sensitivity**2 * k must be at most about "
+            f"2**{room}"
+        )
+    zcdp = _grid_up(needed)
     if method == "zcdp":
         return zcdp
     log_d = _AR.q(d).log()
     target = log_d.lo
 
+    hint: list = []
+
     def works(s: Fraction) -> bool:
-        return _worst_within(s, e, sens, kk, target)
+        return _worst_within(s, e, sens, kk, target, hint)
 
     found = _smallest_grid(works, zcdp)
     # lower bounds on the true δ from one vector the sensitivity admits

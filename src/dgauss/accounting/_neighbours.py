@@ -128,6 +128,11 @@ class L2Ball:
         None when there are more than :data:`MAX_NEIGHBOURS`."""
         return _maximal(self.radius, self._limit)
 
+    def blocks(self) -> tuple[tuple[int, ...], ...] | None:
+        """The maximal vectors of one query, as :meth:`vectors`, up to :data:`MAX_BLOCKS` of
+        them (None past): what the uniform bound over k queries concatenates."""
+        return _maximal(self.radius, self._limit, MAX_BLOCKS)
+
     def neighbours(self, k: int) -> list[tuple[tuple[int, ...], int]] | None:
         """The worst cases of k queries, as pairs (μ, copies): k copies of μ when one vector is
         maximal, else one copy of each concatenation of k maximal vectors (one per query);
@@ -146,10 +151,16 @@ class L2Ball:
         return [(mu, 1) for mu in joined]
 
 
+#: Most maximal vectors of one query listed for the ball's uniform route (``blocks``).
+MAX_BLOCKS = 64
+
+
 @functools.lru_cache(maxsize=256)
-def _maximal(radius: int, limit: int) -> tuple[tuple[int, ...], ...] | None:
+def _maximal(
+    radius: int, limit: int, cap: int = MAX_NEIGHBOURS
+) -> tuple[tuple[int, ...], ...] | None:
     """The maximal multisets of positive ints with at most ``limit`` entries and squares summing
-    to at most radius² (non-increasing tuples, largest first); None past MAX_NEIGHBOURS.
+    to at most radius² (non-increasing tuples, largest first); None past ``cap`` of them.
 
     Maximal means no entry can be added (``limit`` entries, or no room left) and no entry can
     grow by one (growing the smallest, b, needs room 2b + 1); both only raise δ.
@@ -162,7 +173,7 @@ def _maximal(radius: int, limit: int) -> tuple[tuple[int, ...], ...] | None:
         if full:
             if room < 2 * prefix[-1] + 1:
                 found.append(tuple(prefix))
-            return len(found) <= MAX_NEIGHBOURS
+            return len(found) <= cap
         # a non-increasing next entry a with a² ≤ room; room ≥ 1 always admits a = 1
         slots = limit - len(prefix)
         for a in range(min(largest, math.isqrt(room)), 0, -1):
