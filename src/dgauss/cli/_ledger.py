@@ -41,7 +41,9 @@ rename), telling the user to remove the other names.  Why not a lock file ``FILE
 it (what earlier versions used): each name of the file has its own, so two names are not
 serialized at all.  The old lock file is not also taken: it would only matter for a run of an
 earlier version at the very same time as this one on the same ledger (two dgauss versions
-installed side by side and used at once), and taking it would bring back one lock per name.
+installed side by side and used at once, which docs/ledger.md tells users not to do), and
+taking it too would leave a ``FILE.lock`` beside every name a ledger is used by, for that case
+alone.
 
 **Creation** (``account --init``) needs no lock: the ledger is written whole to a temporary
 file, fsynced, locked, then given its name by ``os.link``, which fails if the name exists (so
