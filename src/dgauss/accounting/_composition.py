@@ -45,8 +45,8 @@ smooth loss: near a pure ε or on a heavy atom at a tiny δ the error is of firs
 and what is proved is δ_PLD(ε) ≤ δ(ε − n·h) (each gridded loss is within h of its atom).
 
 One answer per question: the grid that answers at ε is a function of ε only (its bucket on a
-fixed ladder of tilts, :class:`._grids._Ladder`), and bounds are carried across buckets' edges so that
-δ never rises with ε (:meth:`Composition._pld_log_delta`).
+fixed ladder of tilts, :class:`._grids._Ladder`), and bounds are carried across buckets' edges
+so that δ never rises with ε (:meth:`Composition._pld_log_delta`).
 
 The composition's rooms: the releases (:mod:`._releases`) and a program's coordinates
 (:mod:`._programs`); the leaves (:mod:`._leaves`), their composition (:mod:`._convolution`)
