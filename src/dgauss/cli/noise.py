@@ -236,10 +236,9 @@ def _negative_values(path: str, table: _NoiseTable | _tables.ArrowTable) -> list
         found.append((path, flat[flat < 0], len(flat)))
     else:
         assert table.header is not None and table.rows is not None
-        for j in table.columns:
-            cells = [row[j] for row in table.rows]
-            low = [v for v in (int(c) for c in cells if c.startswith("-")) if v < 0]
-            found.append((f"column {table.header[j].strip()!r}", low, len(cells)))
+        for j in table.columns:  # checked cells: integers (or steps), a sign first if any
+            low = [v for v in [int(row[j]) for row in table.rows if row[j][:1] == "-"] if v]
+            found.append((f"column {table.header[j].strip()!r}", low, len(table.rows)))
     lines = []
     g = table.granularity if isinstance(table, _NoiseTable) else None
     for what, negatives, total in found:
