@@ -6,6 +6,7 @@ Run from an installed dgauss (peers: ``pip install '.[bench]'``)::
     python benchmarks/bench_accounting.py --repeat 3  # quicker, noisier
     python benchmarks/bench_accounting.py --only composition  # that section alone
     python benchmarks/bench_accounting.py --only accountant   # admissions, one run (~15 min)
+    python benchmarks/bench_accounting.py --only calibration --repeat 3  # ℓ2-ball calibrations
 
 It prints markdown tables and writes ``benchmarks/results/bench_accounting.md``
 (``bench_accounting_<section>.md`` with ``--only``).
@@ -31,7 +32,9 @@ and Laplaces of several scales: 3, 10 and 100 of them), ``compose(...).delta(1)`
 delta and eps (tests/_compose_reference.py's exact computation) where it is computable;
 and an Accountant admitting release by release (10 to 10^4 releases of 10 kinds, 10^3
 all-distinct; (eps, delta), rho and pure budgets), the time of each offer, beside
-dp_accounting's PLD composed offer by offer on the same sequence.
+dp_accounting's PLD composed offer by offer on the same sequence; and ``calibrate_gaussian``
+for ℓ2-ball sensitivities (Δ up to 6, k across the end of the list of worst vectors), each
+call the first in a fresh process.
 
 A delta below the float range is shown from ``log=True`` (e.g. 7.393e-549), the
 timed call being the plain one.  Every call is first tried once in a child
@@ -46,6 +49,7 @@ import math
 import multiprocessing
 import platform
 import statistics
+import subprocess
 import sys
 import time
 import timeit
@@ -981,6 +985,72 @@ def cases_markdown(rows: list[Row]) -> str:
     return "\n".join([*table(head, cells), "", NOTES])
 
 
+#: Calibrations timed fresh (a new process each, so no cache helps): (eps, delta, Δ, k).
+CALIBRATIONS = [
+    (1, "1e-6", 1, 1),
+    (1, "1e-6", 1, 100),
+    (1, "1e-6", 5, 1),
+    (4, "1e-10", 5, 1),
+    (12, "1e-30", 3, 1),
+    (1, "1e-6", 2, 31),
+    (1, "1e-6", 2, 32),
+    (8, "1e-10", 2, 32),
+    (1, "1e-6", 3, 3),
+    (1, "1e-6", 3, 4),
+    (1, "1e-6", 6, 1),
+]
+
+_CALIBRATE_CHILD = """
+import sys, time
+from dgauss.accounting import calibrate_gaussian
+eps, delta, sens, k, safe = sys.argv[1:]
+wall, cpu = time.perf_counter(), time.process_time()
+s = calibrate_gaussian(int(eps), delta, int(sens), int(k), round_up_safe=safe == "1")
+print(time.perf_counter() - wall, time.process_time() - cpu, s)
+"""
+
+
+def run_calibration(repeat: int) -> str:
+    """``calibrate_gaussian`` for ℓ2 balls, each call the first in a fresh process: the median
+    wall and CPU seconds over ``repeat`` processes (reported, not asserted)."""
+    head = ["(ε, δ), Δ, k", "σ²", "wall", "CPU", "σ² (round_up_safe)", "wall", "CPU"]
+    cells = []
+    for eps, delta, sens, k in CALIBRATIONS:
+        row = [f"({eps}, {delta}), {sens}, {k}"]
+        for safe in ("0", "1"):
+            walls, cpus, value = [], [], ""
+            for _ in range(max(1, min(repeat, 5))):
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        "-c",
+                        _CALIBRATE_CHILD,
+                        str(eps),
+                        delta,
+                        str(sens),
+                        str(k),
+                        safe,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                    check=True,
+                ).stdout.split()
+                walls.append(float(out[0]))
+                cpus.append(float(out[1]))
+                value = fraction_text(Fraction(out[2]))
+            row += [value, time_text(statistics.median(walls)), time_text(statistics.median(cpus))]
+        cells.append(row)
+        print(" | ".join(row), file=sys.stderr)
+    note = (
+        "Each call is the first in a fresh Python process (imports excluded), so no cache "
+        "helps; median over the processes. Δ is an ℓ2 ball (every integer vector of norm ≤ Δ)."
+    )
+    return "\n".join(
+        ["## Calibration of an ℓ2-ball sensitivity", "", *table(head, cells), "", note]
+    )
+
+
 def markdown(sections: list[str], peers: list[str], repeat: int, elapsed: float) -> str:
     info = (
         f"dgauss {dgauss.__version__}; {'; '.join(peers)}; Python {platform.python_version()} "
@@ -995,9 +1065,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7, help="timeit rounds per case (default 7)")
     parser.add_argument(
         "--only",
-        choices=["cases", "composition", "accountant"],
-        help="run only the cases (a)-(e), only the composition of a program, or only an "
-        "accountant admitting release by release (written to bench_accounting_<name>.md)",
+        choices=["cases", "composition", "accountant", "calibration"],
+        help="run only the cases (a)-(e), only the composition of a program, only an "
+        "accountant admitting release by release, or only calibrations of ℓ2-ball "
+        "sensitivities (written to bench_accounting_<name>.md)",
     )
     args = parser.parse_args(argv)
     repeat = max(1, args.repeat)
@@ -1012,6 +1083,8 @@ def main(argv: list[str] | None = None) -> int:
         delta_rows, eps_rows, names = run_composition(repeat)
         sections.append(composition_markdown(delta_rows, eps_rows))
         peers += [n for n in names if n not in peers]
+    if args.only in (None, "calibration"):
+        sections.append(run_calibration(repeat))
     if args.only in (None, "accountant"):
         accountant_rows, names = run_accountant()
         sections.append(accountant_markdown(accountant_rows))

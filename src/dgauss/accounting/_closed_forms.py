@@ -61,7 +61,7 @@ from dgauss import _params
 from dgauss._interval import Arith, Interval
 from dgauss.accounting._gaussian_sums import (
     LATTICE_FINE_ENOUGH,
-    _seeds,
+    _anchors,
     convolution_delta,
     lattice_error_bound_ball,
     lattice_error_bound_vector,
@@ -665,7 +665,7 @@ def _ball_classes(ball: L2Ball, k: int) -> tuple[int, tuple[tuple[int, tuple], .
             continue
         if len(part) == 1 and math.gcd(*part[0]) != 1:
             continue  # its concatenation has a larger gcd: another class
-        if len(part) > 1 and not _seeds(part, k):
+        if len(part) > 1 and not _anchors(part, k):
             continue  # no concatenation of these has gcd exactly g
         classes.append((g, part))
     return sum(x * x for x in blocks[0]), tuple(classes)

@@ -734,7 +734,7 @@ def convolution_delta(s: Fraction, eps: Fraction, mu, k: int, bits: int = 256):
 # --------------------------------------------------------------------------
 # One bound on the lattice error for every concatenation of k blocks (an ℓ2 ball's k queries)
 # --------------------------------------------------------------------------
-def _seeds(blocks: tuple[tuple[int, ...], ...], k: int) -> list[tuple[int, ...]]:
+def _anchors(blocks: tuple[tuple[int, ...], ...], k: int) -> list[tuple[int, ...]]:
     """The multisets (as tuples of block indices) of at most min(k, 1 + ω) blocks whose
     entries have gcd 1, ω the most distinct primes of one block's gcd.
 
@@ -759,8 +759,8 @@ def _seeds(blocks: tuple[tuple[int, ...], ...], k: int) -> list[tuple[int, ...]]
         for pick in combinations_with_replacement(range(len(blocks)), size):
             if math_gcd(*(x for i in pick for x in blocks[i])) != 1:
                 continue
-            # a seed holding a smaller one adds nothing (its bound is at most that one's)
-            if not any(all(pick.count(i) >= seed.count(i) for i in seed) for seed in found):
+            # an anchor holding a smaller one adds nothing (its bound is at most that one's)
+            if not any(all(pick.count(i) >= anchor.count(i) for i in anchor) for anchor in found):
                 found.append(pick)
     return found
 
@@ -780,8 +780,8 @@ def lattice_error_bound_blocks(
       e^{B_μ(t)}·∫ e^{−aSr²}B_μ(r) dr with B_μ = Σ_i B_{v_i}: at most
       e^{k·max_v B_v(t)}·k·max_v ∫ e^{−aSr²}B_v(r) dr (S is the same for every μ');
     * on [r1, 1/2], ln Φ_μ ≤ Σ_i L_{v_i} (L_v the piece's bound on ln Φ_v); μ' primitive
-      contains a seed (:func:`_seeds`) M, so Σ_i L_{v_i} ≤ Σ_{v ∈ M} L_v + (k − |M|)·max_v L_v,
-      and the largest over the seeds bounds every μ'.
+      contains an anchor (:func:`_anchors`) M, so Σ_i L_{v_i} ≤ Σ_{v ∈ M} L_v + (k − |M|)·max_v L_v,
+      and the largest over the anchors bounds every μ'.
 
     ``cheap``: erfc bounded as in :func:`_lattice_error_bound_pieces`.
     """
@@ -790,8 +790,8 @@ def lattice_error_bound_blocks(
     c = _excess(a)
     if c.hi >= 0.25:
         return None
-    seeds = _seeds(blocks, k)
-    if not seeds:
+    anchors = _anchors(blocks, k)
+    if not anchors:
         return None
     counts = []
     for block in blocks:
@@ -867,10 +867,10 @@ def lattice_error_bound_blocks(
         most = max(logs)
         best = max(
             up.add(
-                functools_reduce(up.add, (logs[j] for j in seed), mpfr(0)),
-                up.mul(most, k - len(seed)),
+                functools_reduce(up.add, (logs[j] for j in anchor), mpfr(0)),
+                up.mul(most, k - len(anchor)),
             )
-            for seed in seeds
+            for anchor in anchors
         )
         outer = up.add(outer, up.mul(ar.point(best).exp().hi, ar.q(width).hi))
     total = ar.point(up.add(inner, outer)) * root.scale2(1) / sqrt_pi
