@@ -500,22 +500,23 @@ def lattice_error_bound_vector(counts: dict[int, int], s: Fraction) -> mpfr | No
 
     The true E = Σ_{v ∈ Λ, v ≠ 0} e^{−2π²s|v|²} falls as s grows, so a bound at any
     a ≤ s bounds E(s).  So E is bounded at the floor a of s's cell, remembered for every σ²
-    of the cell: cheaply (:func:`_lattice_error_bound_cheap`) on an octave, then on a cell of
-    :data:`LATTICE_CELL_BITS` bits, kept when at most :data:`LATTICE_CELL_ENOUGH`; then in
-    full on a cell of :data:`LATTICE_FINE_BITS` bits, kept when at most
-    :data:`LATTICE_FINE_ENOUGH`; else at s itself.  (A calibration asks at tens of σ², most
-    in one or two cells.)  The coarse pass of pieces is kept when at most 2^−48.
+    of the cell: cheaply (:func:`_lattice_error_bound_cheap`) on an octave, kept when at most
+    :data:`LATTICE_CELL_ENOUGH`, then on a cell of :data:`LATTICE_CELL_BITS` bits, kept when
+    at most :data:`LATTICE_FINE_ENOUGH`; then in full on a cell of :data:`LATTICE_FINE_BITS`
+    bits, kept when at most LATTICE_FINE_ENOUGH; else at s itself.  (A calibration asks at
+    tens of σ², most in one or two cells.)  The coarse pass of pieces is kept when at most
+    2^−48.
     """
     items = tuple(sorted(counts.items()))
     if sum(n for _, n in items) <= 1:
         return mpfr(0)
     if set(counts) != {1}:
-        for bits in (1, LATTICE_CELL_BITS):  # an octave first (E is often e^−100 and less)
-            floor = _cell_floor(s, bits)
+        for bits, enough in ((1, LATTICE_CELL_ENOUGH), (LATTICE_CELL_BITS, LATTICE_FINE_ENOUGH)):
+            floor = _cell_floor(s, bits)  # an octave first (E is often e^−100 and less)
             if floor == s:
                 break
             coarse = _lattice_error_bound_cheap(items, floor)
-            if coarse is not None and coarse <= LATTICE_CELL_ENOUGH:
+            if coarse is not None and coarse <= enough:
                 return coarse
         floor = _cell_floor(s, LATTICE_FINE_BITS)
         if floor != s:
@@ -884,12 +885,12 @@ def lattice_error_bound_ball(
 ) -> mpfr | None:
     """:func:`lattice_error_bound_blocks` at σ² = s, through cells of the σ² axis as in
     :func:`lattice_error_bound_vector` (every E_μ' falls as σ² grows, so their largest does)."""
-    for bits in (1, LATTICE_CELL_BITS):
+    for bits, enough in ((1, LATTICE_CELL_ENOUGH), (LATTICE_CELL_BITS, LATTICE_FINE_ENOUGH)):
         floor = _cell_floor(s, bits)
         if floor == s:
             break
         coarse = _blocks_cached(blocks, k, floor)
-        if coarse is not None and coarse <= LATTICE_CELL_ENOUGH:
+        if coarse is not None and coarse <= enough:
             return coarse
     floor = _cell_floor(s, LATTICE_FINE_BITS)
     if floor != s:
