@@ -1,13 +1,18 @@
 """Shared fixtures: the two implementations (compiled core, pure-Python oracle) and the
-per-call test options of the core; and the thinning of parametrized sweeps.
+per-call test options of the core; and the two tiers of the suite.
 
 The core's parameter is skipped, not failed, when ``dgauss._core`` does not import, so
 that the oracle's tests run without the extension (tests/test_standalone.py checks that).
 
-``DGAUSS_THIN_SWEEPS=N`` (an int ≥ 1; 1 thins nothing) runs, of each parametrized test
-function, its first case and every N-th after it (in collection order): every test function
-still runs, its sweep thinned.  .ci/run sets it for the CPythons other than the Quick
-start's (tools/test-pythons); the Quick start runs the whole suite.
+The tiers: ``python3 -m pytest`` is the **quick check**: every test function runs, and of
+each parametrized test function its first case and every ``QUICK_THINNING``-th after it (in
+collection order).  ``--full`` runs every case; ``--after-quick`` runs exactly the cases the
+quick check leaves out (.ci/run runs it after the Quick start, so that every case runs once).
+The long statistical runs are marked ``slow`` and run with ``-m slow`` (with the rest:
+``--full -m ''``).  Tests named by node id (``pytest tests/test_x.py::test_y[3]``) always run.
+``DGAUSS_THIN_SWEEPS=N`` (an int >= 1; 1 thins nothing) sets the thinning explicitly, in
+place of the quick check's (tools/test-pythons uses it for the CPythons other than the Quick
+start's).
 """
 
 import importlib
@@ -15,19 +20,44 @@ import os
 
 import pytest
 
+#: The quick check's thinning: one case in this many of each parametrized test function.
+QUICK_THINNING = 4
 
-def _thinning() -> int:
+
+def pytest_addoption(parser):
+    group = parser.getgroup("dgauss", "dgauss's tiers (tests/conftest.py)")
+    group.addoption(
+        "--full",
+        action="store_true",
+        help="run every case of every parametrized test (the default, the quick check, runs "
+        f"the first and one in {QUICK_THINNING} of each)",
+    )
+    group.addoption(
+        "--after-quick",
+        action="store_true",
+        help="run only the parametrized cases the quick check leaves out",
+    )
+
+
+def _thinning(config) -> int:
     text = os.environ.get("DGAUSS_THIN_SWEEPS", "")
+    if config.getoption("--full") and config.getoption("--after-quick"):
+        raise pytest.UsageError("--full and --after-quick exclude each other")
     if not text:
-        return 1
+        return 1 if config.getoption("--full") else QUICK_THINNING
     if not text.isdigit() or int(text) < 1:
         raise pytest.UsageError(f"DGAUSS_THIN_SWEEPS must be an integer >= 1, not {text!r}")
     return int(text)
 
 
+def _named(config) -> bool:
+    """Whether the command line names tests by node id (then each named test runs)."""
+    return any("::" in arg for arg in config.args)
+
+
 def pytest_collection_modifyitems(config, items):
-    every = _thinning()
-    if every == 1:
+    every = _thinning(config)
+    if every == 1 or _named(config):
         return
     seen: dict[tuple[str, str], int] = {}
     kept, dropped = [], []
@@ -39,16 +69,23 @@ def pytest_collection_modifyitems(config, items):
         index = seen.get(key, 0)
         seen[key] = index + 1
         (kept if index % every == 0 else dropped).append(item)
+    if config.getoption("--after-quick"):
+        kept, dropped = dropped, kept
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
 
 
 def pytest_report_header(config):
-    every = _thinning()
-    if every > 1:
-        return f"dgauss: parametrized sweeps thinned to 1 case in {every} (DGAUSS_THIN_SWEEPS)"
-    return None
+    every = _thinning(config)
+    if every == 1 or _named(config):
+        return "dgauss: every case of every parametrized test"
+    if config.getoption("--after-quick"):
+        return f"dgauss: the parametrized cases the quick check (1 in {every}) leaves out"
+    return (
+        f"dgauss: the quick check, parametrized sweeps thinned to 1 case in {every} "
+        "(every case: --full)"
+    )
 
 
 def _core_or_skip():
