@@ -200,12 +200,38 @@ class _Factor:
     mass: float  # an upper bound on the true normalised vector's ℓ1 mass
 
 
+def _folded(w: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+    """w folded modulo n: entry i the sum of w's entries i, i + n, i + 2n, ... (w itself when
+    it is at most n long), and m, how many entries each sum has at most.
+
+    A transform of length n reads a vector only modulo n: NumPy's ``rfft(w, n)`` would crop a
+    longer w to its first n entries instead, losing its top (at a steep tilt, nearly all of
+    its mass).  Folding is a ring map from polynomials to polynomials modulo x^n − 1, so the
+    circular convolution of the folded vectors is the linear convolution folded: each entry of
+    a window of n consecutive indices is its linear value plus the linear mass outside the
+    window that lands on it, which :func:`_product` charges as the alias.  Each sum of m
+    nonnegative floats is within (m − 1)·u of its own value."""
+    if len(w) <= n:
+        return w, 1
+    m = -(-len(w) // n)
+    padded = np.zeros(m * n)
+    padded[: len(w)] = w
+    return padded.reshape(m, n).sum(axis=0), m
+
+
 def _factor(leaf: _Node, count: int, n: int) -> _Factor:
     s = float(leaf.v.sum())
     w = leaf.v / s
     # w = v/S within a rounding: the true vector / S is within err/S (+ that rounding) of w
     err = leaf.err / s * (1 + 2 * _U) + _U * float(w.max())
     mass = (1 + 2 * len(w) * _U) + err * len(w) * (1 + 2 * _U)
+    # folded modulo n (a leaf longer than the window the product keeps): each entry sums at
+    # most m entries of w, so it is within m·err of the true vector's fold, plus the fold's
+    # own rounding, (m − 1)·u of the entry; the ℓ1 masses are the unfolded ones (the computed
+    # one within (m − 1)·u more, inside the 2·len(w)·u already allowed, as m ≤ len(w))
+    w, m = _folded(w, n)
+    if m > 1:
+        err = (m * err + m * _U * float(w.max())) * (1 + 4 * _U)
     f = np.fft.rfft(w, n)
     top = max(1.0, float(np.abs(f).max()) * (1 + 4 * _U))
     return _Factor(_spectrum_power(f, count), top, s, err, mass)
@@ -261,7 +287,10 @@ def _product(leaves: list[_Node], counts: list[int]) -> _Node:
     one inverse transform.  Its length is cut to the law's mean ± reach (as _truncate would
     cut it), the transform length n holding that window: the circular convolution then adds
     to each entry at most the computed convolution's mass beyond the window, 2·_DROP of the
-    whole (the law bounds the computed leaves' sum as well as the true one's).
+    whole (the law bounds the computed leaves' sum as well as the true one's).  That needs
+    every leaf whole in the transform: one longer than n (at a steep tilt a steep kind's
+    window is narrower than its leaf) is folded modulo n first (:func:`_folded`, which the
+    circular convolution reads exactly as the linear one folded), never cropped.
 
     Entrywise error, in units of Π S_i^{k_i} (S_i a leaf's vector sum, w_i = v_i/S_i): the
     inputs', Σ_i k_i·e_i·σ_i^{k_i−1}·Π_{j≠i} σ_j^{k_j} (e_i w_i's entrywise bound, σ_i an
