@@ -114,6 +114,9 @@ class Composition:
         #: or None when there are too many to list and the zCDP route answers alone
         self._cases: list[Composition] | None = None
         self._zcdp_only = False
+        #: (σ², ball, k in all) when the program is one ℓ2-ball release (every release
+        #: Gaussian with that σ² and that ball): the "ℓ2 ball" route, gaussian_delta's bound
+        self._ball = self._one_ball()
         if any(isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball) for r in releases):
             programs = _worst_programs(self.releases)
             self._zcdp_only = programs is None
@@ -206,6 +209,49 @@ class Composition:
         return not ladder.exact and not ladder.on_lattice[j] and ladder.h[j] >= h
 
     # ---- routes ----------------------------------------------------------------------
+    def _one_ball(self) -> tuple[Fraction, L2Ball, int] | None:
+        """(σ², ball, Σk) when every release is Gaussian with one σ² and one ℓ2 ball (one
+        k-fold ball release however it was split), and Σk ≤ MAX_K; else None."""
+        found = {
+            (r.sigma2, r.sensitivity)
+            for r in self.releases
+            if isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball)
+        }
+        if len(found) != 1 or len(self.releases) != sum(
+            isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball) for r in self.releases
+        ):
+            return None
+        ((s, ball),) = found
+        assert isinstance(ball, L2Ball)
+        k = sum(r.k for r in self.releases)
+        return (s, ball, k) if k <= cf.MAX_K else None
+
+    def _ball_log_delta(self, e: Fraction) -> tuple[mpfr, bool] | None:
+        """The "ℓ2 ball" route of a one-ball program: an upper bound on ln δ over every
+        concatenation of k vectors of the ball, the bound :func:`gaussian_delta` returns
+        (``docs/accounting.md``, *The ℓ2 ball*), and whether it is tight (within a relative
+        2^−30 of the truth: the worst programs listed could not do better).  With the worst
+        programs listed (``self._cases``), only the uniform bound (the cases read the list).
+
+        A ball with a ``coordinates`` limit is inside the unbounded ball of its radius, so
+        that one's bound bounds it too (never tight for it: the limit may lower the truth);
+        it serves where the limited ball's own vectors have several norms (no uniform bound
+        of their own) and are too many to list."""
+        if self._ball is None:
+            return None
+        s, ball, k = self._ball
+        whole = L2Ball(ball.radius)
+        if self._cases is None:
+            value = cf._worst_log_delta(s, e, ball, k)
+            if ball != whole:
+                value = min(value, cf._worst_log_delta(s, e, whole, k))
+            return value, False
+        found = cf._ball_log_delta(s, e, ball, k)
+        if found is None and ball != whole:
+            found = cf._ball_log_delta(s, e, whole, k)
+            return None if found is None else (found[0], False)
+        return found
+
     def _one_sigma2(self) -> tuple[Fraction, tuple[int, ...], int] | None:
         if not all(isinstance(r, Gaussian) for r in self.releases):
             return None
@@ -410,10 +456,17 @@ class Composition:
         return routes
 
     def _best(self, e: Fraction) -> tuple[mpfr, str]:
-        if self._cases is not None:  # the worst of the ball's vectors
-            return max((case._best(e) for case in self._cases), key=lambda found: found[0])
-        if self._zcdp_only:
-            return cf._cdp_log_delta(self.rho, e), "zCDP"
+        if self._cases is not None or self._zcdp_only:
+            ball = self._ball_log_delta(e)
+            if ball is not None and ball[1]:
+                return ball[0], "ℓ2 ball"  # tight: as gaussian_delta, the list not read
+            if self._cases is not None:  # the worst of the ball's vectors
+                found = max((case._best(e) for case in self._cases), key=lambda f: f[0])
+            else:
+                found = cf._cdp_log_delta(self.rho, e), "zCDP"
+            if ball is not None and ball[0] < found[0]:
+                return ball[0], "ℓ2 ball"
+            return found
         routes = self._routes_log_delta(e)
         name = min(routes, key=lambda k: routes[k])
         return routes[name], name
@@ -440,7 +493,10 @@ class Composition:
 
     def route(self, epsilon) -> str:
         """The name of the route that gives :meth:`delta` at ``epsilon``: ``"Theorem 15"``,
-        ``"Eq. 49"``, ``"pure DP"``, ``"PLD"``, ``"basic composition"`` or ``"zCDP"``."""
+        ``"Eq. 49"``, ``"pure DP"``, ``"PLD"``, ``"basic composition"``, ``"zCDP"``, or
+        ``"ℓ2 ball"`` (a program that is one ℓ2-ball release, bounded over every
+        concatenation of its vectors as :func:`gaussian_delta` bounds it).  With an ℓ2-ball
+        release whose worst programs are listed, the route of the worst of them."""
         e = cf._nonnegative(epsilon, "epsilon")
         return self._best(e)[1]
 
@@ -472,13 +528,10 @@ class Composition:
         the whole readout certifies is returned: δ is the minimum over routes, so its
         threshold is the smallest of theirs.  With an ℓ2-ball release, the largest over
         its worst-case programs (or the zCDP route alone)."""
-        if self._cases is not None:
-            return self._cases_epsilon(d, self._cases)
+        if self._cases is not None or self._zcdp_only:
+            return self._ball_epsilon(d)
         target = self._target(d)
         rho = self.rho
-        if self._zcdp_only:
-            zc = cf._exact(mpfr(cf._cdp_eps_interval(rho, d).hi, 64)) + Fraction(1, 2**40)
-            return max(zc, Fraction(0))
         candidates: list[Fraction] = []
         zc = cf._exact(mpfr(cf._cdp_eps_interval(rho, d).hi, 64)) + Fraction(1, 2**40)
         candidates.append(max(zc, Fraction(0)))
@@ -512,6 +565,34 @@ class Composition:
             if up == math.inf or self._best(Fraction(up))[0] <= target:
                 return e  # (ε = +inf, past the floats, is an upper bound with no question)
         raise AssertionError("no route certified its own epsilon")  # pragma: no cover
+
+    def _ball_epsilon(self, d: Fraction) -> Fraction:
+        """:meth:`_epsilon_fraction` with an ℓ2-ball release: the smallest of the worst
+        programs' ε (or the zCDP route's, with none listed) and the "ℓ2 ball" route's, that
+        :meth:`delta`'s readout certifies (δ is the smaller of the two bounds, so its
+        threshold is the smaller of theirs)."""
+        zc = cf._exact(mpfr(cf._cdp_eps_interval(self.rho, d).hi, 64)) + Fraction(1, 2**40)
+        zc = max(zc, Fraction(0))
+        if self._ball is None:
+            return zc if self._cases is None else self._cases_epsilon(d, self._cases)
+        target = self._target(d)
+
+        def ball_hi(e: Fraction) -> mpfr:
+            found = self._ball_log_delta(e)
+            return mpfr(0) if found is None else found[0]
+
+        candidates = {zc}
+        if ball_hi(zc) <= target:  # else it cannot beat zCDP (both non-increasing in ε)
+            candidates.add(cf._smallest_eps(ball_hi, target, zc))
+        ball_eps = min(candidates)
+        found = self._ball_log_delta(ball_eps)
+        if self._cases is not None and not (found is not None and found[1]):
+            candidates.add(self._cases_epsilon(d, self._cases))  # the list may do better
+        for e in sorted(candidates):
+            up = cf._float_up(e)
+            if up == math.inf or self._best(Fraction(up))[0] <= target:
+                return e
+        return max(candidates)  # (zCDP's ε, or the cases' checked on each case)
 
     def _cases_epsilon(self, d: Fraction, cases: list[Composition]) -> Fraction:
         """The smallest ε certified for every worst case: the largest of their ε's, checked
