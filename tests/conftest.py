@@ -1,18 +1,18 @@
 """Shared fixtures: the two implementations (compiled core, pure-Python oracle) and the
-per-call test options of the core; and the two tiers of the suite.
+per-call test options of the core; and the tiers of the suite.
 
 The core's parameter is skipped, not failed, when ``dgauss._core`` does not import, so
 that the oracle's tests run without the extension (tests/test_standalone.py checks that).
 
-The tiers: ``python3 -m pytest`` is the **quick check**: every test function runs, and of
-each parametrized test function its first case and every ``QUICK_THINNING``-th after it (in
-collection order).  ``--full`` runs every case; ``--after-quick`` runs exactly the cases the
-quick check leaves out (.ci/run runs it after the Quick start, so that every case runs once).
-The long statistical runs are marked ``slow`` and run with ``-m slow`` (with the rest:
-``--full -m ''``).  Tests named by node id (``pytest tests/test_x.py::test_y[3]``) always run.
-``DGAUSS_THIN_SWEEPS=N`` (an int >= 1; 1 thins nothing) sets the thinning explicitly, in
-place of the quick check's (tools/test-pythons uses it for the CPythons other than the Quick
-start's).
+The tiers: ``python3 -m pytest`` is the **quick check**: every test function but those
+marked ``long`` (several seconds each), and of each parametrized test function its first
+case and every ``QUICK_THINNING``-th after it (in collection order).  ``--full`` runs every
+case; ``--after-quick`` runs exactly what the quick check leaves out (.ci/run runs it after
+the Quick start, so that every test runs once).  The long statistical runs are marked
+``slow`` and run with ``-m slow`` (with the rest: ``--full -m ''``).  A case named by node id
+(``pytest tests/test_x.py::test_y[3]``) always runs.  ``DGAUSS_THIN_SWEEPS=N`` (an int
+>= 1; 1 thins nothing) sets the thinning explicitly, in place of the quick check's
+(tools/test-pythons uses it for the CPythons other than the Quick start's).
 """
 
 import importlib
@@ -50,27 +50,33 @@ def _thinning(config) -> int:
     return int(text)
 
 
-def _named(config) -> bool:
-    """Whether the command line names tests by node id (then each named test runs)."""
-    return any("::" in arg for arg in config.args)
+def _named_cases(config) -> list[str]:
+    """The parametrized cases the command line names by node id (``file::test[id]``)."""
+    return [arg.replace(os.sep, "/") for arg in config.args if "::" in arg and "[" in arg]
 
 
 def pytest_collection_modifyitems(config, items):
     every = _thinning(config)
-    if every == 1 or _named(config):
+    if every == 1:
         return
+    named = _named_cases(config)
+    after_quick = config.getoption("--after-quick")
+    # ``long`` tests are the quick check's to leave out; an explicit thinning keeps them
+    leave_long = not os.environ.get("DGAUSS_THIN_SWEEPS")
     seen: dict[tuple[str, str], int] = {}
     kept, dropped = [], []
     for item in items:
-        if getattr(item, "callspec", None) is None:
-            kept.append(item)
-            continue
-        key = (item.nodeid.split("::")[0], item.originalname)
-        index = seen.get(key, 0)
-        seen[key] = index + 1
-        (kept if index % every == 0 else dropped).append(item)
-    if config.getoption("--after-quick"):
-        kept, dropped = dropped, kept
+        if leave_long and item.get_closest_marker("long") is not None:
+            quick = False  # a test of several seconds: left to --after-quick and --full
+        elif getattr(item, "callspec", None) is None:
+            quick = True  # unparametrized: the quick check runs it
+        else:
+            key = (item.nodeid.split("::")[0], item.originalname)
+            index = seen.get(key, 0)
+            seen[key] = index + 1
+            quick = index % every == 0
+        asked = any(arg.endswith(item.nodeid) or item.nodeid.endswith(arg) for arg in named)
+        (kept if asked or quick != after_quick else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
@@ -78,7 +84,7 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_report_header(config):
     every = _thinning(config)
-    if every == 1 or _named(config):
+    if every == 1:
         return "dgauss: every case of every parametrized test"
     if config.getoption("--after-quick"):
         return f"dgauss: the parametrized cases the quick check (1 in {every}) leaves out"

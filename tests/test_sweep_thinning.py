@@ -1,13 +1,18 @@
-"""DGAUSS_THIN_SWEEPS (tests/conftest.py): CI's other CPythons run every test function,
-each parametrized sweep thinned to its first case and every N-th after it."""
+"""The suite's tiers (tests/conftest.py): the quick check that the README's test command runs
+(every test function, each parametrized sweep thinned to its first case and every
+QUICK_THINNING-th after it), ``--after-quick`` (the cases it leaves out, which .ci/run runs
+after it), ``--full``, and DGAUSS_THIN_SWEEPS=N (CI's other CPythons)."""
 
 import functools
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
 import pytest
+
+from conftest import QUICK_THINNING
 
 TESTS = pathlib.Path(__file__).resolve().parent
 SWEEP = "test_compose_vectors.py::test_fft_length_is_the_smallest_5_smooth_length"
@@ -15,7 +20,9 @@ PLAIN = "test_compose_vectors.py::test_bennett_cuts_long_compositions_shorter_th
 
 
 @functools.cache
-def _collect(thin: str | None, *targets: str) -> subprocess.CompletedProcess:
+def _collect(
+    thin: str | None, *targets: str, options: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop("DGAUSS_THIN_SWEEPS", None)
     if thin is not None:
@@ -29,6 +36,7 @@ def _collect(thin: str | None, *targets: str) -> subprocess.CompletedProcess:
             "-q",
             "-p",
             "no:cacheprovider",
+            *options,
             *(str(TESTS / t) for t in targets),
         ],
         cwd=TESTS.parent,
@@ -41,15 +49,20 @@ def _collect(thin: str | None, *targets: str) -> subprocess.CompletedProcess:
 
 def _ids(done: subprocess.CompletedProcess) -> list[str]:
     assert done.returncode == 0, done.stdout + done.stderr
-    return [line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line]
+    # an id made from an object's repr names its address, which differs between processes
+    return [
+        re.sub(r"0x[0-9a-fA-F]+", "0x", line.split("::", 1)[1])
+        for line in done.stdout.splitlines()
+        if "::" in line
+    ]
 
 
-@pytest.mark.parametrize("thin, expected", [(None, 9), ("1", 9), ("3", 3), ("4", 3), ("20", 1)])
+@pytest.mark.parametrize("thin, expected", [(None, 3), ("1", 9), ("3", 3), ("4", 3), ("20", 1)])
 def test_a_sweep_keeps_its_first_case_and_every_nth(thin, expected):
-    every = _ids(_collect(None, SWEEP))
+    every = _ids(_collect(None, SWEEP, options=("--full",)))
     got = _ids(_collect(thin, SWEEP, PLAIN))
     assert len(every) == 9
-    step = int(thin or 1)
+    step = int(thin or QUICK_THINNING)
     assert got == every[::step] + [PLAIN.split("::")[1]]  # the unparametrized one stays
     assert len(got) == expected + 1
 
@@ -59,3 +72,57 @@ def test_a_bad_setting_is_a_usage_error(thin):
     done = _collect(thin, PLAIN)
     assert done.returncode != 0
     assert "DGAUSS_THIN_SWEEPS must be an integer >= 1" in done.stdout + done.stderr
+
+
+# a whole file, with sweeps of several lengths and plain tests beside them
+FILE = "test_inputs.py"
+
+
+def _function(node_id: str) -> str:
+    return node_id.split("[", 1)[0]
+
+
+def test_quick_and_after_quick_run_every_case_once():
+    full = _ids(_collect(None, FILE, options=("--full",)))
+    quick = _ids(_collect(None, FILE))
+    rest = _ids(_collect(None, FILE, options=("--after-quick",)))
+    assert len(quick) < len(full) and rest, "the quick check thins nothing"
+    assert sorted(quick + rest) == sorted(full)  # a partition: every case once
+    assert not set(quick) & set(rest)
+
+
+def test_the_quick_check_runs_every_test_function():
+    full = _ids(_collect(None, FILE, options=("--full",)))
+    quick = _ids(_collect(None, FILE))
+    assert {_function(n) for n in quick} == {_function(n) for n in full}
+    assert {n for n in full if "[" not in n} <= set(quick)  # and every unparametrized test
+
+
+def test_a_case_named_by_node_id_runs_in_any_tier():
+    full = _ids(_collect(None, FILE, options=("--full",)))
+    quick = set(_ids(_collect(None, FILE)))
+    left_out = next(n for n in full if n not in quick and "0x" not in n)
+    for options in [(), ("--after-quick",)]:
+        assert _ids(_collect(None, f"{FILE}::{left_out}", options=options)) == [left_out]
+    # naming the function (not a case) keeps its tier's thinning
+    function = _function(left_out)
+    named = _ids(_collect(None, f"{FILE}::{function}"))
+    assert left_out not in named and named
+
+
+def test_full_and_after_quick_exclude_each_other():
+    done = _collect(None, PLAIN, options=("--full", "--after-quick"))
+    assert done.returncode != 0 and "exclude each other" in done.stdout + done.stderr
+
+
+LONG = "test_standalone.py"  # holds a test marked long (the oracle's suite in a subprocess)
+
+
+def test_a_long_test_is_left_to_after_quick():
+    full = _ids(_collect(None, LONG, options=("--full",)))
+    quick = _ids(_collect(None, LONG))
+    rest = _ids(_collect(None, LONG, options=("--after-quick",)))
+    thinned = _ids(_collect("5", LONG))
+    long_ones = [n for n in full if n not in quick]
+    assert long_ones and set(long_ones) <= set(rest)
+    assert thinned == full  # an explicit thinning (CI's other CPythons) keeps long tests
