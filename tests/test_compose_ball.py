@@ -23,7 +23,8 @@ import pytest
 from _compose_reference import composed_delta
 from dgauss import Accountant
 from dgauss import accounting as A
-from dgauss.accounting import Gaussian, L2Ball, compose
+from dgauss.accounting import Gaussian, L2Ball, Laplace, compose
+from dgauss.accounting._closed_forms import _cdp_log_delta
 from test_calibration_l2 import _sample, _theorem7_log_delta, certified
 from test_l2_ball_review import SLACK, ln, log_delta
 
@@ -149,11 +150,29 @@ def test_a_ball_with_a_coordinates_limit_is_bounded_by_the_whole_ball():
     assert certified(s, program.epsilon("1e-10"), "1e-10", vectors)
 
 
+def test_a_ball_past_the_list_with_a_laplace_release_composes_basically():
+    # each release at its own bound (the Laplace at its pure ε = 0.02, the ball's uniform
+    # bound at the rest), not the zCDP route of the whole
+    s = A.calibrate_gaussian(16, "1e-10", 2, 32)
+    program = compose(Gaussian(s, 2, k=32), Laplace(50))
+    assert program.route(16) == "basic composition"
+    got = program.delta(16, log=True)
+    assert got <= math.log(A.gaussian_delta(s, F(16) - F(1, 50), 2, 32)) + 1e-12
+    assert got < float(_cdp_log_delta(program.rho, F(16))) - 1  # the zCDP route, e times it
+    vectors = _sample(2, 32, random.Random(32), more=1)
+    truth = max(log_delta(s, 16, v, laplace=[(50, 1)], cut=CUT) for v in vectors)
+    assert truth - SLACK <= got <= truth + 0.1  # within 10% (6% here)
+    eps = program.epsilon("1e-10")
+    assert program.delta(eps) <= 1e-10
+    assert all(log_delta(s, eps, v, laplace=[(50, 1)], cut=CUT) <= ln("1e-10") for v in vectors)
+
+
 def test_the_route_names_are_documented():
     s = A.calibrate_gaussian(1, "1e-6", 2, 32)
     names = {compose(Gaussian(s, 2, k=32)).route(1), compose(Gaussian(s, 2, k=1)).route(1)}
     doc = compose(Gaussian(1)).route.__doc__ or ""
     page = (Path(__file__).parents[1] / "docs" / "accounting.md").read_text(encoding="utf-8")
+    names.add(compose(Gaussian(s, 2, k=32), Laplace(50)).route(16))
     for name in names | {"zCDP", "Theorem 15"}:
         assert f'"{name}"' in doc
     assert '"ℓ2 ball"' in page

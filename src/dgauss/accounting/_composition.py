@@ -70,7 +70,7 @@ from gmpy2 import mpfr
 from dgauss.accounting import _closed_forms as cf
 from dgauss.accounting._enumerated import _Enumerated
 from dgauss.accounting._grids import _Ladder, _power_of_two
-from dgauss.accounting._neighbours import L2Ball
+from dgauss.accounting._neighbours import L2Ball, norm2
 from dgauss.accounting._pld_settings import _PLD_MAX_EPS, PLD_MAX_ATOMS, PLD_MAX_SIGMA2
 from dgauss.accounting._programs import _Coordinate, _coordinates, _vector_of, _worst_programs
 from dgauss.accounting._readouts import _PLD, _Readout
@@ -347,23 +347,26 @@ class Composition:
         return found if found < math.inf else None
 
     # ---- basic composition ----------------------------------------------------------
-    def _basic_parts(self) -> tuple[Fraction, list[tuple[Fraction, tuple[int, ...], int]]]:
+    def _basic_parts(
+        self,
+    ) -> tuple[Fraction, list[tuple[Fraction, tuple[int, ...] | L2Ball, int]]]:
         """The Laplace releases' pure ε in all, and the Gaussian releases grouped by
-        (σ², μ) with their k added up."""
+        (σ², μ or ℓ2 ball) with their k added up."""
         pure = Fraction(0)
-        groups: dict[tuple[Fraction, tuple[int, ...]], int] = {}
+        groups: dict[tuple[Fraction, tuple[int, ...] | L2Ball], int] = {}
         for r in self.releases:
             if isinstance(r, Laplace):
                 pure += r.epsilon
             else:
-                key = (r.sigma2, _vector_of(r))
+                key = (r.sigma2, r.sensitivity)
                 groups[key] = groups.get(key, 0) + r.k
         return pure, [(s, mu, k) for (s, mu), k in sorted(groups.items(), key=str)]
 
     def _basic_log_delta(self, e: Fraction, unless_above: mpfr | None = None) -> mpfr | None:
         """Basic composition of each release's own guarantee: every Laplace release at its
         pure ε (δ = 0), the Gaussian releases at ε_G = ε − Σ pure ε, as the smaller of
-        (a) each (σ², μ) group's exact δ (Theorem 15) at a share w_g·ε_G, w_g ∝ √ρ_g (fixed
+        (a) each (σ², μ) group's exact δ (Theorem 15; an ℓ2-ball group's bound over every
+        concatenation, as :func:`gaussian_delta`'s) at a share w_g·ε_G, w_g ∝ √ρ_g (fixed
         by the program), added up, when there are at most _BASIC_EXACT_MAX groups, and
         (b) Corollary 13 at the Gaussians' ρ.  None when ε_G < 0.  Non-increasing in ε.
 
@@ -374,9 +377,7 @@ class Composition:
         if not groups or e < pure:
             return None
         e_g = e - pure
-        rho_g = sum(
-            (Fraction(k * sum(x * x for x in mu)) / (2 * s) for s, mu, k in groups), Fraction(0)
-        )
+        rho_g = sum((k * norm2(mu) / (2 * s) for s, mu, k in groups), Fraction(0))
         best = cf._cdp_log_delta(rho_g, e_g)
         if (
             unless_above is not None
@@ -385,18 +386,18 @@ class Composition:
         ):
             shares = self._basic_weights(groups) if len(groups) > 1 else [Fraction(1)]
             guess = max(
-                _continuous_log_delta(Fraction(k * sum(x * x for x in mu)) / (2 * s), e_g * w)
+                _continuous_log_delta(k * norm2(mu) / (2 * s), e_g * w)
                 for (s, mu, k), w in zip(groups, shares, strict=True)
             )
             if guess - math.log(4) > unless_above:
                 return best
         if len(groups) == 1:
             s, mu, k = groups[0]
-            return min(best, cf._gaussian_log_delta(s, e_g, mu, k))
+            return min(best, cf._worst_log_delta(s, e_g, mu, k))
         if len(groups) <= _BASIC_EXACT_MAX:
             up = cf._AR.up
             parts = [
-                cf._gaussian_log_delta(s, e_g * w, mu, k)
+                cf._worst_log_delta(s, e_g * w, mu, k)
                 for (s, mu, k), w in zip(groups, self._basic_weights(groups), strict=True)
             ]
             parts = [x for x in parts if x > mpfr("-inf")]
@@ -412,10 +413,7 @@ class Composition:
     @staticmethod
     def _basic_weights(groups) -> list[Fraction]:
         """Shares of ε_G ∝ √ρ_g (equal where a ρ is past the float range)."""
-        roots = [
-            math.sqrt(cf._approx(Fraction(k * sum(x * x for x in mu)) / (2 * s)))
-            for s, mu, k in groups
-        ]
+        roots = [math.sqrt(cf._approx(k * norm2(mu) / (2 * s))) for s, mu, k in groups]
         if not all(0 < r < math.inf for r in roots):
             roots = [1.0] * len(groups)
         total = sum(map(Fraction, roots), Fraction(0))
@@ -464,6 +462,10 @@ class Composition:
                 found = max((case._best(e) for case in self._cases), key=lambda f: f[0])
             else:
                 found = cf._cdp_log_delta(self.rho, e), "zCDP"
+                if ball is None:  # a mix: basic composition, each group its own bound
+                    basic = self._basic_log_delta(e, found[0])
+                    if basic is not None and basic < found[0]:
+                        found = basic, "basic composition"
             if ball is not None and ball[0] < found[0]:
                 return ball[0], "ℓ2 ball"
             return found
@@ -574,7 +576,14 @@ class Composition:
         zc = cf._exact(mpfr(cf._cdp_eps_interval(self.rho, d).hi, 64)) + Fraction(1, 2**40)
         zc = max(zc, Fraction(0))
         if self._ball is None:
-            return zc if self._cases is None else self._cases_epsilon(d, self._cases)
+            if self._cases is not None:
+                return self._cases_epsilon(d, self._cases)
+            basic = self._basic_epsilon(self._target(d), zc)  # a mix: zCDP or basic
+            if basic is not None and basic < zc:
+                up = cf._float_up(basic)
+                if up == math.inf or self._best(Fraction(up))[0] <= self._target(d):
+                    return basic
+            return zc
         target = self._target(d)
 
         def ball_hi(e: Fraction) -> mpfr:
@@ -585,8 +594,8 @@ class Composition:
         if ball_hi(zc) <= target:  # else it cannot beat zCDP (both non-increasing in ε)
             candidates.add(cf._smallest_eps(ball_hi, target, zc))
         ball_eps = min(candidates)
-        found = self._ball_log_delta(ball_eps)
-        if self._cases is not None and not (found is not None and found[1]):
+        at = self._ball_log_delta(ball_eps)
+        if self._cases is not None and not (at is not None and at[1]):
             candidates.add(self._cases_epsilon(d, self._cases))  # the list may do better
         for e in sorted(candidates):
             up = cf._float_up(e)
