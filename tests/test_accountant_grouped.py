@@ -415,6 +415,7 @@ REFUSAL_PROGRAMS = [
 
 
 @pytest.mark.parametrize("program, eps", REFUSAL_PROGRAMS)
+@pytest.mark.long
 def test_a_refusal_without_composing_is_a_fresh_compositions(program, eps):
     """An offer the kept composition (extended by it) refuses without composing afresh
     (Accountant._grid_refuses) is one the fresh composition refuses too, at budgets just
@@ -447,6 +448,7 @@ def test_a_refusal_without_composing_is_a_fresh_compositions(program, eps):
         assert refused_cheaply > 0
 
 
+@pytest.mark.long
 def test_refusals_near_a_full_budget_do_not_compose_afresh(monkeypatch):
     """Sixty kinds offered until the budget is full, then each offered again: the plain
     rule's decisions; and once a composition of the releases made is kept, a refusal merges

@@ -177,6 +177,7 @@ def test_a_restored_ledger_spent_once_starts_no_thread(small_preparation, monkey
         pytest.param("60", "1e-100", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.long
 def test_prepared_admissions_of_l2_balls_fit_by_the_plain_rule(
     small_preparation, monkeypatch, epsilon, delta
 ):

@@ -264,6 +264,7 @@ def test_reference_laplace_forms_agree():
 
 @SET
 @given(rho=rho_st, eps=eps_st)
+@pytest.mark.long
 def test_cdp_delta_is_a_tight_upper_bound_on_corollary13(rho, eps):
     ln_true = R.cdp_log_delta(rho, eps)
     what = f"cdp_delta({rho!r}, {eps!r})"
@@ -306,6 +307,7 @@ def test_cdp_delta_underflow_gives_smallest_float_and_exact_log():
 
 @SET
 @given(rho=rho_st, log10_delta=log10_delta_st)
+@pytest.mark.long
 def test_cdp_eps_is_the_smallest_certified_eps(rho, log10_delta):
     delta = 10.0**log10_delta
     got = A.cdp_eps(rho, delta)
@@ -356,6 +358,7 @@ def test_cdp_eps_inverts_cdp_delta(rho, eps):
 
 @SET
 @given(eps=st.floats(min_value=0, max_value=10), log10_delta=log10_delta_st)
+@pytest.mark.long
 def test_cdp_rho_is_the_largest_certified_rho(eps, log10_delta):
     delta = 10.0**log10_delta
     true = R.cdp_rho(eps, delta)
@@ -499,6 +502,7 @@ VECTOR_CASES = [
 
 
 @pytest.mark.parametrize("sigma2, mu, k, eps", VECTOR_CASES)
+@pytest.mark.long
 def test_gaussian_delta_composition_matches_convolution(sigma2, mu, k, eps):
     lo, hi = R.gaussian_delta(sigma2, eps, mu, k)
     tol = _tol(sigma2, mu, k)
@@ -535,6 +539,7 @@ def test_gaussian_delta_vector_and_k_match_convolution(sigma2, mu, k, eps):
 
 
 @pytest.mark.parametrize("mu, k", [(1, 2), ([1, 1], 1), ([1, -1], 1)])
+@pytest.mark.long
 def test_gaussian_delta_composed_underflow_is_smallest_float_and_log_is_exact(mu, k):
     # sigma2 = 2, ε = 40, two unit coordinates: δ ≈ 2.88e-349, below the float range; the
     # reference is a direct double sum in mpmath (no truncation of the tail)
@@ -619,6 +624,7 @@ def test_gaussian_delta_vector_2_is_theorem7_with_delta_2():
     D=st.integers(1, 3),
     k=st.integers(1, 3),
 )
+@pytest.mark.long
 def test_exact_delta_never_worse_than_zcdp_route(sigma2, eps, D, k):
     rho = A.gaussian_rho(sigma2, D) * k
     assert A.gaussian_delta(sigma2, eps, D, k) <= A.cdp_delta(rho, eps)
@@ -626,6 +632,7 @@ def test_exact_delta_never_worse_than_zcdp_route(sigma2, eps, D, k):
 
 @SET
 @given(sigma2=sigma2_st, e1=eps_st, e2=eps_st, D=st.integers(1, 4))
+@pytest.mark.long
 def test_gaussian_delta_falls_with_eps(sigma2, e1, e2, D):
     lo, hi = sorted([e1, e2])
     assert A.gaussian_delta(sigma2, hi, D) <= A.gaussian_delta(sigma2, lo, D)
@@ -647,6 +654,7 @@ def test_gaussian_delta_rises_with_k(sigma2, eps, k1, k2):
 
 @SET
 @given(sigma2=sigma2_st, eps=eps_st, D1=st.integers(1, 4), D2=st.integers(1, 4))
+@pytest.mark.long
 def test_gaussian_delta_rises_with_sensitivity(sigma2, eps, D1, D2):
     lo, hi = sorted([D1, D2])
     assert A.gaussian_delta(sigma2, eps, lo) <= A.gaussian_delta(sigma2, eps, hi)
@@ -827,6 +835,7 @@ def test_gaussian_pmf_cdf_sf_by_direct_summation(x, sigma2):
 
 @SET
 @given(sigma2=sigma2_st, alpha=alpha_st)
+@pytest.mark.long
 def test_gaussian_interval_is_the_smallest_covering_width(sigma2, alpha):
     lo, hi = A.gaussian_interval(sigma2, alpha)
     assert isinstance(lo, int) and isinstance(hi, int) and lo == -hi and hi >= 0

@@ -57,6 +57,7 @@ def test_a_nearly_noiseless_laplace(scale):
 
 @pytest.mark.parametrize("param", HUGE)
 @pytest.mark.parametrize("eps", EPS)
+@pytest.mark.long
 def test_huge_noise_answers(param, eps):
     """Noise past the float range: δ is tiny but certified (≥ 0, ≤ the zCDP bound)."""
     d = A.gaussian_delta(param, eps)
@@ -123,6 +124,7 @@ def test_a_rho_budget_past_the_floats_calibrates_at_once():
         (["account", "--sigma2", "1e400"], ["e^-1.797e308"]),  # ln δ past the floats: a bound
     ],
 )
+@pytest.mark.long
 def test_the_command_line_answers_past_the_float_range(capsys, argv, shown):
     from dgauss import cli
 

@@ -87,6 +87,7 @@ def test_the_16384_bit_limit_is_named():
         A.gaussian_delta(Fraction(1, 3**10400), 1)
 
 
+@pytest.mark.long
 def test_no_numpy_warning_reaches_a_user_from_the_closed_forms():
     """Ordinary calls, NumPy scalars among the parameters, extreme values included: any
     RuntimeWarning (overflow, divide by zero) is an error here."""

@@ -105,6 +105,7 @@ CASES = [(12, "1e-40"), (8, "1e-20"), (20, "1e-200"), (6, "1e-50"), (4, "1e-20")
 
 
 @pytest.mark.parametrize("eps, delta", CASES)
+@pytest.mark.long
 def test_calibration_is_the_smallest_certifying_grid_value(eps, delta):
     sigma2 = A.calibrate_gaussian(eps, delta)
     d = Fraction(delta)
@@ -116,6 +117,7 @@ def test_calibration_is_the_smallest_certifying_grid_value(eps, delta):
 
 
 @pytest.mark.parametrize("eps, delta", CASES)
+@pytest.mark.long
 def test_round_up_safe_certifies_every_larger_grid_value(eps, delta):
     safe = A.calibrate_gaussian(eps, delta, round_up_safe=True)
     smallest = A.calibrate_gaussian(eps, delta)
@@ -134,6 +136,7 @@ MULTI = [(6, "1e-30", 1, 2), (10, "1e-100", [1, 2], 1), (12, "1e-60", [1, -1], 1
 
 
 @pytest.mark.parametrize("eps, delta, sens, k", MULTI)
+@pytest.mark.long
 def test_calibration_with_several_coordinates(eps, delta, sens, k):
     smallest = A.calibrate_gaussian(eps, delta, sens, k)
     safe = A.calibrate_gaussian(eps, delta, sens, k, round_up_safe=True)
@@ -168,6 +171,7 @@ def test_the_sawtooth_examples():
     assert A.calibrate_gaussian(8, "1e-20", round_up_safe=True) == Fraction("1.42")
 
 
+@pytest.mark.long
 def test_the_mechanism_calibrates_a_value_you_can_round_up():
     mech = dgauss.GaussianMechanism(epsilon=8, delta="1e-20")
     assert mech.sigma2 == A.calibrate_gaussian(8, "1e-20", round_up_safe=True)
@@ -192,6 +196,7 @@ def test_the_scaling_bound(a, b, eps):
         assert lower <= value <= upper, float(s)
 
 
+@pytest.mark.long
 def test_the_floor_is_a_lower_bound_on_the_truth():
     """Below the floor no σ² certifies: the truth is above the target all the way down."""
     from dgauss.accounting import _closed_forms as cf

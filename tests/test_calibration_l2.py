@@ -53,6 +53,7 @@ def _sample(radius: int, k: int, rng: random.Random, more: int = 1) -> list[tupl
 @pytest.mark.parametrize("radius, k", [(2, 31), (3, 3)])
 @pytest.mark.parametrize("eps, delta", [(1, "1e-6"), (8, "1e-10")])
 @pytest.mark.parametrize("safe", [False, True])
+@pytest.mark.long
 def test_one_more_query_costs_a_few_percent_across_the_end_of_the_list(radius, k, eps, delta, safe):
     assert L2Ball(radius).neighbours(k) is not None  # listed
     assert L2Ball(radius).neighbours(k + 1) is None  # past the list
@@ -75,6 +76,7 @@ def _past_the_list(radius: int, k: int, vectors) -> None:
 
 
 @pytest.mark.parametrize("radius, k", [(2, 32), (3, 4)])
+@pytest.mark.long
 def test_past_the_list_the_extremes_and_a_sample_are_certified(radius, k):
     # small σ² (ε = 16): concatenations convolved exactly, in the test
     assert L2Ball(radius).neighbours(k) is None
@@ -105,6 +107,7 @@ def _theorem7_log_delta(s: Fraction, eps, shift: int) -> float:
         return float(mpmath.log(total / norm))
 
 
+@pytest.mark.long
 def test_wide_noise_past_the_list_is_certified_by_theorem_7():
     # σ² ≈ 2285 at k = 32: too wide to convolve 128 coordinates here.  By Poisson summation a
     # concatenation μ with gcd g is Theorem 7 at (σ²·S, g·S), S = ‖μ/g‖², up to a relative
@@ -150,6 +153,7 @@ TARGETS = dict(
 
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**TARGETS)
+@pytest.mark.long
 def test_random_targets_are_certified(radius, k, eps, exponent, safe, seed):
     _random_target(radius, k, eps, exponent, safe, seed)
 

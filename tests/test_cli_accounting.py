@@ -101,6 +101,7 @@ def assert_rounded_up(text: str, value: float = None, log_value: float = None) -
         ("0.5", "1/1000", 3, "2"),
     ],
 )
+@pytest.mark.long
 def test_calibrate_prints_the_accounting(capsys, eps, delta, k, sensitivity):
     out = run(
         capsys,

@@ -101,6 +101,7 @@ def exact_delta_two_unit_shifts(sigma2: Fraction, eps: float) -> float:
     )
 
 
+@pytest.mark.long
 def test_the_two_query_task_end_to_end(tmp_path, table):
     """The issue's task: (1, 1e-6) for two queries, each released with --k 2."""
     ledger = tmp_path / "budget.json"
@@ -138,6 +139,7 @@ def test_the_two_query_task_end_to_end(tmp_path, table):
     assert "does not fit" in third.stderr and len(releases(ledger)) == 2
 
 
+@pytest.mark.long
 def test_k_gives_the_sigma2_of_calibrate_k(tmp_path, table):
     shown = dgauss_run("calibrate", "--eps", 1, "--delta", "1e-6", "--k", 2)
     exact = re.search(r"discrete Gaussian, exact\s+sigma2 = (\S+)", shown.stdout).group(1)
@@ -169,6 +171,7 @@ def test_refused_release_writes_nothing(tmp_path, table):
     assert set(os.listdir(tmp_path)) == files  # no temporary file left
 
 
+@pytest.mark.long
 def test_a_pure_budget_refuses_the_gaussian(tmp_path, table):
     ledger = tmp_path / "L.json"
     init(ledger, "--eps", 1)
@@ -192,6 +195,7 @@ def run_sequence(tmp_path, table, budget, steps) -> list[bool]:
     return decisions
 
 
+@pytest.mark.long
 def test_decisions_equal_an_in_process_accountant(tmp_path, table):
     steps = [
         ("gaussian", "40"),
@@ -220,6 +224,7 @@ def test_decisions_equal_an_in_process_accountant(tmp_path, table):
     assert releases(tmp_path / "seq.json") == acc.spent.releases
 
 
+@pytest.mark.long
 def test_a_zcdp_ledger_adds_the_rhos_exactly(tmp_path, table):
     """Admitted exactly while the sum of 1/(2 sigma2) (and (1/t)^2/2) stays <= rho."""
     budget = Fraction(1, 10)
@@ -243,6 +248,7 @@ def hold_lock(ledger):
 
 
 @pytest.mark.parametrize("fit", [2, 1])
+@pytest.mark.long
 def test_two_runs_at_once(tmp_path, table, fit):
     """Both start while the test holds the lock, so they contend; both are admitted when
     both fit (neither release lost), exactly one when only one fits."""
@@ -275,6 +281,7 @@ def test_two_runs_at_once(tmp_path, table, fit):
     assert sum((tmp_path / f"out{i}.csv").exists() for i in range(2)) == fit
 
 
+@pytest.mark.long
 def test_a_held_lock_times_out_clearly(tmp_path, table):
     ledger = tmp_path / "L.json"
     init(ledger, "--rho", 1)
@@ -339,6 +346,7 @@ POINTS = [
 
 
 @pytest.mark.parametrize("point", POINTS)
+@pytest.mark.long
 def test_a_kill_between_steps_never_leaves_a_release_unrecorded(tmp_path, table, point):
     ledger, out = tmp_path / "L.json", tmp_path / "out.csv"
     init(ledger, "--eps", 1, "--delta", "1e-6")
@@ -361,6 +369,7 @@ def test_a_kill_between_steps_never_leaves_a_release_unrecorded(tmp_path, table,
     assert len(releases(ledger)) == recorded + 1
 
 
+@pytest.mark.long
 def test_share_splits_what_is_left(tmp_path, table):
     ledger = tmp_path / "L.json"
     init(ledger, "--eps", 1, "--delta", "1e-6")
@@ -406,6 +415,7 @@ def test_output_failure_after_recording_keeps_the_budget_spent(tmp_path, table):
         (["--sigma2", 4, "--ledger", "bad.json"], 1, "is not a usable ledger"),
     ],
 )
+@pytest.mark.long
 def test_noise_option_errors(tmp_path, table, args, status, message):
     (tmp_path / "bad.json").write_text('{"format": "dgauss Accountant ledger"}')
     init(tmp_path / "L.json", "--rho", 1)
@@ -421,6 +431,7 @@ def test_noise_option_errors(tmp_path, table, args, status, message):
     assert not (tmp_path / "missing.json").exists()  # noise never creates a ledger
 
 
+@pytest.mark.long
 def test_account_and_calibrate_errors(tmp_path):
     ledger = tmp_path / "L.json"
     init(ledger, "--eps", 2, "--delta", "1e-9")
@@ -446,6 +457,7 @@ def test_account_and_calibrate_errors(tmp_path):
     assert empty.returncode == 0 and "nothing released yet" in empty.stdout
 
 
+@pytest.mark.long
 def test_the_guides_ledger_example_runs_as_written(tmp_path, table):
     """The command-line guide's ledger block, command by command, and the numbers in its
     comments."""
@@ -529,6 +541,7 @@ def test_a_symlink_and_other_spellings_share_one_budget(tmp_path, table, capsys)
     assert releases(ledger) == (accounting.Gaussian(50, 1),)
 
 
+@pytest.mark.long
 def test_runs_at_once_through_different_names_never_overspend(tmp_path, table, capsys):
     """Four runs at once, through four names of one ledger (its path, a symlink to it,
     sub/../L.json and a symlinked folder), while the test holds the lock through yet another

@@ -188,6 +188,7 @@ def tables(draw):
 @needs_pyarrow
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=tables(), sniff=st.booleans())
+@pytest.mark.long
 def test_fast_and_plain_paths_write_the_same_bytes(
     tmp_path_factory, capsys, monkeypatch, seeded, case, sniff
 ):
@@ -216,6 +217,7 @@ def test_fast_and_plain_paths_write_the_same_bytes(
     body=st.text(alphabet=st.sampled_from(list('1-0 ,"\r\n\tx.e+')), max_size=30),
     head=st.sampled_from(["n,m\n", "n\n", '"n",m\r\n', "m,n,o\n"]),
 )
+@pytest.mark.long
 def test_any_text_both_paths_agree(tmp_path_factory, capsys, monkeypatch, seeded, body, head):
     """Hostile text: unterminated quotes, empty lines, short rows, stray quotes, floats. The
     fast path either writes the plain path's bytes or leaves the file to it."""
@@ -653,6 +655,7 @@ def _parquet_text(data: bytes | None) -> str | None:
 @needs_pyarrow
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=hostile_tables(), target=st.sampled_from([None, "o.csv", "o.npy", "o.parquet"]))
+@pytest.mark.long
 def test_both_paths_agree_on_hostile_tables(
     tmp_path_factory, capsys, monkeypatch, seeded, case, target
 ):

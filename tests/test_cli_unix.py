@@ -391,6 +391,7 @@ def test_a_closed_pipe_is_quiet_with_status_141(tmp_path, args):
 
 @posix_only
 @pytest.mark.parametrize("tables", [True, False], ids=["pyarrow", "plain"])
+@pytest.mark.long
 def test_noise_into_head_says_what_was_released(tmp_path, tables):
     """``dgauss noise big.csv ... | head -1``: head exits after one line, the rest of the
     (larger than a pipe's buffer) CSV meets a closed pipe.  No traceback, status 141, and
@@ -567,6 +568,7 @@ def test_granularity_takes_lattice_values_exactly(tmp_path, capsys, g, cells, sh
     assert [_exact(s) for s in shown] == [_exact(c) for c in cells]  # the same values
 
 
+@pytest.mark.long
 def test_granularity_noise_is_g_times_integer_noise(tmp_path, capsys):
     """With G = 0.5 and sigma2 = 100 (in steps of G), (released - true)/G is an integer with
     variance 100: noise on the integers (not scaled by G) would read 400, or leave the lattice."""

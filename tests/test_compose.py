@@ -99,6 +99,7 @@ def test_pld_route_agrees_with_theorem_15_down_to_tiny_deltas(log10_delta):
     assert exact - 1e-8 <= got <= exact + math.log(1.001)
 
 
+@pytest.mark.long
 def test_heterogeneous_pld_agrees_with_the_exact_route_of_its_lattice():
     """σ² = 100 and 200 share the loss lattice 1/200: the PLD route is exact there, so it
     must equal a computation that sums the lattice directly (reference) to 1e−8."""
@@ -176,6 +177,7 @@ def test_a_release_must_be_gaussian_or_laplace():
 
 @pytest.mark.parametrize("eps", [10, 18, 26])
 @pytest.mark.parametrize("exact", [True, False], ids=["atoms", "grid"])
+@pytest.mark.long
 def test_connect_the_dots_stays_above_the_truth_down_to_tiny_deltas(monkeypatch, eps, exact):
     """Incommensurate σ² and scale (their losses share no usable lattice, so the grid connects
     the dots) at ε where δ is 1e-28, 1e-92 and 1e-196: against the exact convolution with

@@ -102,12 +102,14 @@ def _check_epsilon(program, delta):
 
 @FEW
 @given(_programs, st.sampled_from(["1e-3", "1e-6", "1e-12", "1e-30", "1e-80"]))
+@pytest.mark.long
 def test_epsilon_is_the_smallest_certified_by_delta(rel, delta):
     _check_epsilon(_program(rel), delta)
 
 
 @FEW
 @given(_programs, st.sampled_from(["1e-3", "1e-9", "1e-40"]))
+@pytest.mark.long
 def test_epsilon_is_the_smallest_certified_by_delta_on_the_grid(rel, delta):
     with _gridded():
         _check_epsilon(_program(rel), delta)
@@ -136,6 +138,7 @@ def _check_monotone(program, lo, hi):
 
 @SWEEP
 @given(_programs, st.sampled_from([1e-3, 1e-12, 1e-40]))
+@pytest.mark.long
 def test_delta_never_rises_with_epsilon(rel, delta):
     program = _program(rel)
     if program.pure_epsilon is not None:
@@ -147,6 +150,7 @@ def test_delta_never_rises_with_epsilon(rel, delta):
 
 @SWEEP
 @given(_programs, st.sampled_from([1e-3, 1e-12, 1e-40]))
+@pytest.mark.long
 def test_delta_never_rises_with_epsilon_on_the_grid(rel, delta):
     with _gridded():
         program = _program(rel)
@@ -155,6 +159,7 @@ def test_delta_never_rises_with_epsilon_on_the_grid(rel, delta):
         _check_monotone(program, hi / 3, hi)
 
 
+@pytest.mark.long
 def test_monotone_at_every_bucket_edge_of_the_issues_program():
     """Every edge of the buckets between ε = 13 and 17 (where δ runs from 1e−25 to 1e−90),
     with its float neighbours."""
@@ -260,6 +265,7 @@ def _rescaled(rel, i, factor):
 
 @FEW
 @given(_programs, st.integers(0, 3), st.sampled_from(["1.000001", "1.01", "1.5", "10"]))
+@pytest.mark.long
 def test_more_noise_never_reads_as_less_privacy(rel, which, factor):
     """σ² or t of one release multiplied by a factor > 1: δ at the ε where the first reads
     δ ≈ 1e−6 does not rise by more than the routes' accuracy (the discrete Gaussian's δ is not
@@ -370,6 +376,7 @@ ADVERSARIAL = {
 
 
 @pytest.mark.parametrize("name", ADVERSARIAL)
+@pytest.mark.long
 def test_the_adversarial_regimes_are_within_a_thousandth(name):
     rel, at = ADVERSARIAL[name]
     eps = at()

@@ -122,6 +122,7 @@ def test_the_reading_is_the_double_sum_on_hand_made_vectors(alpha, seed):
         assert float(mpmath.log(lo)) - 1e-6 <= got_lo <= float(mpmath.log(lo)), eps
 
 
+@pytest.mark.long
 def test_a_long_run_of_single_extensions_forms_the_merge_and_stays_above_the_truth():
     """Extending release by release, as an Accountant at its budget's edge does: once the
     node outgrows a share of the root the merge is formed and extension continues from

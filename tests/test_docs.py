@@ -351,6 +351,7 @@ def test_the_peers_page_accounting_numbers_are_computed():
     assert f"at least {zcdp:.3f} where dgauss certifies {exact:.5f}" in page.replace("\n", " ")
 
 
+@pytest.mark.long
 def test_the_command_line_guide_runs(tmp_path):
     """The command-line guide's sample and noise blocks (docs/howto/command-line.md), line by
     line, as written but for sample counts cut to 1,000 (the guide's 10^10 samples fill 80

@@ -318,6 +318,7 @@ def test_leading_ones_hold(gaussian, param):
 
 
 @pytest.mark.parametrize("gaussian, param", EVERY, ids=str)
+@pytest.mark.long
 def test_core_reads_the_oracles_bits(gaussian, param):
     """On seeded generators (three kinds): the same samples, bits and generator state."""
     kind = GAUSS if gaussian else LAP
@@ -429,6 +430,7 @@ def test_lanes_take_the_oracles_bits_on_forced_paths(gaussian, param):
     [(True, p) for p in GAUSSIANS[::2]] + [(False, p) for p in LAPLACES[::2]],
     ids=str,
 )
+@pytest.mark.long
 def test_lanes_agree_with_the_oracle_over_refills(gaussian, param):
     """5,001 samples: many refills of both lanes' buffers and hand-backs of the rare draws."""
     _lanes_match_oracle(gaussian, param, 5001)

@@ -95,6 +95,7 @@ def test_uniform_primitive(m, oracle):
 
 
 @pytest.mark.parametrize("gamma", GAMMAS, ids=str)
+@pytest.mark.long
 def test_bernoulli_exp_bits(gamma, oracle):
     if oracle and gamma == 12:
         pytest.skip("430k oracle runs: in the slow suite")

@@ -410,6 +410,7 @@ def _uniform_share(m: Model) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize("sigma2", MAIN + [Fraction(2**18), Fraction(2**24 - 1, 3)], ids=str)
+@pytest.mark.long
 def test_model_scheme_gives_the_gaussian_pmf(sigma2):
     """The contract's proof, checked on the model's enclosures: P[|X| = 1 + Lb + u] =
     (theta_{2b+1} - theta_{2b+2}) / L + (theta_{2b+2} - theta_{2b+3})(rho_{b,u} - rho_{b,u+1})
@@ -530,6 +531,7 @@ def _check_table(m: Model, tab) -> None:
 
 
 @pytest.mark.parametrize("sigma2", WORD_SIGMA2 + RANDOM_SIGMA2, ids=str)
+@pytest.mark.long
 def test_core_tables_are_the_exact_floors(sigma2):
     """The core's table (_check_table: every word of thr and rwords the model's), built in
     fixed point (asserted for the hand-picked sigma2; a random one could have needed
@@ -691,6 +693,7 @@ PARITY = [  # (sigma2, mu, dtype, n)
 
 @pytest.mark.parametrize("bitgen", BITGENS, ids=lambda b: b.__name__)
 @pytest.mark.parametrize("sigma2, mu, dtype, n", PARITY, ids=str)
+@pytest.mark.long
 def test_core_and_oracle_read_the_same_bits(bitgen, sigma2, mu, dtype, n):
     """sample_gaussian(method="inversion") from dgauss and dgauss.reference on generators
     seeded alike: the same values and dtype, both generators left in the same state; then the
@@ -709,6 +712,7 @@ def test_core_and_oracle_read_the_same_bits(bitgen, sigma2, mu, dtype, n):
 
 
 @pytest.mark.parametrize("sigma2", [BLOCKED_MIN, Fraction(10**6)], ids=str)
+@pytest.mark.long
 def test_core_and_oracle_agree_on_many_residual_draws(sigma2):
     """5000 samples (about 60 through a residual) from PCG64: core = oracle, values, bits
     used and generator state; then the core's fill on the fixed-point words and on the Python
@@ -943,6 +947,7 @@ def test_every_prefix_inside_windows(sigma2):
             assert e.complete and _blocked.window_violations(m, e, head) == [], name
 
 
+@pytest.mark.long
 def test_every_prefix_from_the_first_bit():
     """Every bit tape of R from its first bit at 2**16, most probable first, until at most
     1e-4 is unresolved (the core, about 230,000 runs, one in four checked against the model's
@@ -979,6 +984,7 @@ def test_window_check_has_power():
     assert _blocked.window_violations(model(BLOCKED_MIN + Fraction(1, 3)), e, head)
 
 
+@pytest.mark.long
 def test_check_from_the_first_bit_has_power():
     """The check from the first bit (to 1e-4) rejects a sampler whose uniform parts never give
     U = L - 1 (|X| = L(b + 1) read as L(b + 1) - 1, every block): both dgauss.testing.check

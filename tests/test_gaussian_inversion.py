@@ -330,6 +330,7 @@ def test_model_agrees_with_gaussian_pmf():
     ],
     ids=str,
 )
+@pytest.mark.long
 def test_core_and_oracle_read_the_same_bits(bitgen, sigma2, mu, dtype):
     """sample_gaussian(method="inversion"): core = oracle, generators left in the same state;
     the backends' fill returns the same bits used."""
@@ -907,6 +908,7 @@ def test_a_table_evicted_while_a_job_uses_it(sigma2, arrays):
     assert "same samples: True" in done.stdout
 
 
+@pytest.mark.long
 def test_threads_building_and_using_tables_agree_with_a_serial_run(monkeypatch):
     """Eight threads start together on fresh sigma2 (two share one; two take the Python
     words), building their tables concurrently; each run equals the same seeded run alone."""

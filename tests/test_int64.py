@@ -147,6 +147,7 @@ def test_object_stretches_keep_about_a_mebibyte_of_values(kind, num, den, mu, ch
 
 
 @pytest.mark.parametrize("slices", [[(0, 1), (1, 3), (3, 6000)], [(0, 6000)]], ids=str)
+@pytest.mark.long
 def test_object_slices_growing_give_the_single_streams_samples(slices):
     """A job fills an object array with as many GMP integers as its first slice needs (one
     for a scalar, not 4096) and more when a later slice needs them: the samples are still
@@ -166,6 +167,7 @@ def test_object_slices_growing_give_the_single_streams_samples(slices):
     ],
     ids=["4096", "127"],
 )
+@pytest.mark.long
 def test_object_output_across_stretches_parity(kind, param, n, mu):
     """Stretch boundaries (two crossed in each case) lose or repeat no sample and no bit."""
     assert_same(both(kind, param, n, mu=mu, dtype=object))

@@ -151,6 +151,7 @@ def test_inversion_reads_other_bits_than_u_d_v():
 
 
 @pytest.mark.parametrize("t", [1, 2, 8])
+@pytest.mark.long
 def test_inversion_is_exact_on_bit_tapes(t):
     """The checker enumerates the compiled inversion's bit tapes (table words, word
     spanning and all): every probability of Lap_Z(t) is within its bounds."""

@@ -161,6 +161,7 @@ def test_ball_delta_never_below_any_vector(sigma2, eps, radius):
     "sigma2, eps, radius",
     [(10, 40, 2), (Fraction(3, 2), 60, 2), (Fraction(3, 2), 40, 3)],
 )
+@pytest.mark.long
 def test_ball_delta_down_to_1e_minus_300(sigma2, eps, radius):
     worst = max(exact_log_delta(sigma2, eps, v) for v in ball(radius))
     assert worst < mpmath.log(mpmath.mpf("1e-30"))  # a tiny δ, as meant
@@ -184,12 +185,14 @@ def test_k_queries_cover_mixed_vectors(sigma2, eps):
     "eps, delta, radius",
     [(8, "1e-30", 2), (4, "1e-10", 2), (1, "1e-6", 3), (12, "1e-40", 2), (2, "1e-12", 4)],
 )
+@pytest.mark.long
 def test_calibration_certifies_every_vector(eps, delta, radius):
     s = A.calibrate_gaussian(eps, delta, sensitivity=radius)
     _, hi = truth(s, eps, ball(radius))
     assert hi <= mpmath.mpf(delta), (eps, delta, radius, s, hi)
 
 
+@pytest.mark.long
 def test_calibration_down_to_1e_minus_300():
     s = A.calibrate_gaussian(20, "1e-300", sensitivity=2)
     for v in ball(2):

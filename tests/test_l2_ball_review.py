@@ -259,6 +259,7 @@ def test_the_list_is_exactly_the_maximal_elements(coordinates):
         assert sorted(listed) == sorted(maximal(radius, coordinates)), (radius, coordinates)
 
 
+@pytest.mark.long
 def test_the_list_for_two_to_four_coordinates_up_to_radius_20():
     for radius in range(9, 21):
         for coordinates in (2, 3, 4):

@@ -61,6 +61,7 @@ def expected(kind, param, n, mu=0, prefixes=((), ())):
 
 @pytest.mark.parametrize("kind, param", CASES, ids=lambda v: str(v))
 @pytest.mark.parametrize("n", [1, 2, 7, 20001])
+@pytest.mark.long
 def test_each_lane_reads_its_own_stream_in_order(kind, param, n):
     """Samples 0, 2, 4, ... are lane 0's stream drawn one after another, 1, 3, 5, ... lane
     1's; n = 20,001 crosses many refills of both buffers and the pieces the clock cuts."""

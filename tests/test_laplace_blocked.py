@@ -530,6 +530,7 @@ def _plain(state):
 
 @pytest.mark.parametrize("bitgen", BITGENS, ids=lambda b: b.__name__)
 @pytest.mark.parametrize("scale, mu, dtype, n", PARITY, ids=lambda v: str(v))
+@pytest.mark.long
 def test_core_and_oracle_read_the_same_bits(bitgen, scale, mu, dtype, n):
     """sample_laplace(method="inversion") from dgauss and dgauss.reference on generators
     seeded alike: the same values and dtype, both generators left in the same state; then the
@@ -727,6 +728,7 @@ ORACLE_WINDOWS = ("theta_1 (|X| = 0)", "residual, block 0", "uniform, block 5")
 
 
 @pytest.mark.parametrize("scale", ENUM_SCALES, ids=str)
+@pytest.mark.long
 def test_every_prefix_inside_windows(scale):
     """Every bit tape whose R starts with a window's bits (the windows of _windows), most
     probable first, until at most 1e-4 of the window's mass is unresolved: every run (the

@@ -311,6 +311,7 @@ PARITY = [  # (scale, mu, dtype, n): the oracle takes ~0.3 ms a sample at the la
 
 @pytest.mark.parametrize("bitgen", BITGENS, ids=lambda b: b.__name__)
 @pytest.mark.parametrize("scale, mu, dtype, n", PARITY, ids=lambda v: str(v))
+@pytest.mark.long
 def test_core_and_oracle_read_the_same_bits(bitgen, scale, mu, dtype, n):
     """sample_laplace(method="inversion"): core = oracle, generators left in the same state;
     the backends' fill returns the same bits used and values (int64 and object)."""
@@ -662,6 +663,7 @@ WINDOW_SCALES = [128, 250, EDGE]
 
 
 @pytest.mark.parametrize("scale", WINDOW_SCALES, ids=str)
+@pytest.mark.long
 def test_large_tables_prefixes_inside_windows(scale):
     """A large table's distribution (too many thresholds to enumerate [0, 1) to 1e-4): every
     tape inside windows of R around T_x (about 12 thresholds each) for x = 1 (|X| = 0's edge),

@@ -172,6 +172,7 @@ def test_the_enumeration_is_the_pmf():
 
 
 @pytest.mark.parametrize("q", QS, ids=str)
+@pytest.mark.long
 def test_every_vector_is_dominated_exactly(q):
     """Every v with ‖v‖₁ ≤ Δ ≤ 8 (up to sign and order), exact, at every breakpoint."""
     for delta in range(1, DELTA_MAX + 1):
@@ -180,6 +181,7 @@ def test_every_vector_is_dominated_exactly(q):
 
 
 @pytest.mark.parametrize("q", [Fraction(1, 3), Fraction(19, 20)], ids=str)
+@pytest.mark.long
 def test_signs_and_order_do_not_matter(q):
     """Every sign pattern and a reordering, for Δ ≤ 6: the vectors are still dominated."""
     for delta in range(1, 7):
@@ -404,6 +406,7 @@ def test_certificate_every_vector_every_scale():
             assert _certificate(v, delta, use_sturm=True) == [], (delta, v)
 
 
+@pytest.mark.long
 def test_certificate_up_to_ten():
     """Δ = 9 and 10 (every partition of every n ≤ Δ), each N(q) certified by positive
     coefficients after dividing out q and 1 − q, or else by its Sturm sequence."""
@@ -536,6 +539,7 @@ def test_dgauss_vector_sensitivity_bounds_its_vector(t):
                         assert _at_least(program.delta(eps), truth), (w, k, eps)
 
 
+@pytest.mark.long
 def test_dgauss_mixed_programs_bound_every_vector():
     """Two or three Laplace releases of different scales and ℓ1 sensitivities: compose's δ is
     at least that of every combination of vectors from the releases' balls."""

@@ -56,6 +56,7 @@ def test_laplace_delta_at_large_k(scale, eps, sens, k):
     assert found <= truth * (1 + mp.mpf(10) ** -9)
 
 
+@pytest.mark.long
 def test_laplace_epsilon_at_k_10_million():
     """The issue's slow call: the ε returned certifies δ = 1e-6, and 0.1% less does not."""
     eps = A.laplace_epsilon(10, k=10**7, delta="1e-6")

@@ -367,6 +367,7 @@ def run_child(args: list[str]) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "dev-urandom", "dev-null", "fifo-symlink"])
+@pytest.mark.long
 def test_a_file_that_could_hang_the_read(tmp_path, table, kind):
     """A FIFO with no writer blocks a plain open, /dev/zero never ends: each refused at once,
     in a child process under a timeout (a hang fails the test instead of hanging it)."""

@@ -85,6 +85,7 @@ def test_gaussian_blocked_thresholds_agree(sigma2):
 
 
 @pytest.mark.parametrize("scale", LAPLACE, ids=str)
+@pytest.mark.long
 def test_laplace_thresholds_agree(scale):
     """T_x = 2 p**x / (1 + p), every word down to the first 0, at p = 64 and (the first 50)
     at 128."""
@@ -361,6 +362,7 @@ def test_laplace_enclosures_hold(scale):
             _holds(geometric, x, p**x)
 
 
+@pytest.mark.long
 def test_the_oracle_draws_the_same_from_threads_at_once():
     """Threads drawing at once, at more parameters than the oracle remembers (its caches are
     evicted and rebuilt under them), draw what one thread draws alone."""

@@ -106,6 +106,7 @@ def test_a_wrong_last_factor_is_caught(monkeypatch):
 
 
 @pytest.mark.parametrize("m,r", [(12, 1), (12, 3), (13, 2), (16, 3), (40, 4)], ids=str)
+@pytest.mark.long
 def test_uniform_split_is_uniform_on_bit_tapes(m, r):
     """uniform_split, then L read later: every U in [0, m) has probability exactly 1/m."""
 

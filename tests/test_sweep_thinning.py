@@ -58,6 +58,7 @@ def _ids(done: subprocess.CompletedProcess) -> list[str]:
 
 
 @pytest.mark.parametrize("thin, expected", [(None, 3), ("1", 9), ("3", 3), ("4", 3), ("20", 1)])
+@pytest.mark.long
 def test_a_sweep_keeps_its_first_case_and_every_nth(thin, expected):
     every = _ids(_collect(None, SWEEP, options=("--full",)))
     got = _ids(_collect(thin, SWEEP, PLAIN))
@@ -68,6 +69,7 @@ def test_a_sweep_keeps_its_first_case_and_every_nth(thin, expected):
 
 
 @pytest.mark.parametrize("thin", ["0", "-2", "x", "1.5"])
+@pytest.mark.long
 def test_a_bad_setting_is_a_usage_error(thin):
     done = _collect(thin, PLAIN)
     assert done.returncode != 0
@@ -82,6 +84,7 @@ def _function(node_id: str) -> str:
     return node_id.split("[", 1)[0]
 
 
+@pytest.mark.long
 def test_quick_and_after_quick_run_every_case_once():
     full = _ids(_collect(None, FILE, options=("--full",)))
     quick = _ids(_collect(None, FILE))
@@ -91,6 +94,7 @@ def test_quick_and_after_quick_run_every_case_once():
     assert not set(quick) & set(rest)
 
 
+@pytest.mark.long
 def test_the_quick_check_runs_every_test_function():
     full = _ids(_collect(None, FILE, options=("--full",)))
     quick = _ids(_collect(None, FILE))
@@ -98,6 +102,7 @@ def test_the_quick_check_runs_every_test_function():
     assert {n for n in full if "[" not in n} <= set(quick)  # and every unparametrized test
 
 
+@pytest.mark.long
 def test_a_case_named_by_node_id_runs_in_any_tier():
     full = _ids(_collect(None, FILE, options=("--full",)))
     quick = set(_ids(_collect(None, FILE)))
@@ -110,6 +115,7 @@ def test_a_case_named_by_node_id_runs_in_any_tier():
     assert left_out not in named and named
 
 
+@pytest.mark.long
 def test_full_and_after_quick_exclude_each_other():
     done = _collect(None, PLAIN, options=("--full", "--after-quick"))
     assert done.returncode != 0 and "exclude each other" in done.stdout + done.stderr
@@ -118,6 +124,7 @@ def test_full_and_after_quick_exclude_each_other():
 LONG = "test_standalone.py"  # holds a test marked long (the oracle's suite in a subprocess)
 
 
+@pytest.mark.long
 def test_a_long_test_is_left_to_after_quick():
     full = _ids(_collect(None, LONG, options=("--full",)))
     quick = _ids(_collect(None, LONG))

@@ -39,6 +39,7 @@ def test_algorithm_2_on_decision_tapes(t, s):
 
 
 @pytest.mark.parametrize("sigma2, target", [("1/2", 1e-3), ("2", 3e-3), ("9/4", 1e-2)])
+@pytest.mark.long
 def test_algorithm_3_on_decision_tapes(sigma2, target):
     enumeration = testing.enumerate_decisions(
         draw_of(textbook.discrete_gaussian, Fraction(sigma2)), target=target
