@@ -18,11 +18,13 @@ never above it, a calibrated σ² or scale never giving less privacy than asked)
 
 The package's rooms: ``_closed_forms`` (the functions above), ``_gaussian_sums`` (rigorous
 enclosures of the discrete Gaussian's sums, over :mod:`dgauss._interval`'s interval arithmetic),
+``_lattice_bounds`` (the lattice error of a sum of them, and the ℓ2 ball's uniform bound),
 ``_neighbours`` (the worst vectors of an ℓ2 ball), and whole programs (:func:`compose`):
 ``_releases`` (:class:`Gaussian`, :class:`Laplace`), ``_composition`` (:class:`Composition` and
-its routes) over the PLD route's rooms ``_programs``, ``_leaves``, ``_laws``, ``_convolution``,
-``_grids``, ``_readouts``, ``_enumerated`` and ``_pld_settings`` (``_compose`` only keeps old
-pickles loading).  How every bound is derived: ``docs/accounting.md``.
+its routes; the basic-composition route in ``_basic_composition``) over the PLD route's rooms
+``_programs``, ``_leaves``, ``_laws``, ``_convolution``, ``_grids``, ``_readouts``,
+``_enumerated`` and ``_pld_settings`` (``_compose`` only keeps old pickles loading).  How
+every bound is derived: ``docs/accounting.md``.
 """
 
 from dgauss.accounting._closed_forms import (

@@ -60,15 +60,17 @@ from gmpy2 import mpfr
 from dgauss import _params
 from dgauss._interval import Arith, Interval
 from dgauss.accounting._gaussian_sums import (
-    LATTICE_FINE_ENOUGH,
-    _anchors,
     convolution_delta,
-    lattice_error_bound_ball,
-    lattice_error_bound_vector,
     log_normaliser,
     log_tail,
     theorem7_log_delta,
     variance,
+)
+from dgauss.accounting._lattice_bounds import (
+    LATTICE_FINE_ENOUGH,
+    _anchors,
+    lattice_error_bound_ball,
+    lattice_error_bound_vector,
 )
 from dgauss.accounting._neighbours import L2Ball, norm2
 
