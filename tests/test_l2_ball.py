@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import _dp_reference as R
+import dgauss
 from _compose_reference import composed_delta
 from dgauss import GaussianMechanism
 from dgauss import accounting as A
@@ -330,4 +331,5 @@ def test_accountant_ledger_keeps_the_ball():
     assert back.spent.delta(4) >= compose(
         Gaussian(100, [2]), Gaussian(100, [1, 1, 1, 1]), Gaussian(100, [2, 2])
     ).delta(4)
-    assert pickle.loads(pickle.dumps(acc)).spent.delta(4) == acc.spent.delta(4)
+    with pytest.warns(dgauss.BudgetCopyWarning):  # the budget has some left
+        assert pickle.loads(pickle.dumps(acc)).spent.delta(4) == acc.spent.delta(4)
