@@ -10,7 +10,8 @@ case and every ``QUICK_THINNING``-th after it (in collection order).  ``--full``
 case; ``--after-quick`` runs exactly what the quick check leaves out (.ci/run runs it after
 the Quick start, so that every test runs once).  The long statistical runs are marked
 ``slow`` and run with ``-m slow`` (with the rest: ``--full -m ''``).  A case named by node id
-(``pytest tests/test_x.py::test_y[3]``) always runs.  ``DGAUSS_THIN_SWEEPS=N`` (an int
+(``pytest tests/test_x.py::test_y[3]``) always runs, and a ``long`` test named by
+its function runs in the quick check.  ``DGAUSS_THIN_SWEEPS=N`` (an int
 >= 1; 1 thins nothing) sets the thinning explicitly, in place of the quick check's
 (tools/test-pythons uses it for the CPythons other than the Quick start's).
 """
@@ -55,18 +56,30 @@ def _named_cases(config) -> list[str]:
     return [arg.replace(os.sep, "/") for arg in config.args if "::" in arg and "[" in arg]
 
 
+def _named_functions(config) -> list[str]:
+    """The test functions the command line names by node id (``file::test``)."""
+    return [arg.replace(os.sep, "/") for arg in config.args if "::" in arg and "[" not in arg]
+
+
+def _matches(node_id: str, args: list[str]) -> bool:
+    """Whether a node id is the one an argument names (relative or absolute)."""
+    return any(arg.endswith(node_id) or node_id.endswith(arg) for arg in args)
+
+
 def pytest_collection_modifyitems(config, items):
     every = _thinning(config)
     if every == 1:
         return
     named = _named_cases(config)
+    functions = _named_functions(config)
     after_quick = config.getoption("--after-quick")
     # ``long`` tests are the quick check's to leave out; an explicit thinning keeps them
     leave_long = not os.environ.get("DGAUSS_THIN_SWEEPS")
     seen: dict[tuple[str, str], int] = {}
     kept, dropped = [], []
     for item in items:
-        if leave_long and item.get_closest_marker("long") is not None:
+        long = leave_long and item.get_closest_marker("long") is not None
+        if long and not _matches(item.nodeid.split("[", 1)[0], functions):
             quick = False  # a test of several seconds: left to --after-quick and --full
         elif getattr(item, "callspec", None) is None:
             quick = True  # unparametrized: the quick check runs it
@@ -75,8 +88,7 @@ def pytest_collection_modifyitems(config, items):
             index = seen.get(key, 0)
             seen[key] = index + 1
             quick = index % every == 0
-        asked = any(arg.endswith(item.nodeid) or item.nodeid.endswith(arg) for arg in named)
-        (kept if asked or quick != after_quick else dropped).append(item)
+        (kept if _matches(item.nodeid, named) or quick != after_quick else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

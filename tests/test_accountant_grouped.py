@@ -474,7 +474,7 @@ def test_refusals_near_a_full_budget_do_not_compose_afresh(monkeypatch):
         return real(self, program, look_ahead)
 
     monkeypatch.setattr(_accountant.Accountant, "_composes", counted)
-    restored = pickle.loads(pickle.dumps(acc))
+    restored = _pickled(acc)
     for who in (acc, restored):
         fresh.clear()
         for release in kinds[:20]:

@@ -133,3 +133,11 @@ def test_a_long_test_is_left_to_after_quick():
     long_ones = [n for n in full if n not in quick]
     assert long_ones and set(long_ones) <= set(rest)
     assert thinned == full  # an explicit thinning (CI's other CPythons) keeps long tests
+
+
+@pytest.mark.long
+def test_a_long_test_named_by_its_function_runs():
+    full = _ids(_collect(None, LONG, options=("--full",)))
+    quick = _ids(_collect(None, LONG))
+    (left_out,) = (n for n in full if n not in quick)
+    assert _ids(_collect(None, f"{LONG}::{left_out}")) == [left_out]
