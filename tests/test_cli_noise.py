@@ -179,7 +179,8 @@ def test_the_help_names_every_format_and_what_needs_the_extra(capsys):
     assert "(needs dgauss[tables])" in text
     assert "Formats: .csv and .npy in and out with dgauss alone; .parquet in or out needs" in text
     assert "pip install 'dgauss[tables]'" in text
-    assert "-o PATH, --output PATH write here, by its suffix: .csv, .npy, or .parquet" in text
+    # (Python 3.13's argparse shows "-o, --output PATH", earlier ones "-o PATH, --output PATH")
+    assert "--output PATH write here, by its suffix: .csv, .npy, or .parquet" in text
     assert "--signed" in text and "95% error bars" in text
 
 
