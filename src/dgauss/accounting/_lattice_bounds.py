@@ -38,6 +38,14 @@ LATTICE_MAX_TERMS = 20000
 NEGLIGIBLE_E = mpfr(2) ** -1000
 
 
+def _integer_distance(b: int, u: Fraction, v: Fraction) -> Fraction:
+    """The distance from the interval [b·u, b·v] to the nearest integer (0 when it holds one)."""
+    x0, x1 = b * u, b * v
+    if x0.__floor__() != x1.__floor__() or x0.denominator == 1:
+        return Fraction(0)
+    return min(x0 - x0.__floor__(), x0.__ceil__() - x0, x1 - x1.__floor__(), x1.__ceil__() - x1)
+
+
 def lattice_error_bound(n: int, s: Fraction) -> mpfr | None:
     """An upper bound E on the relative error of Σ of n i.i.d. N_Z(0, s) against N_Z(0, ns).
 
@@ -242,13 +250,7 @@ def _lattice_error_bound_pieces(
         u, v = r1 + i * width, r1 + (i + 1) * width
         log_value = ar.q(0)
         for b, n in counts.items():
-            x0, x1 = b * u, b * v
-            if x0.__floor__() != x1.__floor__() or x0.denominator == 1:
-                d = Fraction(0)  # an integer lies in [b·u, b·v]
-            else:
-                d = min(
-                    x0 - x0.__floor__(), x0.__ceil__() - x0, x1 - x1.__floor__(), x1.__ceil__() - x1
-                )
+            d = _integer_distance(b, u, v)
             # ln θ(d) ≤ −a·d² + ln(1 + e^{−a(1−2d)} + c), in logs: e^{−a·d²} may underflow
             log_theta = ar.q(-d * d) * a + (1 + (a * (2 * d - 1)).exp() + c).log()
             log_value = log_value + log_theta * n
@@ -377,13 +379,7 @@ def lattice_error_bound_blocks(
         u, v = r1 + i * width, r1 + (i + 1) * width
         log_theta = {}
         for b in magnitudes:
-            x0, x1 = b * u, b * v
-            if x0.__floor__() != x1.__floor__() or x0.denominator == 1:
-                dist = Fraction(0)  # an integer lies in [b·u, b·v]
-            else:
-                dist = min(
-                    x0 - x0.__floor__(), x0.__ceil__() - x0, x1 - x1.__floor__(), x1.__ceil__() - x1
-                )
+            dist = _integer_distance(b, u, v)
             # ln θ(d) ≤ −a·d² + ln(1 + e^{−a(1−2d)} + c)
             log_theta[b] = (ar.q(-dist * dist) * a + (1 + (a * (2 * dist - 1)).exp() + c).log()).hi
         logs = []
