@@ -255,7 +255,9 @@ LEDGER_VERSION = 1
 def _ledger_entry(release) -> dict:
     """One release as a ledger entry (exact rationals as strings)."""
     sens = release.sensitivity
-    if isinstance(sens, _acc.L2Ball):  # an int is the ball; a list is exactly that vector
+    if isinstance(sens, _acc.Contributions):  # bounded rows per person
+        sens = {"contributions": sens.as_dict()}
+    elif isinstance(sens, _acc.L2Ball):  # an int is the ball; a list is exactly that vector
         sens = (
             sens.radius
             if sens.coordinates is None
@@ -335,7 +337,17 @@ def _ledger_release(entry, where: str):
     _ledger_fields(entry, where, {"kind", param, "sensitivity", "k"})
     _ledger_exact(entry[param], f"{where}: {param}")  # a string or an int, not a float
     sens = entry["sensitivity"]
-    if param == "sigma2" and isinstance(sens, dict):  # an ℓ2 ball with a coordinate bound
+    if param == "sigma2" and isinstance(sens, dict) and "contributions" in sens:
+        _ledger_fields(sens, f"{where}: sensitivity", {"contributions"})
+        fields = sens["contributions"]
+        if not isinstance(fields, dict) or any(type(x) is not int for x in fields.values()):
+            raise ValueError(f"{where}: contributions must be an object of integer bounds")
+        try:
+            sens = _acc.Contributions.from_dict(fields)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        parts = [1]
+    elif param == "sigma2" and isinstance(sens, dict):  # an ℓ2 ball with a coordinate bound
         _ledger_fields(sens, f"{where}: sensitivity", {"radius", "coordinates"})
         if type(sens["radius"]) is not int or type(sens["coordinates"]) is not int:
             raise ValueError(f"{where}: sensitivity's radius and coordinates must be integers")
@@ -815,7 +827,7 @@ class Accountant:
         for unit, n in candidate.counts.items():
             if n > done.counts.get(unit, 0):
                 more.add(unit, n - done.counts.get(unit, 0))
-        if any(isinstance(r.sensitivity, _acc.L2Ball) for r in more.releases()):
+        if any(isinstance(r.sensitivity, _acc.NeighbourSet) for r in more.releases()):
             return None  # an ℓ2 ball is its worst vectors' programs, not one PLD (compose)
         return pld.extended(_programs._coordinates(more.releases()))
 

@@ -288,9 +288,10 @@ class GaussianMechanism:
     def _set_up(self, *, sigma2, rho, epsilon, delta, sensitivity, k, accounting, granularity):
         self._sensitivity = _cf._gaussian_sensitivity(sensitivity)
         scalar = _cf._scalar(sensitivity)  # a 0-d array is a scalar
-        self.sensitivity: int | tuple[int, ...] | _acc.L2Ball = (
+        self.sensitivity: int | tuple[int, ...] | _acc.NeighbourSet = (
             _cf._sensitivity(scalar)[0]
-            if isinstance(scalar, (str, bytes)) or not isinstance(scalar, (Iterable, _acc.L2Ball))
+            if isinstance(scalar, (str, bytes))
+            or not isinstance(scalar, (Iterable, _acc.NeighbourSet))
             else self._sensitivity
         )
         self.k = _cf._count(k, "k")
@@ -331,9 +332,8 @@ class GaussianMechanism:
         values, when known: a difference vector then has at most ``size`` nonzero entries, so
         an ℓ2 ball is cut to ``coordinates=size`` (one count: exactly the single shift)."""
         sens = self._sensitivity
-        if isinstance(sens, _acc.L2Ball) and size is not None and size >= 1:
-            limit = size if sens.coordinates is None else min(size, sens.coordinates)
-            sens = _acc.L2Ball(sens.radius, limit)
+        if isinstance(sens, _acc.NeighbourSet) and size is not None and size >= 1:
+            sens = sens.limited(size)
         return _gaussian_release(self.sigma2, sens)
 
     def __repr__(self) -> str:

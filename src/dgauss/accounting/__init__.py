@@ -10,8 +10,9 @@ never above it, a calibrated σ² or scale never giving less privacy than asked)
   :func:`gaussian_epsilon` (Theorems 4, 7, 14, 15); :func:`laplace_epsilon`,
   :func:`laplace_delta` (Eq. 49).
 * Calibration: :func:`calibrate_gaussian`, :func:`calibrate_laplace`.
-* What a Gaussian sensitivity admits: :class:`L2Ball` (an int Δ is the ℓ2 ball of radius Δ,
-  accounted at its worst integer vector).
+* What a sensitivity admits (a :class:`NeighbourSet`): :class:`L2Ball` (an int Δ is the ℓ2
+  ball of radius Δ, accounted at its worst integer vector) and :class:`Contributions` (a table
+  whose rows were bounded per person, :func:`dgauss.tabulate`; accounted at its worst vector).
 * Utility: :func:`gaussian_variance`, :func:`laplace_variance`, :func:`gaussian_pmf`,
   :func:`gaussian_cdf`, :func:`gaussian_sf`, :func:`gaussian_interval`,
   :func:`laplace_interval`.
@@ -80,10 +81,18 @@ __all__ = [
 ]
 
 from dgauss.accounting._composition import Composition, compose  # noqa: E402
-from dgauss.accounting._neighbours import L2Ball  # noqa: E402
+from dgauss.accounting._neighbours import Contributions, L2Ball, NeighbourSet  # noqa: E402
 from dgauss.accounting._releases import Gaussian, Laplace  # noqa: E402
 
-__all__ += ["compose", "Composition", "Gaussian", "Laplace", "L2Ball"]
+__all__ += [
+    "compose",
+    "Composition",
+    "Gaussian",
+    "Laplace",
+    "L2Ball",
+    "Contributions",
+    "NeighbourSet",
+]
 
 # Which room holds a class is not part of the interface: the composition's classes are named
 # by the package, so that a pickle of one names dgauss.accounting, never a private module.

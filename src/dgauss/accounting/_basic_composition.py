@@ -18,7 +18,7 @@ import gmpy2
 from gmpy2 import mpfr
 
 from dgauss.accounting import _closed_forms as cf
-from dgauss.accounting._neighbours import L2Ball, norm2
+from dgauss.accounting._neighbours import NeighbourSet, norm2
 from dgauss.accounting._releases import Laplace, Release
 
 #: The basic-composition route sums the groups' exact δ's when there are at most this many
@@ -26,7 +26,7 @@ from dgauss.accounting._releases import Laplace, Release
 _BASIC_EXACT_MAX = 3
 
 #: A group of Gaussian releases: (σ², μ or ℓ2 ball, Σk).
-Group = tuple[Fraction, tuple[int, ...] | L2Ball, int]
+Group = tuple[Fraction, tuple[int, ...] | NeighbourSet, int]
 
 
 def _continuous_log_delta(rho: Fraction, eps: Fraction) -> float:
@@ -50,7 +50,7 @@ def basic_parts(releases: Sequence[Release]) -> tuple[Fraction, list[Group]]:
     """The Laplace releases' pure ε in all, and the Gaussian releases grouped by
     (σ², μ or ℓ2 ball) with their k added up."""
     pure = Fraction(0)
-    groups: dict[tuple[Fraction, tuple[int, ...] | L2Ball], int] = {}
+    groups: dict[tuple[Fraction, tuple[int, ...] | NeighbourSet], int] = {}
     for r in releases:
         if isinstance(r, Laplace):
             pure += r.epsilon

@@ -72,7 +72,7 @@ from dgauss.accounting._lattice_bounds import (
     lattice_error_bound_ball,
     lattice_error_bound_vector,
 )
-from dgauss.accounting._neighbours import L2Ball, norm2
+from dgauss.accounting._neighbours import Contributions, L2Ball, NeighbourSet, norm2
 
 __all__ = [
     "cdp_delta",
@@ -98,7 +98,7 @@ __all__ = [
 ]
 
 Number: TypeAlias = int | float | str | Fraction | gmpy2.mpz | gmpy2.mpq
-Sensitivity: TypeAlias = int | Sequence[int] | L2Ball
+Sensitivity: TypeAlias = int | Sequence[int] | NeighbourSet
 
 #: Significant decimal digits of a calibrated σ² or scale (rounded up).
 GRID_DIGITS = 4
@@ -181,6 +181,13 @@ def _sensitivity(value, vector_ok: bool = True) -> tuple[int, ...]:
     NumPy integers and 0-d arrays are scalars here (``np.array(2)`` is 2, not a sequence).
     """
     value = _scalar(value)
+    if isinstance(value, NeighbourSet):
+        if value.norm1 is None:
+            raise TypeError(
+                f"sensitivity {value!r} bounds an ℓ2 norm, not what this needs: pass the ℓ1 "
+                "bound (a positive int)"
+            )
+        return (value.norm1,)
     if isinstance(value, (bytes, bytearray, memoryview)):  # not a vector of byte codes
         raise TypeError(
             "sensitivity must be a positive integer"
@@ -211,10 +218,13 @@ def _sensitivity(value, vector_ok: bool = True) -> tuple[int, ...]:
     return tuple(entries)
 
 
-def _gaussian_sensitivity(value) -> tuple[int, ...] | L2Ball:
+def _gaussian_sensitivity(value) -> tuple[int, ...] | NeighbourSet:
     """A Gaussian sensitivity: an int Δ is the ℓ2 ball L2Ball(Δ) (Δ = 1 is exactly the unit
-    vectors, kept as (1,)); a sequence is exactly that difference vector."""
+    vectors, kept as (1,)); a sequence is exactly that difference vector; a
+    :class:`~dgauss.accounting.Contributions` as it is."""
     value = _scalar(value)
+    if isinstance(value, Contributions):
+        return value
     if isinstance(value, L2Ball):
         ball = value
     else:
@@ -676,7 +686,7 @@ def _ball_classes(ball: L2Ball, k: int) -> tuple[int, tuple[tuple[int, tuple], .
 def _ball_log_delta(
     s: Fraction,
     eps: Fraction,
-    ball: L2Ball,
+    ball: NeighbourSet,
     k: int,
     target: mpfr | None = None,
     hint: list | None = None,
@@ -684,9 +694,9 @@ def _ball_log_delta(
     """An upper bound on ln δ over *every* concatenation of k maximal vectors of the ball,
     without listing them (docs/accounting.md, *The ℓ2 ball*: the uniform route), and whether
     it is tight (every lattice error bound used ≤ 2^−31: within a relative 2^−30 of the
-    truth, what listing the vectors could give at best).  None when the ball's maximal
-    vectors do not all have one norm (a ``coordinates`` limit), are too many, or a class's
-    bound fails.
+    truth, what listing the vectors could give at best).  None for another set than a ball,
+    when the ball's maximal vectors do not all have one norm (a ``coordinates`` limit), are
+    too many, or a class's bound fails.
 
     Every maximal vector has ‖v‖² = Δ², so a concatenation μ with g = gcd μ has
     S = k·Δ²/g², and by Theorem 15's reduction δ(μ) ≤ δ_7(s·S, ε, g·S)·(1 + E_μ)/(1 − E_μ):
@@ -699,6 +709,8 @@ def _ball_log_delta(
     ``hint[0]`` that did last): the bound returned is then above the target, as the whole
     one would be.
     """
+    if not isinstance(ball, L2Ball):
+        return None  # a uniform bound of the ℓ2 ball's only
     found_classes = _ball_classes(ball, k)
     if found_classes is None:
         return None
@@ -742,7 +754,7 @@ def _ball_log_delta(
 
 
 def _worst_log_delta(
-    s: Fraction, eps: Fraction, sensitivity: tuple[int, ...] | L2Ball, k: int
+    s: Fraction, eps: Fraction, sensitivity: tuple[int, ...] | NeighbourSet, k: int
 ) -> mpfr:
     """An upper bound on ln δ over every neighbour ``sensitivity`` admits (k queries).
 
@@ -768,7 +780,7 @@ def _worst_log_delta(
 def _worst_within(
     s: Fraction,
     eps: Fraction,
-    sensitivity: tuple[int, ...] | L2Ball,
+    sensitivity: tuple[int, ...] | NeighbourSet,
     k: int,
     target: mpfr,
     hint: list | None = None,
@@ -1250,22 +1262,22 @@ def _grid_ulp(x: Fraction) -> Fraction:
     return _grid_step(g, up=True) - g
 
 
-def _noisy_coordinates(sens: tuple[int, ...] | L2Ball, k: int) -> int:
+def _noisy_coordinates(sens: tuple[int, ...] | NeighbourSet, k: int) -> int:
     """At most how many noisy coordinates one person's difference moves over k releases:
-    k·min(Δ², c) for a ball (an integer vector of ℓ2 norm ≤ Δ has at most Δ² nonzero
-    entries), k·|supp μ| for a vector μ."""
-    if isinstance(sens, L2Ball):
-        return k * sens._limit
+    k times a set's ``support`` (min(Δ², c) for a ball: an integer vector of ℓ2 norm ≤ Δ has
+    at most Δ² nonzero entries), k·|supp μ| for a vector μ."""
+    if isinstance(sens, NeighbourSet):
+        return k * sens.support
     return k * sum(1 for x in sens if x)
 
 
-def _member(sens: tuple[int, ...] | L2Ball) -> tuple[int, ...]:
+def _member(sens: tuple[int, ...] | NeighbourSet) -> tuple[int, ...]:
     """One vector the sensitivity admits, for lower bounds: (Δ,) of a ball."""
-    return (sens.radius,) if isinstance(sens, L2Ball) else sens
+    return sens.member() if isinstance(sens, NeighbourSet) else sens
 
 
 def _log_delta_above(
-    a: Fraction, b: Fraction, e: Fraction, sens: tuple[int, ...] | L2Ball, k: int
+    a: Fraction, b: Fraction, e: Fraction, sens: tuple[int, ...] | NeighbourSet, k: int
 ) -> mpfr:
     """An upper bound on ln δ(ε) at every σ² in [a, b] (not only at grid points).
 
@@ -1388,7 +1400,7 @@ def _round_up_safe(
     found: Fraction,
     zcdp: Fraction,
     e: Fraction,
-    sens: tuple[int, ...] | L2Ball,
+    sens: tuple[int, ...] | NeighbourSet,
     k: int,
     target: mpfr,
 ) -> Fraction:

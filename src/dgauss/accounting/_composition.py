@@ -70,7 +70,7 @@ from dgauss.accounting import _closed_forms as cf
 from dgauss.accounting._basic_composition import basic_epsilon, basic_log_delta
 from dgauss.accounting._enumerated import _Enumerated
 from dgauss.accounting._grids import _Ladder, _power_of_two
-from dgauss.accounting._neighbours import L2Ball
+from dgauss.accounting._neighbours import Contributions, NeighbourSet
 from dgauss.accounting._pld_settings import _PLD_MAX_EPS, PLD_MAX_ATOMS, PLD_MAX_SIGMA2
 from dgauss.accounting._programs import _Coordinate, _coordinates, _vector_of, _worst_programs
 from dgauss.accounting._readouts import _PLD, _Readout
@@ -95,7 +95,9 @@ class Composition:
         #: (σ², ball, k in all) when the program is one ℓ2-ball release (every release
         #: Gaussian with that σ² and that ball): the "ℓ2 ball" route, gaussian_delta's bound
         self._ball = self._one_ball()
-        if any(isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball) for r in releases):
+        if any(
+            isinstance(r, Gaussian) and isinstance(r.sensitivity, NeighbourSet) for r in releases
+        ):
             programs = _worst_programs(self.releases)
             self._zcdp_only = programs is None
             self._cases = None if programs is None else [Composition(p) for p in programs]
@@ -187,20 +189,21 @@ class Composition:
         return not ladder.exact and not ladder.on_lattice[j] and ladder.h[j] >= h
 
     # ---- routes ----------------------------------------------------------------------
-    def _one_ball(self) -> tuple[Fraction, L2Ball, int] | None:
+    def _one_ball(self) -> tuple[Fraction, NeighbourSet, int] | None:
         """(σ², ball, Σk) when every release is Gaussian with one σ² and one ℓ2 ball (one
         k-fold ball release however it was split), and Σk ≤ MAX_K; else None."""
         found = {
             (r.sigma2, r.sensitivity)
             for r in self.releases
-            if isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball)
+            if isinstance(r, Gaussian) and isinstance(r.sensitivity, NeighbourSet)
         }
         if len(found) != 1 or len(self.releases) != sum(
-            isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball) for r in self.releases
+            isinstance(r, Gaussian) and isinstance(r.sensitivity, NeighbourSet)
+            for r in self.releases
         ):
             return None
         ((s, ball),) = found
-        assert isinstance(ball, L2Ball)
+        assert isinstance(ball, NeighbourSet)
         k = sum(r.k for r in self.releases)
         return (s, ball, k) if k <= cf.MAX_K else None
 
@@ -218,7 +221,7 @@ class Composition:
         if self._ball is None:
             return None
         s, ball, k = self._ball
-        whole = L2Ball(ball.radius)
+        whole = ball.relaxed()
         if self._cases is None:
             value = cf._worst_log_delta(s, e, ball, k)
             if ball != whole:
@@ -229,6 +232,12 @@ class Composition:
             found = cf._ball_log_delta(s, e, whole, k)
             return None if found is None else (found[0], False)
         return found
+
+    def _set_route(self) -> str:
+        """The name of the one-set route: "ℓ2 ball", or "contributions" for a
+        :class:`~dgauss.accounting.Contributions` release."""
+        assert self._ball is not None
+        return "contributions" if isinstance(self._ball[1], Contributions) else "ℓ2 ball"
 
     def _one_sigma2(self) -> tuple[Fraction, tuple[int, ...], int] | None:
         if not all(isinstance(r, Gaussian) for r in self.releases):
@@ -368,7 +377,7 @@ class Composition:
         if self._cases is not None or self._zcdp_only:
             ball = self._ball_log_delta(e)
             if ball is not None and ball[1]:
-                return ball[0], "ℓ2 ball"  # tight: as gaussian_delta, the list not read
+                return ball[0], self._set_route()  # tight: as gaussian_delta, the list not read
             if self._cases is not None:  # the worst of the ball's vectors
                 found = max((case._best(e) for case in self._cases), key=lambda f: f[0])
             else:
@@ -378,7 +387,7 @@ class Composition:
                     if basic is not None and basic < found[0]:
                         found = basic, "basic composition"
             if ball is not None and ball[0] < found[0]:
-                return ball[0], "ℓ2 ball"
+                return ball[0], self._set_route()
             return found
         routes = self._routes_log_delta(e)
         name = min(routes, key=lambda k: routes[k])
@@ -408,7 +417,8 @@ class Composition:
         """The name of the route that gives :meth:`delta` at ``epsilon``: ``"Theorem 15"``,
         ``"Eq. 49"``, ``"pure DP"``, ``"PLD"``, ``"basic composition"``, ``"zCDP"``, or
         ``"ℓ2 ball"`` (a program that is one ℓ2-ball release, bounded over every
-        concatenation of its vectors as :func:`gaussian_delta` bounds it).  With an ℓ2-ball
+        concatenation of its vectors as :func:`gaussian_delta` bounds it; ``"contributions"``
+        the same for one :class:`~dgauss.accounting.Contributions` release).  With an ℓ2-ball
         release whose worst programs are listed, the route of the worst of them."""
         e = cf._nonnegative(epsilon, "epsilon")
         return self._best(e)[1]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dgauss.accounting import _closed_forms as cf
-from dgauss.accounting._neighbours import MAX_NEIGHBOURS, L2Ball
+from dgauss.accounting._neighbours import MAX_NEIGHBOURS, NeighbourSet
 from dgauss.accounting._releases import Gaussian, Release
 
 
@@ -26,7 +26,7 @@ def _worst_programs(releases: Sequence[Release]) -> list[tuple[Release, ...]] | 
     grouped: dict[tuple, int] = {}
     rest: list[Release] = []
     for r in releases:
-        if isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball):
+        if isinstance(r, Gaussian) and isinstance(r.sensitivity, NeighbourSet):
             key = (r.sigma2, r.sensitivity)
             grouped[key] = grouped.get(key, 0) + r.k
         else:
@@ -36,7 +36,7 @@ def _worst_programs(releases: Sequence[Release]) -> list[tuple[Release, ...]] | 
     balls = [Gaussian(s, sens, k) for (s, sens), k in grouped.items()]
     options: list[list[Release]] = []
     for r in [*balls, *rest]:
-        if isinstance(r, Gaussian) and isinstance(r.sensitivity, L2Ball):
+        if isinstance(r, Gaussian) and isinstance(r.sensitivity, NeighbourSet):
             worst = r.sensitivity.neighbours(r.k)
             if worst is None:
                 return None
@@ -61,7 +61,7 @@ class _Coordinate:
 def _vector_of(r: Release) -> tuple[int, ...]:
     """The difference vector of a release of a vector program (Composition expands every
     ℓ2-ball release into vectors before any route looks at one)."""
-    if isinstance(r.sensitivity, L2Ball):
+    if isinstance(r.sensitivity, NeighbourSet):
         raise TypeError("an ℓ2-ball release has no single vector: compose expands it first")
     return r.sensitivity
 

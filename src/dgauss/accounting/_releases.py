@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dgauss.accounting import _closed_forms as cf
-from dgauss.accounting._neighbours import L2Ball, norm2
+from dgauss.accounting._neighbours import L2Ball, NeighbourSet, norm2
 
 __all__ = ["Gaussian", "Laplace"]
 
@@ -35,7 +35,7 @@ class Gaussian:
     """
 
     sigma2: Fraction
-    sensitivity: tuple[int, ...] | L2Ball
+    sensitivity: tuple[int, ...] | NeighbourSet
     k: int
 
     def __init__(self, sigma2, sensitivity=1, k: int = 1) -> None:
@@ -98,8 +98,10 @@ def _show(q: Fraction) -> str:
 
 def _sens_k(r) -> str:
     sens: object
-    if isinstance(r.sensitivity, L2Ball):
-        sens = r.sensitivity.radius if r.sensitivity.coordinates is None else r.sensitivity
+    if isinstance(r.sensitivity, L2Ball) and r.sensitivity.coordinates is None:
+        sens = r.sensitivity.radius
+    elif isinstance(r.sensitivity, NeighbourSet):
+        sens = r.sensitivity
     elif len(r.sensitivity) == 1 and isinstance(r, Laplace):
         sens = r.sensitivity[0]
     else:  # a Gaussian vector, even of one entry: [2] is not the ball 2

@@ -563,6 +563,8 @@ def _describe(release) -> str:
     sens = release.sensitivity
     if isinstance(sens, accounting.L2Ball):
         text = f"{sens.radius} (l2: the ball's worst vector)"
+    elif isinstance(sens, accounting.Contributions):
+        text = f"{sens!r} (its worst vector)"
     else:
         text = str(sens[0]) if len(sens) == 1 else ",".join(map(str, sens))
     times = f", k = {release.k}" if release.k != 1 else ""
