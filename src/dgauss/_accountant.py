@@ -15,7 +15,7 @@ from typing import Any
 
 import gmpy2
 
-from dgauss import _params
+from dgauss import _params, _table_release
 from dgauss import accounting as _acc
 from dgauss._dispatch import release as _release
 from dgauss._mechanism import (
@@ -1346,6 +1346,7 @@ class Accountant:
         (a value + noise beyond int64 or float64) leaves the release spent: the error
         depends on the values and the noise.
         """
+        sensitivity, granularity = _table_release.settings(values, sensitivity, granularity)
         mech = GaussianMechanism(
             sigma2=sigma2,
             rho=rho,
@@ -1378,6 +1379,7 @@ class Accountant:
         """Noise ``values`` with a :class:`LaplaceMechanism` (the keywords as there; one
         release) and spend its privacy, admitted, checked and charged as for
         :meth:`add_gaussian_noise`."""
+        sensitivity, granularity = _table_release.settings(values, sensitivity, granularity)
         mech = LaplaceMechanism(
             scale=scale,
             epsilon=epsilon,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
-from dgauss import _params
+from dgauss import _params, _table_release
 from dgauss import accounting as _acc
 from dgauss._dispatch import release as _release
 from dgauss._inputs import _granularity, _is_one, _lean_add, _release_defaults
@@ -560,6 +560,7 @@ def add_gaussian_noise(
     >>> dgauss.add_gaussian_noise([[1.5, 2.0]], sigma2=4, granularity=0.5).dtype
     dtype('float64')
     """
+    sensitivity, granularity = _table_release.settings(values, sensitivity, granularity)
     if (
         sigma2 is not None
         and rho is None
@@ -616,6 +617,7 @@ def add_laplace_noise(
     smallest t whose exact δ at ε is at most ``delta``).  Every element gets an independent
     exact draw from Lap_Z(t).
     """
+    sensitivity, granularity = _table_release.settings(values, sensitivity, granularity)
     if (
         scale is not None
         and epsilon is None
