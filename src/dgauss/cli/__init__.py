@@ -8,6 +8,7 @@
     dgauss calibrate --eps 1 --delta 1e-6 --k 100           # sigma2 / scale for a target
     dgauss account --sigma2 2500 --k 100                    # delta(eps) and eps(delta)
     dgauss account --laplace 35.36 --k 100 --eps 1,2
+    dgauss tabulate people.csv --by region --key region=north,south --sigma2 4  # a noisy table
 
 Samples are drawn in chunks, so memory stays bounded for any ``-n``.  A
 ``.npy`` path gets an int64 array written chunk by chunk after a header for
@@ -39,6 +40,7 @@ from dgauss.cli.account import _add_account
 from dgauss.cli.calibrate import _add_calibrate
 from dgauss.cli.noise import _add_noise
 from dgauss.cli.sample import Distribution, Moments, _add_sample
+from dgauss.cli.tabulate import _add_tabulate
 
 __all__ = ["main", "build_parser"]
 
@@ -121,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(commands)
     _add_account(commands)
     _add_noise(commands)
+    _add_tabulate(commands)
     for command in commands.choices.values():  # for its usage line on an unknown option
         command.set_defaults(subparser=command)
     return parser

@@ -1,0 +1,739 @@
+"""``dgauss tabulate``: a file of microdata in, a noisy count or sum table over a public
+domain out (:func:`dgauss.tabulate`, then the noise of ``dgauss noise``).
+
+The run goes as ``dgauss noise``'s does: every option is checked first (a usage error,
+status 2, reads nothing), then the records and the keys are read and tabulated (a bad file
+or cell is status 1; an argument :func:`dgauss.tabulate` refuses is status 2, with its
+message in the options' names), then ``--ledger`` admits and records the release before any
+noise is drawn (status 3 when it does not fit), then the noise is drawn and the table written
+whole to ``-o`` or stdout.  The noise options, ``--ledger``, ``--k``, ``--share``,
+``--clip-min`` and ``--granularity`` are ``noise``'s own (:mod:`dgauss.cli.noise`,
+:mod:`dgauss.cli._ledger`); only the sensitivity differs: it is the table's
+:class:`~dgauss.accounting.Contributions`, never typed.
+
+**How key values are matched.**  A CSV file's cells are text, with the spaces around them
+removed.  A key column (one of ``--by``) is matched as integers when both sides are
+integers: the records' column (an integer Parquet column, or text whose every cell is an
+integer written ``[+-]?[0-9]+``) and the domain's values (the ``--keys`` file's column, or
+``--key``'s list, by the same rule); then ``7``, ``07`` and ``+7`` are one key.  Otherwise
+both sides are matched as exact text (an integer Parquet column as its decimal digits), so
+``07`` is not ``7``.  The output writes each key as the domain spells it.  The person column
+is read the same way (integers when all its cells are: two spellings of one number are one
+person, which only bounds more).  An empty cell in a key, person or value column is an
+error, as a missing value is for :func:`dgauss.tabulate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import itertools
+import os
+import re
+import sys
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+import dgauss
+from dgauss import _params
+from dgauss.cli import _ledger, _tables
+from dgauss.cli._common import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    Terminated,
+    _large_delta_warning,
+    _nonnegative_int,
+    _one_line_errors,
+    _positive_int,
+    _write_stdout,
+)
+from dgauss.cli._csv import InputError, _delimiter, _lattice_text, write_csv_rows
+from dgauss.cli._io import Output, _atomic, _suffix
+from dgauss.cli.noise import (
+    _clip_steps,
+    _delimiter_option,
+    _granularity_option,
+    _noise_mechanism,
+    _noise_option_message,
+    _noise_report,
+    _same_file,
+)
+
+_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
+
+#: How many line numbers an error gives of the bad cells of one column.
+_LINES_SHOWN = 5
+
+#: The name under which several key columns of a ``--keys`` file of rows are tabulated as one.
+_JOINED = "\x00keys"
+
+
+def _add_tabulate(commands: argparse._SubParsersAction) -> None:
+    tab = commands.add_parser(
+        "tabulate",
+        help="microdata in, a noisy count or sum table over a public domain out",
+        description="Count (or, with --value, sum) the rows of a CSV or Parquet file of "
+        "microdata in each cell of a public domain of keys (--keys FILE of key rows, or "
+        "--key COL=V1,V2,... for each --by column: their product), each person's "
+        "contribution bounded (--person with --max-rows, or --max-groups with "
+        "--max-rows-per-group), and release the table with discrete Gaussian (default) or "
+        "discrete Laplace (--laplace) noise, its sensitivity the bounded contributions. "
+        "Records outside the domain are dropped: no key is ever read from the records. The "
+        "noise is set as for 'dgauss noise' (--sigma2, --rho, or --epsilon with --delta; "
+        "--scale or --epsilon with --laplace; --ledger FILE spends from a privacy ledger). "
+        "The table goes to -o (.csv, or .parquet with the tables extra) or to stdout as "
+        "CSV: the key columns, then the noisy value column; the guarantee and the numbers "
+        "of rows dropped and trimmed (exact: not private) go to stderr. Key columns are "
+        "matched as integers when both the records' and the domain's values are all "
+        "integers, else as exact text. The noise comes from the operating system's CSPRNG.",
+    )
+    tab.set_defaults(command=run_tabulate)
+    tab.add_argument(
+        "records",
+        metavar="RECORDS",
+        help="the microdata: a .csv file with a header, a .parquet file (needs "
+        f"{_tables.EXTRA}), or - for CSV on stdin",
+    )
+    tab.add_argument(
+        "--by",
+        required=True,
+        metavar="COL[,COL...]",
+        help="the key columns of the table, in order (the last varies fastest in a product)",
+    )
+    tab.add_argument(
+        "--keys",
+        metavar="FILE",
+        help="the public domain: a .csv or .parquet file whose columns are the --by columns "
+        "and whose rows are the table's keys, in order",
+    )
+    tab.add_argument(
+        "--key",
+        action="append",
+        metavar="COL=V1,V2,...",
+        help="instead of --keys: the public values of one --by column (give one --key for "
+        "each); the table's keys are their product",
+    )
+    tab.add_argument("--person", metavar="COL", help="the column identifying a person")
+    for option, what in (
+        ("--max-rows", "keep at most M rows of each person"),
+        ("--max-groups", "keep at most C cells of each person (with --max-rows-per-group)"),
+        ("--max-rows-per-group", "keep at most R rows of each person in a cell"),
+    ):
+        tab.add_argument(option, type=_positive_int, metavar=option[6].upper(), help=what)
+    tab.add_argument("--value", metavar="COL", help="sum this column instead of counting rows")
+    tab.add_argument(
+        "--bounds",
+        metavar="LOW,HIGH",
+        help="with --value: each value is clamped to [LOW, HIGH] (exact decimals or fractions)",
+    )
+    tab.add_argument(
+        "--granularity",
+        metavar="G",
+        help="with --value: values are rounded to the lattice G*Z (halves to even) before "
+        "clamping; --bounds and --clip-min must be multiples of G; --sigma2 and --scale count "
+        "steps of G (default 1)",
+    )
+    tab.add_argument(
+        "--seed",
+        type=_nonnegative_int,
+        metavar="N",
+        help="the seed of which rows of a person bounding keeps (0 <= N < 2**64): the same "
+        "table for the same records; default a fresh one (the noise is never seeded)",
+    )
+    tab.add_argument(
+        "--delimiter",
+        type=_delimiter_option,
+        metavar="D",
+        help="the delimiter of the CSV files, one character (\\t for tab); default: sniffed "
+        "from each header among , ; tab | (the output uses the records')",
+    )
+    tab.add_argument("--laplace", action="store_true", help="discrete Laplace noise")
+    tab.add_argument("--sigma2", metavar="S", help="Gaussian: the variance parameter")
+    tab.add_argument("--rho", metavar="R", help="Gaussian: a zCDP target rho > 0")
+    tab.add_argument("--scale", metavar="T", help="Laplace: the scale t > 0")
+    tab.add_argument("--epsilon", "--eps", metavar="E", help="an (eps, delta) target: eps > 0")
+    tab.add_argument(
+        "--delta", metavar="D", help="with --epsilon: 0 < D < 1 (Laplace: default 0, pure DP)"
+    )
+    tab.add_argument(
+        "--accounting",
+        choices=("exact", "zcdp"),
+        default="exact",
+        help="Gaussian with --epsilon: calibrate by exact accounting (default) or by zCDP",
+    )
+    tab.add_argument(
+        "--clip-min", metavar="LO", help="clip the noisy values below at LO, e.g. 0 for counts"
+    )
+    tab.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="write here, by its suffix: .csv, or .parquet (needs dgauss[tables]); default: "
+        "CSV to stdout",
+    )
+    _ledger.add_noise_options(tab, _positive_int)
+    _one_line_errors(tab)
+
+
+@dataclass
+class _Column:
+    """One column as read: its cells as text (CSV, or a Parquet string column) and as
+    integers when every cell is one (or a Parquet integer column); a Parquet value column
+    of floats or decimals as ``numbers``."""
+
+    text: list[str] | None
+    ints: np.ndarray | None
+    numbers: np.ndarray | None = None
+
+    def as_text(self) -> list[str]:
+        if self.text is not None:
+            return self.text
+        assert self.ints is not None
+        return [str(v) for v in self.ints.tolist()]
+
+
+@dataclass
+class _Plan:
+    """The checked options: the key columns, the domain's source, the value's bounds."""
+
+    by: list[str]
+    product: dict[str, list[str]] | None  # --key: each column's values, as typed
+    bounds: tuple[Fraction, Fraction] | None
+    value_name: str
+
+
+def run_tabulate(args: argparse.Namespace) -> int:
+    """Carry out ``dgauss tabulate``; see :func:`dgauss.cli.main` for the exit status."""
+    typed_delta = args.delta  # (the ledger may set --delta to its budget's)
+    try:
+        plan = _plan(args)
+        args.sensitivity = "1"  # a stand-in: the options checked as noise checks them
+        _ledger.noise_mechanism(args, lambda: _noise_mechanism(args))
+        clip = None if args.clip_min is None else (_clip_steps(args), None)
+        _dry_run(args, plan)  # what dgauss.tabulate refuses in the options, before reading
+    except (ValueError, TypeError) as exc:
+        print(f"dgauss tabulate: error: {_option_message(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except _ledger.LedgerError as exc:
+        print(f"dgauss tabulate: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    _large_delta_warning("tabulate", typed_delta)
+    ledger = None
+    written = False
+    output = None if args.output is None else Output(args.output)
+    mech = table = None
+    try:
+        try:
+            keys, key_text = _domain(args, plan)
+            records, delimiter = _read(args.records, args.delimiter, _needed(args, plan), "RECORDS")
+            data, domain = _matched(args, plan, records, keys)
+            try:
+                table = _tabulate(args, plan, data, domain)
+            except (ValueError, TypeError) as exc:
+                print(f"dgauss tabulate: error: {_option_message(exc)}", file=sys.stderr)
+                return EXIT_USAGE
+            make = lambda: _table_mechanism(args, table)  # noqa: E731
+            mech = None if args.share is not None else make()
+            cells = len(table.values)
+            if args.ledger is not None:  # recorded before any noise is drawn
+                mech, ledger = _ledger.record(args, mech, cells, make)
+            assert mech is not None
+            noisy = mech(np.asarray(table.values), clip=clip, overflow="object")
+            _write(args, plan, key_text, table, noisy, delimiter, output)
+            written = True
+        finally:
+            if ledger is not None and not written:
+                print(
+                    f"dgauss tabulate: the release is recorded in the ledger {args.ledger} but "
+                    "its output was not written: its budget stays spent (the safe side)",
+                    file=sys.stderr,
+                )
+    except (InputError, _ledger.LedgerError) as exc:
+        print(f"dgauss tabulate: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except _ledger.Refused as exc:
+        print(f"dgauss tabulate: refused: {exc}", file=sys.stderr)
+        return _ledger.EXIT_REFUSED
+    except BrokenPipeError:  # the reader left (``| head``): the release was made all the same
+        print(
+            "dgauss tabulate: stdout was closed before the output was complete (its reader "
+            "left); the release was made, with this noise:",
+            file=sys.stderr,
+        )
+        for line in _report(args, plan, mech, table, ledger):
+            print(line, file=sys.stderr)
+        raise  # status 141
+    except (KeyboardInterrupt, Terminated) as stop:
+        fate = output.fate() if output is not None else "nothing was written"
+        how = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"terminated by {stop.name}"
+        print(f"dgauss tabulate: {how}; {fate}", file=sys.stderr)
+        return EXIT_INTERRUPTED if isinstance(stop, KeyboardInterrupt) else stop.status
+    for line in _report(args, plan, mech, table, ledger):
+        print(line, file=sys.stderr)
+    return 0
+
+
+# ---- the options ---------------------------------------------------------------------------
+
+
+def _names(text: str, option: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise ValueError(f"{option} must be column names separated by commas, got {text!r}")
+    return names
+
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Every option checked, nothing read (ValueError naming the option)."""
+    args.granularity = _granularity_option(args.granularity)
+    by = _names(args.by, "--by")
+    twice = sorted({n for n in by if by.count(n) > 1})
+    if twice:
+        raise ValueError(f"--by names the column {twice[0]!r} twice: name each key column once")
+    product = None
+    if (args.keys is None) == (args.key is None):
+        raise ValueError(
+            "give the public domain in one way: --keys FILE (its rows), or --key COL=V1,V2,... "
+            "for each --by column (their product)"
+        )
+    if args.key is not None:
+        product = {}
+        for given in args.key:
+            column, sep, values = given.partition("=")
+            column = column.strip()
+            if not sep or not column:
+                raise ValueError(f"--key must be COL=V1,V2,..., got {given!r}")
+            if column not in by:
+                raise ValueError(f"--key {column!r} is not one of the --by columns {by}")
+            if column in product:
+                raise ValueError(f"--key {column!r} is given twice: give each column once")
+            cells = [v.strip() for v in values.split(",")]
+            if not all(cells):
+                raise ValueError(f"--key {column!r} has an empty value in {values!r}")
+            repeated = sorted({v for v in cells if cells.count(v) > 1})
+            if repeated:
+                raise ValueError(f"--key {column!r} gives the value {repeated[0]!r} twice")
+            product[column] = cells
+        missing = [c for c in by if c not in product]
+        if missing:
+            raise ValueError(f"--key: no values for the --by column {missing[0]!r}")
+    bounds = None
+    if args.bounds is not None:
+        parts = args.bounds.split(",")
+        if len(parts) != 2:
+            raise ValueError(f"--bounds must be LOW,HIGH, got {args.bounds!r}")
+        low, high = (_params.to_fraction(p.strip(), "--bounds") for p in parts)
+        bounds = (low, high)
+    for option, column in (("--person", args.person), ("--value", args.value)):
+        if column is not None and column in by:
+            raise ValueError(f"{option} {column!r} is also a --by column")
+    g = args.granularity
+    if args.output is not None:
+        if _suffix(args.output) not in (".csv", ".parquet"):
+            raise ValueError(f"-o must end in .csv or .parquet, got {args.output!r}")
+        if _suffix(args.output) == ".parquet":
+            if not _tables.available():
+                raise ValueError(f"-o {args.output}: writing Parquet needs {_tables.EXTRA}")
+            if g is not None and g.denominator != 1:
+                raise ValueError(
+                    f"-o {args.output}: a Parquet table holds integers; --granularity "
+                    f"{_lattice_text(1, g)} makes sums off the integers: write .csv"
+                )
+        for option, path in (("RECORDS", args.records), ("--keys", args.keys)):
+            if path is not None and path != "-" and _same_file(args.output, path):
+                raise ValueError(f"-o {args.output} is the {option} file: write elsewhere")
+    for path in (args.records, args.keys):
+        if path is not None and _suffix(path) == ".parquet" and not _tables.available():
+            raise ValueError(f"{path}: reading Parquet needs {_tables.EXTRA}")
+    if args.keys == "-" and args.records == "-":
+        raise ValueError("RECORDS and --keys cannot both be stdin (-)")
+    value_name = "count" if args.value is None else args.value
+    return _Plan(by, product, bounds, value_name)
+
+
+def _dry_run(args: argparse.Namespace, plan: _Plan) -> None:
+    """:func:`dgauss.tabulate` on no records: its checks of the arguments, before any file
+    is read (a ValueError or TypeError in its words)."""
+    text, numbers = _strings([]), np.empty(0, dtype=np.int64)
+    needed = _needed(args, plan)
+    dgauss.tabulate(
+        {c: numbers if option == "--value" else text for c, option in needed.items()},
+        plan.by,
+        {c: ["k"] for c in plan.by},
+        **_arguments(args, plan),
+    )
+
+
+def _arguments(args: argparse.Namespace, plan: _Plan) -> dict[str, Any]:
+    return {
+        "person": args.person,
+        "max_rows": args.max_rows,
+        "max_groups": args.max_groups,
+        "max_rows_per_group": args.max_rows_per_group,
+        "value": args.value,
+        "bounds": plan.bounds,
+        "granularity": args.granularity,
+        "seed": args.seed,
+    }
+
+
+def _needed(args: argparse.Namespace, plan: _Plan) -> dict[str, str]:
+    """The records' columns to read, each with the option naming it."""
+    needed = {c: "--by" for c in plan.by}
+    for option, column in (("--person", args.person), ("--value", args.value)):
+        if column is not None:
+            needed[column] = option
+    return needed
+
+
+#: The library's argument names, as the options that set them.
+_OPTIONS = (
+    ("max_rows_per_group", "--max-rows-per-group"),
+    ("max_rows", "--max-rows"),
+    ("max_groups", "--max-groups"),
+    ("person", "--person"),
+    ("value", "--value"),
+    ("bounds", "--bounds"),
+    ("granularity", "--granularity"),
+    ("seed", "--seed"),
+)
+
+
+def _option_message(exc: Exception) -> str:
+    """The message of a ValueError or TypeError in the command's words: the library's
+    argument names (``max_rows=``, ``bounds``) as the options that set them."""
+    text = _noise_option_message(exc)
+    for name, option in _OPTIONS:
+        text = re.sub(rf"(?<![\w-]){name}\b(=(?=\S))?", option + " ", text).replace("  ", " ")
+        text = text.replace(f"{option} ,", f"{option},").replace(f"{option} )", f"{option})")
+    text = re.sub(r"^by\b", "--by", text)
+    return text.replace(" (the column identifying a person)", "")
+
+
+# ---- reading -------------------------------------------------------------------------------
+
+
+def _open_text(path: str) -> Any:
+    if path == "-":
+        buffer = getattr(sys.stdin, "buffer", None)
+        if buffer is None:  # a test's StringIO
+            return sys.stdin
+        return io.TextIOWrapper(buffer, encoding="utf-8-sig", newline="")
+    return open(path, newline="", encoding="utf-8-sig")
+
+
+def _read(
+    path: str, delimiter: str | None, needed: dict[str, str], role: str
+) -> tuple[dict[str, _Column], str]:
+    """The ``needed`` columns of the CSV or Parquet file ``path`` (``-``: CSV on stdin), and
+    its delimiter (``,`` for Parquet).  ``needed`` maps each column to the option naming it
+    (``--value`` the one column that may hold other numbers than integers); ``role`` names
+    the file in messages (RECORDS, --keys).  A missing column is a usage error
+    (ValueError); an unreadable file or an empty cell an InputError."""
+    shown = "stdin" if path == "-" else path
+    if path != "-" and not os.path.isfile(path):
+        raise InputError(f"no such file: {path} ({role})")
+    if _suffix(path) == ".parquet":
+        return _read_parquet(path, needed, role), ","
+    try:
+        with _open_text(path) as f:
+            first = f.readline()
+            chosen = _delimiter(delimiter, first)
+            header = next(csv.reader([first], delimiter=chosen), None)
+            reader = csv.reader(f, delimiter=chosen)
+            starts, rows, line = [], [], 1
+            for row in reader:
+                starts.append(line + 1)
+                line = reader.line_num + 1
+                rows.append(row)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"cannot read {shown} as CSV ({role}): {exc}") from None
+    if not header:
+        raise InputError(f"{shown} is empty ({role}): a CSV file needs a header row")
+    names = [h.strip() for h in header]
+    index = {}
+    for name, option in needed.items():
+        _have(names, name, shown, option)
+        index[name] = names.index(name)
+    for number, row in enumerate(rows):
+        if len(row) != len(header):
+            raise InputError(
+                f"{shown}, line {starts[number]}: {len(row)} fields where the header has "
+                f"{len(header)}"
+            )
+    columns = {}
+    for name, j in index.items():
+        cells = [row[j].strip() for row in rows]
+        empty = [starts[i] for i, c in enumerate(cells) if not c]
+        if empty:
+            raise InputError(_empty_message(shown, name, empty))
+        columns[name] = _Column(cells, _ints(cells))
+    return columns, chosen
+
+
+def _have(names: list[str], name: str, shown: str, option: str) -> None:
+    where = [j for j, n in enumerate(names) if n == name]
+    if not where:
+        raise ValueError(
+            f"{option} names the column {name!r}, which {shown} does not have; "
+            f"its columns are: {', '.join(names)}"
+        )
+    if len(where) > 1:
+        raise InputError(
+            f"{shown}: {len(where)} columns are named {name!r} (columns "
+            f"{', '.join(str(j + 1) for j in where)}): rename the others"
+        )
+
+
+def _empty_message(shown: str, name: str, lines: list[int]) -> str:
+    more = "" if len(lines) <= _LINES_SHOWN else f", and {len(lines) - _LINES_SHOWN:,} more"
+    where = ", ".join(map(str, lines[:_LINES_SHOWN]))
+    cells = "1 empty cell" if len(lines) == 1 else f"{len(lines):,} empty cells"
+    return (
+        f"{shown}, column {name!r}: {cells} (line{'s' if len(lines) > 1 else ''} "
+        f"{where}{more}); a missing value: drop or fill it first"
+    )
+
+
+def _ints(cells: list[str]) -> np.ndarray | None:
+    """The cells as integers when every one is written as one (int64, or Python ints when
+    one is beyond it), else None."""
+    if not all(_INTEGER.match(c) for c in cells):
+        return None
+    values = [int(c) for c in cells]
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return np.array(values, dtype=object)
+
+
+def _read_parquet(path: str, needed: dict[str, str], role: str) -> dict[str, _Column]:
+    pa = _tables._pa()
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(path).read()
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"cannot read {path} as Parquet ({role}): {exc}") from None
+    names = table.column_names
+    columns = {}
+    for name, option in needed.items():
+        _have(names, name, path, option)
+        column = table.column(name).combine_chunks()
+        if pa.types.is_dictionary(column.type):
+            column = column.dictionary_decode()
+        if column.null_count:
+            rows = pa.compute.indices_nonzero(pa.compute.is_null(column))
+            first = ", ".join(str(r + 1) for r in rows[:_LINES_SHOWN].to_pylist())
+            raise InputError(
+                f"{path}, column {name!r}: {column.null_count:,} missing value(s), the first "
+                f"at row(s) {first}; drop or fill them first"
+            )
+        kind = column.type
+        if pa.types.is_integer(kind):
+            ints = column.to_numpy()
+            if ints.dtype == np.uint64 and len(ints) and int(ints.max()) >= 2**63:
+                ints = np.array(column.to_pylist(), dtype=object)
+            columns[name] = _Column(None, ints.astype(np.int64) if ints.dtype != object else ints)
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            cells = [c.strip() for c in column.to_pylist()]
+            columns[name] = _Column(cells, _ints(cells))
+        elif option == "--value" and (pa.types.is_floating(kind) or pa.types.is_decimal(kind)):
+            numbers = column.to_numpy() if pa.types.is_floating(kind) else column.to_pylist()
+            columns[name] = _Column(None, None, np.asarray(numbers))
+        else:
+            raise InputError(
+                f"{path}, column {name!r}: {kind} values; a key or person column must hold "
+                "integers or text (a value column: numbers)"
+            )
+    return columns
+
+
+def _domain(
+    args: argparse.Namespace, plan: _Plan
+) -> tuple[dict[str, _Column] | None, list[tuple[str, ...]]]:
+    """The domain's columns (None for a --key product) and each key's text, in the table's
+    order (the product's in C order: the last --by column varies fastest)."""
+    if plan.product is not None:
+        lists = [plan.product[c] for c in plan.by]
+        return None, list(itertools.product(*lists))
+    columns, _ = _read(args.keys, args.delimiter, {c: "--keys" for c in plan.by}, "--keys")
+    texts = list(zip(*(columns[c].as_text() for c in plan.by), strict=True))
+    if not texts:
+        raise InputError(f"{args.keys} has no rows (--keys): the domain must not be empty")
+    seen: dict[tuple[str, ...], int] = {}
+    for i, key in enumerate(texts):
+        if key in seen:
+            raise InputError(
+                f"{args.keys} (--keys) holds the key {key if len(key) > 1 else key[0]!r} twice "
+                f"(rows {seen[key] + 1} and {i + 1}): each key once"
+            )
+        seen[key] = i
+    return columns, texts
+
+
+def _matched(
+    args: argparse.Namespace,
+    plan: _Plan,
+    records: dict[str, _Column],
+    keys: dict[str, _Column] | None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The records' columns and the domain as :func:`dgauss.tabulate` takes them, each key
+    column matched as integers or as text (the module's rule)."""
+    if keys is None:
+        assert plan.product is not None
+        keys = {c: _Column(v, _ints(v)) for c, v in plan.product.items()}
+    data: dict[str, np.ndarray] = {}
+    domain: dict[str, np.ndarray] = {}
+    for c in plan.by:
+        r, k = records[c], keys[c]
+        if r.ints is not None and k.ints is not None:
+            data[c], domain[c] = r.ints, k.ints
+        else:
+            data[c], domain[c] = _strings(r.as_text()), _strings(k.as_text())
+    if args.person is not None:
+        p = records[args.person]
+        data[args.person] = p.ints if p.ints is not None else _strings(p.as_text())
+    if args.value is not None:
+        data[args.value] = _values(records[args.value], args.records)
+    if plan.product is None and len(plan.by) > 1:  # rows of several columns: one joined key
+        for side in (data, domain):
+            side[_JOINED] = _joined([side.pop(c) for c in plan.by])
+    return data, domain
+
+
+def _strings(cells: list[str]) -> np.ndarray:
+    return np.array(cells, dtype=str) if cells else np.empty(0, dtype="<U1")
+
+
+def _joined(columns: list[np.ndarray]) -> np.ndarray:
+    """One text key per row for several key columns: each part as ``len:text`` (ints in
+    decimal), so that two rows are equal exactly when all their parts are."""
+    parts = [[f"{len(s)}:{s}" for s in map(str, col.tolist())] for col in columns]
+    return _strings(["".join(row) for row in zip(*parts, strict=True)])
+
+
+def _values(column: _Column, shown: str) -> np.ndarray:
+    """The value column: integers as int64, other numbers as exact Fractions (a cell that is
+    no number: InputError)."""
+    if column.ints is not None:
+        return column.ints
+    if column.numbers is not None:  # Parquet floats (at their exact value) or decimals
+        return column.numbers
+    assert column.text is not None
+    values, bad = [], []
+    for i, cell in enumerate(column.text):
+        try:
+            values.append(_params.to_fraction(cell, "cell"))
+        except (ValueError, TypeError):
+            bad.append((i, cell))
+    if bad:
+        raise InputError(
+            f"{shown}, --value column: {len(bad):,} cell(s) are not numbers, such as "
+            f"{bad[0][1]!r} (record {bad[0][0] + 1})"
+        )
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _tabulate(args: argparse.Namespace, plan: _Plan, data, domain):
+    by = [_JOINED] if _JOINED in domain else plan.by
+    return dgauss.tabulate(data, by, domain, **_arguments(args, plan))
+
+
+def _table_mechanism(args: argparse.Namespace, table):
+    """The mechanism of ``args``' noise with the table's sensitivity (in steps of its
+    granularity: the values noised are the table's steps)."""
+    sens = table.sensitivity
+    if args.laplace:
+        if args.scale is not None:
+            return dgauss.LaplaceMechanism(scale=args.scale.strip(), sensitivity=sens)
+        delta = "0" if args.delta is None else args.delta.strip()
+        return dgauss.LaplaceMechanism(
+            epsilon=args.epsilon.strip(), delta=delta, sensitivity=sens, k=args.k
+        )
+    return dgauss.GaussianMechanism(
+        sigma2=None if args.sigma2 is None else args.sigma2.strip(),
+        rho=None if args.rho is None else args.rho.strip(),
+        epsilon=None if args.epsilon is None else args.epsilon.strip(),
+        delta=None if args.delta is None else args.delta.strip(),
+        sensitivity=sens,
+        k=args.k,
+        accounting=args.accounting,
+    )
+
+
+# ---- writing -------------------------------------------------------------------------------
+
+
+def _write(
+    args: argparse.Namespace,
+    plan: _Plan,
+    key_text: list[tuple[str, ...]],
+    table,
+    noisy: np.ndarray,
+    delimiter: str,
+    output: Output | None,
+) -> None:
+    """The noisy table (the key columns as the domain spells them, then the value column) to
+    ``-o`` (whole or not at all) or stdout."""
+    g = table.granularity
+    header = [*plan.by, _value_name(plan, table)]
+    cells = [str(v) if g is None else _lattice_text(v, g) for v in noisy.tolist()]
+    path = args.output
+    if path is not None and _suffix(path) == ".parquet":
+        pa = _tables._pa()
+        arrays = []
+        for j in range(len(plan.by)):
+            texts = [key[j] for key in key_text]
+            ints = _ints(texts)
+            arrays.append(pa.array(texts) if ints is None else pa.array(ints, type=pa.int64()))
+        values = np.array([int(c) for c in cells], dtype=object)
+        arrays.append(pa.array(_tables._int64_or_error(values), type=pa.int64()))
+        _tables._save_parquet(path, pa.Table.from_arrays(arrays, names=header), output)
+        return
+    buffer = io.StringIO()
+    rows = [[*key, cell] for key, cell in zip(key_text, cells, strict=True)]
+    write_csv_rows(buffer, [header, *rows], delimiter)
+    text = buffer.getvalue()
+    if path is None:
+        _write_stdout(text)
+    else:
+        _atomic(path, "w", lambda f: f.write(text), output)
+
+
+def _value_name(plan: _Plan, table) -> str:
+    """The value column's name: the table's, or with several key columns tabulated as one,
+    the same rule's (``count`` or the --value column, ``_`` put before it while it is the
+    name of a key column)."""
+    if _JOINED not in table.by:
+        return table.value
+    name = plan.value_name
+    while name in plan.by:
+        name = "_" + name
+    return name
+
+
+def _report(args, plan: _Plan, mech, table, ledger) -> list[str]:
+    """The stderr summary: ``noise``'s guarantee lines, the ledger's, then the table and
+    the counts of rows dropped and trimmed (exact: not private)."""
+    if mech is None or table is None:
+        return []
+    lines = _noise_report(mech, args, len(table.values))
+    lines[0] = lines[0].replace("dgauss noise:", "dgauss tabulate:", 1)
+    lines += _ledger.noise_lines(args, mech, ledger)
+    what = "counts of rows" if args.value is None else f"sums of {args.value!r}"
+    if plan.bounds is not None:
+        what += f" clamped to [{plan.bounds[0]}, {plan.bounds[1]}]"
+    lines.append(f"  table: {len(table.values)} cells by {', '.join(plan.by)}; {what}")
+    lines.append(
+        f"  records: {table.dropped:,} dropped outside the domain, {table.trimmed:,} trimmed "
+        "by bounding (exact, not private: for your eyes)"
+    )
+    return lines
