@@ -23,6 +23,7 @@ from typing import Any
 from dgauss import accounting
 from dgauss._chacha import ChaCha20
 from dgauss._reconcile import Reconciliation, reconcile
+from dgauss._tabulate import Table, tabulate
 from dgauss.mechanisms import (
     Accountant,
     BudgetCopyWarning,
@@ -50,6 +51,8 @@ __all__ = [
     "add_laplace_noise",
     "reconcile",
     "Reconciliation",
+    "tabulate",
+    "Table",
 ]
 __version__ = "0.1.0"
 
