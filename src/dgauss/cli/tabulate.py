@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import io
 import itertools
 import os
 import re
 import sys
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -203,7 +203,7 @@ class _Plan:
 
     by: list[str]
     product: dict[str, list[str]] | None  # --key: each column's values, as typed
-    bounds: tuple[Fraction, Fraction] | None
+    bounds: tuple[str, str] | None  # as typed (checked to be numbers)
     value_name: str
 
 
@@ -226,18 +226,16 @@ def run_tabulate(args: argparse.Namespace) -> int:
     ledger = None
     written = False
     output = None if args.output is None else Output(args.output)
-    mech = table = None
+    mech: Any = None
+    table: Any = None
     try:
         try:
-            keys, key_text = _domain(args, plan)
-            records, delimiter = _read(args.records, args.delimiter, _needed(args, plan), "RECORDS")
-            data, domain = _matched(args, plan, records, keys)
             try:
-                table = _tabulate(args, plan, data, domain)
-            except (ValueError, TypeError) as exc:
+                table, key_text, delimiter = _prepare(args, plan)
+            except (ValueError, TypeError) as exc:  # a column or argument the data refutes
                 print(f"dgauss tabulate: error: {_option_message(exc)}", file=sys.stderr)
                 return EXIT_USAGE
-            make = lambda: _table_mechanism(args, table)  # noqa: E731
+            make = functools.partial(_table_mechanism, args, table)
             mech = None if args.share is not None else make()
             cells = len(table.values)
             if args.ledger is not None:  # recorded before any noise is drawn
@@ -327,8 +325,9 @@ def _plan(args: argparse.Namespace) -> _Plan:
         parts = args.bounds.split(",")
         if len(parts) != 2:
             raise ValueError(f"--bounds must be LOW,HIGH, got {args.bounds!r}")
-        low, high = (_params.to_fraction(p.strip(), "--bounds") for p in parts)
-        bounds = (low, high)
+        for part in parts:
+            _params.to_fraction(part.strip(), "--bounds")  # a number, else named here
+        bounds = (parts[0].strip(), parts[1].strip())
     for option, column in (("--person", args.person), ("--value", args.value)):
         if column is not None and column in by:
             raise ValueError(f"{option} {column!r} is also a --by column")
@@ -409,8 +408,13 @@ def _option_message(exc: Exception) -> str:
     argument names (``max_rows=``, ``bounds``) as the options that set them."""
     text = _noise_option_message(exc)
     for name, option in _OPTIONS:
-        text = re.sub(rf"(?<![\w-]){name}\b(=(?=\S))?", option + " ", text).replace("  ", " ")
-        text = text.replace(f"{option} ,", f"{option},").replace(f"{option} )", f"{option})")
+        # name=X -> option X; name= -> option; the bare name too, but for the English words
+        text = re.sub(rf"(?<![\w-]){name}=(?=\S)", option + " ", text)
+        text = re.sub(rf"(?<![\w-]){name}=", option, text)
+        if name not in ("person", "value"):
+            text = re.sub(rf"(?<![\w-]){name}\b", option, text)
+        else:
+            text = re.sub(rf"^{name}\b", option, text)
     text = re.sub(r"^by\b", "--by", text)
     return text.replace(" (the column identifying a person)", "")
 
@@ -642,9 +646,15 @@ def _values(column: _Column, shown: str) -> np.ndarray:
     return out
 
 
-def _tabulate(args: argparse.Namespace, plan: _Plan, data, domain):
+def _prepare(args: argparse.Namespace, plan: _Plan) -> tuple[Any, list[tuple[str, ...]], str]:
+    """The exact table (:func:`dgauss.tabulate` on the files), each key's text in its order,
+    and the records' delimiter.  ValueError or TypeError: a usage error; InputError: a bad
+    file or cell."""
+    keys, key_text = _domain(args, plan)
+    records, delimiter = _read(args.records, args.delimiter, _needed(args, plan), "RECORDS")
+    data, domain = _matched(args, plan, records, keys)
     by = [_JOINED] if _JOINED in domain else plan.by
-    return dgauss.tabulate(data, by, domain, **_arguments(args, plan))
+    return dgauss.tabulate(data, by, domain, **_arguments(args, plan)), key_text, delimiter
 
 
 def _table_mechanism(args: argparse.Namespace, table):
