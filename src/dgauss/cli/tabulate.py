@@ -129,7 +129,8 @@ def _add_tabulate(commands: argparse._SubParsersAction) -> None:
     tab.add_argument(
         "--bounds",
         metavar="LOW,HIGH",
-        help="with --value: each value is clamped to [LOW, HIGH] (exact decimals or fractions)",
+        help="with --value: each value is clamped to [LOW, HIGH] (exact decimals or fractions; "
+        "a negative LOW as --bounds=-5,5)",
     )
     tab.add_argument(
         "--granularity",
