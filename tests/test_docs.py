@@ -179,6 +179,7 @@ EXPECTED_BLOCKS = {
     "docs/explanation/sampling.md": (1, 0),
     "docs/getting-started.md": (2, 0),
     "docs/howto/census-program.md": (1, 0),
+    "docs/howto/microdata.md": (1, 0),
     "docs/howto/pandas.md": (1, 0),
     "docs/howto/privacy-accounting.md": (1, 0),
     "docs/howto/reproducible.md": (1, 0),
