@@ -73,8 +73,8 @@ def test_vectors_are_exactly_the_maximal_elements(m, c, r, cells, per_row):
 
 
 def test_more_vectors_than_listed_fall_back_to_none():
-    assert len(Contributions(max_rows=9).vectors()) == 30  # p(9)
-    assert Contributions(max_rows=10).vectors() is None  # p(10) = 42 > MAX_NEIGHBOURS
+    assert len(Contributions(max_rows=12).vectors()) == 77  # p(12)
+    assert Contributions(max_rows=13).vectors() is None  # p(13) = 101 > MAX_LISTED
     assert Contributions(max_rows=10**6, max_groups=1).vectors() == ((10**6,),)
     assert Contributions(max_groups=5, max_rows_per_group=10**9).vectors() == ((10**9,) * 5,)
     assert Contributions(max_rows=10**9).vectors() is None  # never enumerated
@@ -105,7 +105,7 @@ def test_k_queries_take_the_worst_concatenation(k):
 
 
 @pytest.mark.parametrize(
-    "sens", [Contributions(max_rows=12), Contributions(max_rows=40, per_row=3)]
+    "sens", [Contributions(max_rows=13), Contributions(max_rows=40, per_row=3)]
 )
 def test_past_the_list_the_zcdp_route_bounds_every_vector(sens):
     """Past the list: never below any admitted vector's δ (a few of the largest checked)."""
@@ -190,3 +190,18 @@ def test_the_ledger_keeps_a_contributions_release():
 def test_bad_bounds_are_refused(kwargs, error, words):
     with pytest.raises(error, match=words):
         Contributions(**kwargs)
+
+
+def test_three_tables_are_accounted_exactly_not_by_zcdp():
+    """Three tables of one person bounded to 3 rows, one σ²: the 10 concatenations are listed
+    (most skipped on their zCDP bound), the composed δ is never below any of them, and the
+    result is well inside the zCDP route's (what a norm-only accountant gives)."""
+    sens = Contributions(max_rows=3)
+    program = accounting.compose(*[accounting.Gaussian("53.5", sens)] * 3)
+    parts = sorted(_maximal(_admitted(3, None, None, 3, 1)))
+    d = program.delta(2)
+    for pick in itertools.combinations_with_replacement(parts, 3):
+        mu = [x for v in pick for x in v]
+        assert d >= accounting.compose(accounting.Gaussian("53.5", mu)).delta(2)
+    assert d == accounting.gaussian_delta("53.5", 2, [3, 3, 3])  # the single shift wins here
+    assert program.epsilon("1e-6") < 0.95 * accounting.cdp_eps(program.rho, "1e-6")

@@ -772,9 +772,22 @@ def _worst_log_delta(
     if worst is None:
         cdp = _cdp_log_delta(Fraction(k * sensitivity.norm2) / (2 * s), eps)
         return cdp if uniform is None else min(cdp, uniform[0])
-    memo: dict = {}
-    listed = max(_gaussian_log_delta(s, eps, mu, kk, memo) for mu, kk in worst)
+    listed = _listed_log_delta(s, eps, worst)
     return listed if uniform is None else min(listed, uniform[0])
+
+
+def _listed_log_delta(s: Fraction, eps: Fraction, worst: list[tuple[tuple[int, ...], int]]) -> mpfr:
+    """The largest ln δ bound over listed neighbours (μ, k), each exact (Theorem 15), taken in
+    decreasing ‖μ‖: one whose zCDP bound (Theorem 14, Corollary 13: k‖μ‖²/(2σ²) bounds its δ)
+    is already at most the largest found cannot raise it and is skipped."""
+    memo: dict = {}
+    best = mpfr("-inf")
+    for mu, kk in sorted(worst, key=lambda w: -w[1] * sum(x * x for x in w[0])):
+        rho = Fraction(kk * sum(x * x for x in mu)) / (2 * s)
+        if best != mpfr("-inf") and _cdp_log_delta(rho, eps) <= best:
+            continue
+        best = max(best, _gaussian_log_delta(s, eps, mu, kk, memo))
+    return best
 
 
 def _worst_within(
@@ -797,7 +810,11 @@ def _worst_within(
     if worst is None:
         return _cdp_log_delta(Fraction(k * sensitivity.norm2) / (2 * s), eps) <= target
     memo: dict = {}
-    return all(_gaussian_log_delta(s, eps, mu, kk, memo) <= target for mu, kk in worst)
+    return all(
+        _cdp_log_delta(Fraction(kk * sum(x * x for x in mu)) / (2 * s), eps) <= target
+        or _gaussian_log_delta(s, eps, mu, kk, memo) <= target
+        for mu, kk in worst
+    )
 
 
 def gaussian_delta(

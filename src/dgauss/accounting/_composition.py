@@ -233,6 +233,21 @@ class Composition:
             return None if found is None else (found[0], False)
         return found
 
+    def _worst_case(self, e: Fraction) -> tuple[mpfr, str]:
+        """The largest (ln δ bound, route) over the listed programs, taken in decreasing ρ:
+        one whose zCDP bound (Corollary 13 at its exact ρ) is at most the largest found cannot
+        raise it and is skipped."""
+        assert self._cases is not None
+        found: tuple[mpfr, str] | None = None
+        for case in sorted(self._cases, key=lambda c: c.rho, reverse=True):
+            if found is not None and cf._cdp_log_delta(case.rho, e) <= found[0]:
+                continue
+            bound = case._best(e)
+            if found is None or bound[0] > found[0]:
+                found = bound
+        assert found is not None
+        return found
+
     def _set_route(self) -> str:
         """The name of the one-set route: "ℓ2 ball", or "contributions" for a
         :class:`~dgauss.accounting.Contributions` release."""
@@ -378,8 +393,8 @@ class Composition:
             ball = self._ball_log_delta(e)
             if ball is not None and ball[1]:
                 return ball[0], self._set_route()  # tight: as gaussian_delta, the list not read
-            if self._cases is not None:  # the worst of the ball's vectors
-                found = max((case._best(e) for case in self._cases), key=lambda f: f[0])
+            if self._cases is not None:  # the worst of the set's vectors
+                found = self._worst_case(e)
             else:
                 found = cf._cdp_log_delta(self.rho, e), "zCDP"
                 if ball is None:  # a mix: basic composition, each group its own bound

@@ -35,7 +35,7 @@ from fractions import Fraction
 
 from dgauss import _params
 
-__all__ = ["NeighbourSet", "L2Ball", "Contributions", "MAX_NEIGHBOURS"]
+__all__ = ["NeighbourSet", "L2Ball", "Contributions", "MAX_NEIGHBOURS", "MAX_LISTED"]
 
 #: Most vectors (over the k queries together) enumerated for one sensitivity; beyond, the
 #: accounting of that release falls back to the zCDP route, valid for every vector of the set.
@@ -54,6 +54,9 @@ class NeighbourSet:
     """
 
     __slots__ = ()
+
+    #: Most worst cases listed (:meth:`vectors`, :meth:`neighbours`); past it, the zCDP route.
+    _cap = MAX_NEIGHBOURS
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -99,13 +102,13 @@ class NeighbourSet:
     def neighbours(self, k: int) -> list[tuple[tuple[int, ...], int]] | None:
         """The worst cases of k queries, as pairs (μ, copies): k copies of μ when one vector is
         maximal, else one copy of each concatenation of k maximal vectors (one per query);
-        None when there are more than :data:`MAX_NEIGHBOURS`."""
+        None when there are more than the set lists (:data:`MAX_NEIGHBOURS` for a ball)."""
         one = self.vectors()
         if one is None:
             return None
         if len(one) == 1:
             return [(one[0], k)]
-        if math.comb(len(one) + k - 1, k) > MAX_NEIGHBOURS:
+        if math.comb(len(one) + k - 1, k) > self._cap:
             return None
         joined = {
             tuple(sorted((x for v in pick for x in v), reverse=True)): None
@@ -264,6 +267,10 @@ def _maximal(
     return tuple(found)
 
 
+#: Most worst cases of a Contributions listed (its vectors, or their concatenations over k
+#: queries): more than the ball's, since the accounting skips a case whose zCDP bound is below
+#: the worst found (most are: a partition far from (m,) has a much smaller norm).
+MAX_LISTED = 96
 #: Most rows per person (max_rows) whose partitions are listed; beyond, the zCDP route.
 MAX_LISTED_ROWS = 256
 #: Most entries of a single maximal vector (c' cells of r' rows each) listed.
@@ -288,7 +295,7 @@ class Contributions(NeighbourSet):
     parts each at most r' = min(r, m), scaled by ``per_row``; with ``max_rows`` alone, the
     partitions of m.  Accounted at the worst of them (δ of the discrete Gaussian is not always
     largest at the single shift (m,): ``docs/accounting.md``, *Bounded contributions*), while
-    they are at most :data:`MAX_NEIGHBOURS`; past that by the zCDP route at the largest
+    they are at most :data:`MAX_LISTED`; past that by the zCDP route at the largest
     ‖μ‖₂² (the greedy vector (r', …, r', m' mod r')), which bounds every vector of the set.
     The discrete Laplace takes its ℓ1 bound, ``per_row``·m'.
 
@@ -321,6 +328,7 @@ class Contributions(NeighbourSet):
     """
 
     __slots__ = ("max_rows", "max_groups", "max_rows_per_group", "per_row", "cells")
+    _cap = MAX_LISTED
 
     max_rows: int | None
     max_groups: int | None
@@ -444,11 +452,11 @@ class Contributions(NeighbourSet):
 
     def vectors(self) -> tuple[tuple[int, ...], ...] | None:
         """The maximal vectors (entries positive, non-increasing), largest first; None when
-        there are more than :data:`MAX_NEIGHBOURS`."""
+        there are more than :data:`MAX_LISTED`."""
         m, c, r = self._shape
         if m > MAX_LISTED_ROWS and m != c * r:
             return None
-        found = _partitions(m, c, r, MAX_NEIGHBOURS)
+        found = _partitions(m, c, r, MAX_LISTED)
         if found is None:
             return None
         return tuple(tuple(self.per_row * x for x in v) for v in found)

@@ -20,7 +20,8 @@ from dgauss.accounting._releases import Gaussian, Release
 
 def _worst_programs(releases: Sequence[Release]) -> list[tuple[Release, ...]] | None:
     """Every ℓ2-ball release replaced by each of its worst-case vectors (:mod:`._neighbours`):
-    the programs whose largest δ is the program's; None past MAX_NEIGHBOURS programs."""
+    the programs whose largest δ is the program's; None past the sets' cap of programs
+    (:data:`MAX_NEIGHBOURS` for ℓ2 balls, more with a ``Contributions``)."""
     # identical ball releases are one k-fold release: its k-multisets of maximal vectors are
     # exactly the combinations of theirs (far fewer than the product of their lists)
     grouped: dict[tuple, int] = {}
@@ -43,7 +44,11 @@ def _worst_programs(releases: Sequence[Release]) -> list[tuple[Release, ...]] | 
             options.append([Gaussian(r.sigma2, list(mu), kk) for mu, kk in worst])
         else:
             options.append([r])
-    if math.prod(len(o) for o in options) > MAX_NEIGHBOURS:
+    cap = max(
+        (r.sensitivity._cap for r in balls if isinstance(r.sensitivity, NeighbourSet)),
+        default=MAX_NEIGHBOURS,
+    )
+    if math.prod(len(o) for o in options) > cap:
         return None
     return list(itertools.product(*options))
 
