@@ -108,7 +108,7 @@ def _add_tabulate(commands: argparse._SubParsersAction) -> None:
     tab.add_argument(
         "--keys",
         metavar="FILE",
-        help="the public domain: a .csv or .parquet file whose columns are the --by columns "
+        help="the public domain: a .csv or .parquet file whose columns include the --by columns "
         "and whose rows are the table's keys, in order",
     )
     tab.add_argument(
@@ -143,7 +143,7 @@ def _add_tabulate(commands: argparse._SubParsersAction) -> None:
         "--seed",
         type=_nonnegative_int,
         metavar="N",
-        help="the seed of which rows of a person bounding keeps (0 <= N < 2**64): the same "
+        help="seeds the choice of which rows of a person bounding keeps (0 <= N < 2**64): the same "
         "table for the same records; default a fresh one (the noise is never seeded)",
     )
     tab.add_argument(
