@@ -1,0 +1,436 @@
+"""From microdata to a published release, step by step, timed beside a plain pandas count.
+
+Run from an installed dgauss (or ``PYTHONPATH=src``), each under a time limit::
+
+    timeout 600 python benchmarks/microdata.py                       # 10^6 rows, in memory
+    timeout 600 python benchmarks/microdata.py --rows 1e7            # 10^7 rows, in memory
+    timeout 900 python benchmarks/microdata.py --rows 1e7 --dask     # the same through Dask
+    timeout 900 python benchmarks/microdata.py --tumult              # beside Tumult Analytics
+
+**The data** (seeded NumPy, ``--seed``): a census-shaped register of ``--rows`` rows, one row
+per (person, address or job).  8,000 municipalities with lognormal sizes (σ = 1.4 on the log
+scale, so a few large towns and many small ones) in 100 provinces (the municipality →
+province map is public: contiguous blocks of municipalities of random sizes); 18 age groups
+and 2 sexes.  Each person has 1 to 5 rows (uniform); a person's age group and sex are the
+same on all their rows, the municipality is the person's home on the first row and on each
+other row the home with probability 3/4, else another municipality drawn by size, so a
+person's rows can fall in several cells.  Columns: ``pid`` (int64), ``municipality`` and
+``province`` (int16), ``age`` and ``sex`` (int8); the rows are in random order.  The data are
+made in partitions of ``--partition`` rows (person ids never span two), so the Dask path can
+make each partition where it is needed and 10^8 rows never sit in memory at once; in memory
+the partitions are concatenated, so both paths see the same rows.
+
+**The release** (the steps timed, in this order):
+
+1. ``dgauss.tabulate`` of the detail table (municipality × age × sex: 288,000 cells), the
+   municipality table (8,000) and the province table (100), each person's rows cut to
+   ``--max-rows`` (default 3) by the same seed: each table's ``sensitivity`` is then
+   ``Contributions(max_rows=3)``;
+2. the budget: one ``dgauss.Accountant`` at (ε, δ) = (1, 10^-6) (``--epsilon``, ``--delta``;
+   or ``--rho``), whose ``split(3, sensitivity=...)`` gives the σ² each of the three equal
+   releases must use (calibrated by exact composition);
+3. the noise: ``accountant.add_gaussian_noise(table, sigma2=σ²)`` for each table;
+4. ``dgauss.reconcile`` of detail → municipality → province (the public parents, each level's
+   exact noise variance) to non-negative integers that add up (``.integers()``);
+5. ``accountant.report()``, the sentence to publish.
+
+**Beside it**, on the same data in the same run, the baseline: ``df.groupby(["municipality",
+"age", "sex"]).size()`` (pandas; with ``--dask`` the same on the Dask DataFrame, computed),
+which counts the rows that occur with no domain and no bounding.  Reported: each step's
+seconds, the detail tabulate over the baseline (goal: within 3×), the release end to end
+(steps 1–5; goal at 10^7 rows: under 30 s), and the memory (goal: the release's peak under
+three times the input's size).
+
+**Memory** is the resident set (RSS) from ``/proc/self/status``: VmHWM, the kernel's peak,
+reset before each step by writing 5 to ``/proc/self/clear_refs`` (Linux ≥ 4.0).  RSS counts
+every allocation, NumPy's buffers, pandas' hash tables and GMP's limbs alike, and costs
+nothing while the step runs; ``tracemalloc`` sees only what passes through Python's allocator
+hooks and slows an allocating run several times, so it was not used.  The input's size is
+``df.memory_usage(deep=True).sum()``.  A step's peak is reported above the RSS at the
+release's start (the data and the interpreter already in it): the extra memory the step
+needs; the release's peak is the largest of them.  Where VmHWM cannot be reset, the script
+says so and reports ``resource.getrusage``'s ru_maxrss (never reset) instead.
+
+With ``--dask`` every step reads a Dask DataFrame made by ``dask.dataframe.from_map`` (one
+partition generated per task, the threaded scheduler): ``tabulate`` shuffles on ``pid`` and
+tabulates each partition, so each table's time includes generating the partitions once more
+(timed alone in the first row).  Noise and reconciliation run in memory (the tables are
+small).
+
+``--tumult`` runs the three bounded counts through Tumult Analytics (``tmlt.analytics``:
+needs Java 17, PySpark and Python ≤ 3.12) on the same data, at the same ρ split in three, if
+it imports.  **This path is untested**: Tumult Analytics was not installed where the script
+was written; the script says so and skips it when the import fails.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import re
+import resource
+import sys
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import dgauss
+from dgauss import accounting
+
+MUNICIPALITIES = 8000
+PROVINCES = 100
+AGES = 18
+SEXES = 2
+BY = ["municipality", "age", "sex"]
+COLUMNS = {
+    "pid": np.int64,
+    "municipality": np.int16,
+    "province": np.int16,
+    "age": np.int8,
+    "sex": np.int8,
+}
+
+
+# ---- the data --------------------------------------------------------------------------
+
+
+class Geography:
+    """The public part: each municipality's share of the people (lognormal sizes) and its
+    province.  Provinces are contiguous blocks of municipalities, each of at least one."""
+
+    def __init__(self, seed: int):
+        rng = np.random.default_rng([seed, 0])
+        sizes = rng.lognormal(mean=0.0, sigma=1.4, size=MUNICIPALITIES)
+        self.cdf = np.cumsum(sizes / sizes.sum())
+        self.cdf[-1] = 1.0
+        counts = 1 + rng.multinomial(MUNICIPALITIES - PROVINCES, np.full(PROVINCES, 1 / PROVINCES))
+        self.province_of = np.repeat(np.arange(PROVINCES, dtype=np.int16), counts)
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` municipalities drawn in proportion to their sizes."""
+        return np.searchsorted(self.cdf, rng.random(n), side="right").astype(np.int16)
+
+    def keys(self) -> dict[str, dict[str, np.ndarray]]:
+        """The three tables' public domains (dicts: the Cartesian product of the columns)."""
+        m = np.arange(MUNICIPALITIES, dtype=np.int16)
+        return {
+            "detail": {
+                "municipality": m,
+                "age": np.arange(AGES, dtype=np.int8),
+                "sex": np.arange(SEXES, dtype=np.int8),
+            },
+            "municipality": {"municipality": m},
+            "province": {"province": np.arange(PROVINCES, dtype=np.int16)},
+        }
+
+    def parents(self) -> list[np.ndarray]:
+        """reconcile's parents: a detail cell's municipality (the product is in C order:
+        ``municipality * 36 + age * 2 + sex``), a municipality's province."""
+        detail = np.repeat(np.arange(MUNICIPALITIES), AGES * SEXES)
+        return [detail, self.province_of.astype(np.int64)]
+
+
+def partition(i: int, rows: int, per: int, seed: int, geo: Geography) -> pd.DataFrame:
+    """Partition ``i``: ``rows`` (at most ``per``) rows of people whose ids are in
+    [i * per, (i + 1) * per)."""
+    rng = np.random.default_rng([seed, 1, i])
+    each = rng.integers(1, 6, size=rows)  # rows of each person: more people than needed
+    people = int(np.searchsorted(np.cumsum(each), rows)) + 1
+    each = each[:people]
+    first = np.zeros(people, dtype=np.int64)
+    np.cumsum(each[:-1], out=first[1:])
+    person = np.repeat(np.arange(people), each)[:rows]
+    home = geo.draw(rng, people)[person]
+    other = geo.draw(rng, rows)
+    moved = (rng.random(rows) < 0.25) & (np.arange(rows) != first[person])
+    municipality = np.where(moved, other, home)
+    frame = pd.DataFrame(
+        {
+            "pid": person + np.int64(i) * per,
+            "municipality": municipality,
+            "province": geo.province_of[municipality],
+            "age": rng.integers(0, AGES, size=people, dtype=np.int8)[person],
+            "sex": rng.integers(0, SEXES, size=people, dtype=np.int8)[person],
+        }
+    )
+    return frame.iloc[rng.permutation(rows)].reset_index(drop=True)
+
+
+def sizes(n: int, per: int) -> list[int]:
+    """The partitions' row counts: ``per`` each, the last one the rest."""
+    full, rest = divmod(n, per)
+    return [per] * full + ([rest] if rest else [])
+
+
+def microdata(n: int, per: int, seed: int, geo: Geography) -> pd.DataFrame:
+    """The whole register in memory: the partitions, concatenated."""
+    parts = [partition(i, r, per, seed, geo) for i, r in enumerate(sizes(n, per))]
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def dask_microdata(n: int, per: int, seed: int, geo: Geography):
+    """The same register as a Dask DataFrame, each partition made by its own task."""
+    import dask.dataframe as dd
+
+    meta = pd.DataFrame({c: np.array([], dtype=t) for c, t in COLUMNS.items()})
+    rows = sizes(n, per)
+    return dd.from_map(
+        lambda i: partition(i, rows[i], per, seed, geo),
+        range(len(rows)),
+        meta=meta,
+        divisions=[None] * (len(rows) + 1),
+        enforce_metadata=False,
+    )
+
+
+# ---- measuring -------------------------------------------------------------------------
+
+
+def _status(field: str) -> int:
+    """A field of /proc/self/status in bytes (0 where there is none)."""
+    try:
+        with open("/proc/self/status") as f:
+            found = re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M)
+    except OSError:
+        return 0
+    return int(found.group(1)) * 1024 if found else 0
+
+
+def _reset_peak() -> bool:
+    """Reset the kernel's peak RSS (VmHWM) to the current RSS; False where it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+class Meter:
+    """Each step's wall time and its peak RSS above the RSS at ``start()``."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, float, int | None]] = []
+        self.base = 0
+        self.resettable = _reset_peak()
+
+    def start(self) -> None:
+        self.base = _status("VmRSS")
+
+    def step(self, name: str, f: Callable[[], Any]) -> Any:
+        if self.resettable:
+            _reset_peak()
+        t0 = time.perf_counter()
+        out = f()
+        seconds = time.perf_counter() - t0
+        peak = _status("VmHWM") - self.base if self.resettable else None
+        self.rows.append((name, seconds, peak))
+        return out
+
+    def seconds(self, name: str) -> float:
+        return sum(s for n, s, _ in self.rows if n == name)
+
+
+def mib(b: float) -> str:
+    return f"{b / 2**20:,.0f} MiB"
+
+
+# ---- the release -----------------------------------------------------------------------
+
+
+def release(meter: Meter, records, geo: Geography, args) -> dict[str, Any]:
+    """Steps 1-5 on ``records`` (a pandas or Dask DataFrame), timed by ``meter``."""
+    keys = geo.keys()
+    bounded = dict(person="pid", max_rows=args.max_rows, seed=args.seed)
+    tables = {
+        name: meter.step(
+            f"tabulate {name}",
+            lambda name=name: dgauss.tabulate(records, list(keys[name]), keys[name], **bounded),
+        )
+        for name in ("detail", "municipality", "province")
+    }
+    if args.rho is not None:
+        acc = dgauss.Accountant(rho=args.rho)
+    else:
+        acc = dgauss.Accountant(epsilon=args.epsilon, delta=args.delta)
+    sensitivity = tables["detail"].sensitivity
+    sigma2 = meter.step("calibrate σ²", lambda: acc.split(3, sensitivity=sensitivity))
+    rng = np.random.default_rng([args.seed, 2]) if args.simulate else None
+    noisy = meter.step(
+        "noise 3 tables",
+        lambda: [acc.add_gaussian_noise(t, sigma2=sigma2, rng=rng) for t in tables.values()],
+    )
+    variance = accounting.gaussian_variance(sigma2)
+    released = meter.step(
+        "reconcile to integers",
+        lambda: dgauss.reconcile(
+            [frame["count"].to_numpy() for frame in noisy],
+            geo.parents(),
+            noise=[variance] * 3,
+        ).integers(),
+    )
+    report = meter.step("report", acc.report)
+    parents = geo.parents()
+    for level in range(2):
+        summed = np.bincount(parents[level], released[level], minlength=len(released[level + 1]))
+        assert (summed == released[level + 1]).all(), "reconciled tables do not add up"
+    assert all((r >= 0).all() for r in released)
+    return {"tables": tables, "sigma2": sigma2, "released": released, "report": report}
+
+
+def baseline(records, dask: bool):
+    """The plain count of the detail table's rows that occur (no domain, no bounding)."""
+    counted = records.groupby(BY).size()
+    return counted.compute() if dask else counted
+
+
+# ---- Tumult Analytics (untested: not installed where this was written) -----------------
+
+
+def tumult(meter: Meter, frame: pd.DataFrame, geo: Geography, args) -> bool:
+    """The three bounded counts through Tumult Analytics at ρ split in three; False (and a
+    note) when ``tmlt.analytics`` does not import.  Untested."""
+    try:
+        from pyspark.sql import SparkSession
+        from tmlt.analytics import (
+            AddRowsWithID,
+            KeySet,
+            MaxRowsPerID,
+            QueryBuilder,
+            RhoZCDPBudget,
+            Session,
+        )
+    except ImportError as exc:
+        print(f"\n--tumult: skipped, tmlt.analytics does not import ({exc})")
+        return False
+    rho = Fraction(args.rho) if args.rho is not None else accounting.cdp_rho(
+        Fraction(args.epsilon), Fraction(args.delta)
+    )
+    spark = SparkSession.builder.master("local[2]").getOrCreate()
+    sdf = meter.step("tumult: to Spark", lambda: spark.createDataFrame(frame.astype(np.int64)))
+    session = Session.from_dataframe(
+        privacy_budget=RhoZCDPBudget(float(rho)),
+        source_id="register",
+        dataframe=sdf,
+        protected_change=AddRowsWithID(id_column="pid"),
+    )
+    for name, domain in geo.keys().items():
+        keyset = KeySet.from_dict({c: [int(v) for v in vs] for c, vs in domain.items()})
+        query = (
+            QueryBuilder("register").enforce(MaxRowsPerID(args.max_rows)).groupby(keyset).count()
+        )
+        meter.step(
+            f"tumult: {name}",
+            lambda query=query: session.evaluate(
+                query, privacy_budget=RhoZCDPBudget(float(rho) / 3)
+            ).toPandas(),
+        )
+    return True
+
+
+# ---- the report ------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=float, default=1e6, help="rows of microdata (1e6)")
+    parser.add_argument("--max-rows", type=int, default=3, help="rows kept per person (3)")
+    parser.add_argument("--epsilon", default="1", help="the budget's ε (default 1)")
+    parser.add_argument("--delta", default="1e-6", help="the budget's δ (default 1e-6)")
+    parser.add_argument("--rho", default=None, help="a zCDP budget ρ instead of (ε, δ)")
+    parser.add_argument("--seed", type=int, default=2026, help="the data's and the bound's seed")
+    parser.add_argument(
+        "--partition", type=float, default=1e6, help="rows per partition of the data (1e6)"
+    )
+    parser.add_argument("--dask", action="store_true", help="the same through Dask")
+    parser.add_argument("--tumult", action="store_true", help="beside Tumult Analytics")
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="seeded NumPy noise (a simulation) instead of the OS's random bits",
+    )
+    args = parser.parse_args(argv)
+    n, per = int(args.rows), int(args.partition)
+    if n < 1 or per < 1:
+        parser.error("--rows and --partition must be at least 1")
+    if args.dask and args.tumult:
+        parser.error("--tumult reads the data in memory: run it without --dask")
+
+    geo = Geography(args.seed)
+    meter = Meter()
+    start = time.perf_counter()
+    if args.dask:
+        records = dask_microdata(n, per, args.seed, geo)
+        size = n * sum(np.dtype(t).itemsize for t in COLUMNS.values())
+        size_note = "in memory it would be"
+        meter.start()
+        meter.step("generate the partitions (once)", lambda: records.map_partitions(len).compute())
+    else:
+        records = microdata(n, per, args.seed, geo)
+        size = int(records.memory_usage(deep=True).sum())
+        size_note = "memory_usage(deep=True)"
+        meter.start()
+    made = time.perf_counter() - start
+    counted = meter.step("baseline: groupby(by).size()", lambda: baseline(records, args.dask))
+    out = release(meter, records, geo, args)
+    if args.tumult:
+        tumult(meter, records, geo, args)
+
+    detail = out["tables"]["detail"]
+    # the bounded table counts at most the rows the plain count does, cell by cell
+    plain = (
+        counted.reindex(pd.MultiIndex.from_product([range(MUNICIPALITIES), range(AGES),
+                                                    range(SEXES)]), fill_value=0)
+        .to_numpy()
+    )
+    assert (detail.values <= plain).all() and detail.values.sum() == n - detail.trimmed
+
+    steps = [name for name, _, _ in meter.rows if not name.startswith(("baseline", "generate"))]
+    steps = [s for s in steps if not s.startswith("tumult")]
+    total = sum(meter.seconds(s) for s in steps)
+    base = meter.seconds("baseline: groupby(by).size()")
+    peaks = [p for name, _, p in meter.rows if name in steps and p is not None]
+    where = "Dask (threaded scheduler)" if args.dask else "in memory (pandas)"
+    print(
+        f"{n:,} rows, {where}; "
+        f"{detail.values.sum() + detail.trimmed:,} rows in the domain, {detail.trimmed:,} "
+        f"cut by max_rows={args.max_rows}; data made in {made:.1f} s; input {mib(size)} "
+        f"({size_note}); RSS at the release's start {mib(meter.base)}"
+    )
+    print()
+    print("| step | seconds | / baseline | peak RSS above the start |")
+    print("|---|---:|---:|---:|")
+    for name, seconds, peak in meter.rows:
+        shown = mib(peak) if peak is not None else "n/a"
+        print(f"| {name} | {seconds:.3f} | {seconds / base:.2f} | {shown} |")
+    print(f"| **release, steps 1–5** | **{total:.2f}** | {total / base:.2f} | "
+          f"{mib(max(peaks)) if peaks else 'n/a'} |")
+    print()
+    ratio = meter.seconds("tabulate detail") / base
+    print(f"tabulate detail (bounded) / groupby: {ratio:.2f} (goal: within 3)")
+    print(f"release end to end: {total:.2f} s (goal at 10^7 rows: under 30 s)")
+    if peaks:
+        print(
+            f"release's peak RSS above its start: {mib(max(peaks))} = {max(peaks) / size:.2f} × "
+            f"the input's {mib(size)} (goal: under 3; RSS by VmHWM, reset before each step)"
+        )
+    else:
+        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(
+            f"peak RSS (ru_maxrss, whole process, never reset: data generation included): "
+            f"{mib(maxrss)}; input {mib(size)}"
+        )
+    print(f"σ² for each of the 3 releases: {out['sigma2']} ({float(out['sigma2']):.4g})")
+    print(out["report"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
