@@ -346,26 +346,3 @@ def test_the_command_is_listed(capsys):
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["--help"])
     assert re.search(r"^\s+tabulate\s+microdata in", capsys.readouterr().out, re.M)
-
-
-@pytest.mark.long  # five runs of the command in fresh interpreters
-def test_the_session_on_the_command_line_page_runs_as_shown(tmp_path):
-    """docs/cli.md's `dgauss tabulate` session (a text block: the page's console blocks are
-    counted elsewhere) prints what the page shows, run as tests/test_docs.py runs a console
-    transcript."""
-    import pathlib
-
-    from test_docs import Transcript, run_transcript
-
-    page = pathlib.Path(__file__).parent.parent / "docs" / "cli.md"
-    section = page.read_text().split("## `dgauss tabulate`", 1)[1].split("\n## ", 1)[0]
-    (session,) = [b for b in re.findall(r"```text\n(.*?)```", section, re.S) if b[:2] == "$ "]
-    steps: list[tuple[str, list[str]]] = []
-    for line in session.splitlines():
-        if line.startswith("$ "):
-            steps.append((line[2:], []))
-        else:
-            steps[-1][1].append(line)
-    assert len(steps) == 8
-    shown = tuple((command, "\n".join(output)) for command, output in steps)
-    run_transcript(Transcript("docs/cli.md", 0, shown), tmp_path)

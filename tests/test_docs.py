@@ -411,7 +411,7 @@ def test_the_command_line_guide_runs(tmp_path):
 #: page -> its ```console blocks; a page not listed must have none.
 EXPECTED_TRANSCRIPTS = {
     "docs/accounting.md": 1,
-    "docs/cli.md": 1,
+    "docs/cli.md": 2,
     "docs/evidence.md": 1,
     "docs/ledger.md": 1,
 }
