@@ -49,11 +49,13 @@ def word(pid):
     return int(pid) & M64
 
 
-def kept(rows, pid, seed, m=None, c=None, r=None):
+def kept(rows, pid, seed, m=None, c=None, r=None, counts=True):
     """The rows (cell, steps) of one person that the rule keeps."""
     w, seen, items = word(pid), Counter(), []
     for cell, s in rows:
-        items.append((H(seed, 1, w, cell, s, seen[cell, s]), cell, s, seen[cell, s]))
+        k = seen[cell, s]
+        words = (cell + (k << 32),) if counts else (cell + (k << 32), s)
+        items.append((H(seed, 1, w, *words), cell, s, k))
         seen[cell, s] += 1
     items.sort()
     if c is not None:
@@ -108,7 +110,8 @@ def expected(data, seed, m=None, c=None, r=None, value=False, lo=None, hi=None):
         rows[p.item()].append((cell, steps))
     table, trimmed = Counter(), 0
     for p, person_rows in rows.items():
-        keep = kept(person_rows, p, seed, m, c, r) if (m, c, r) != (None,) * 3 else person_rows
+        bounded = (m, c, r) != (None,) * 3
+        keep = kept(person_rows, p, seed, m, c, r, not value) if bounded else person_rows
         trimmed += len(person_rows) - len(keep)
         for cell, s in keep:
             table[cell] += s if value else 1
@@ -239,12 +242,9 @@ def test_neighbours_differ_by_one_bounded_contribution():
                 (cell_of(str(t), int(a)), min(max(int(v), -3), 10) if value else 0)
                 for t, a, v in zip(person["town"], person["age"], person["pay"], strict=True)
             ]
-            n = Counter(
-                j
-                for j, _ in kept(
-                    [x for x in rows if x[0] is not None], person["pid"][0].item(), seed, m, c, r
-                )
-            )
+            inside = [x for x in rows if x[0] is not None]
+            pid = person["pid"][0].item()
+            n = Counter(j for j, _ in kept(inside, pid, seed, m, c, r, counts=not value))
             assert all(abs(alone[j]) <= n[j] * per_row for j in range(12))
             assert m is None or sum(n.values()) <= m
             assert c is None or len(n) <= c

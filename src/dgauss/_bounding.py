@@ -23,7 +23,7 @@ _MASK64 = (1 << 64) - 1
 _INT64_MAX = 2**63 - 1
 #: A person with at most this many rows is ranked pairwise (s² comparisons, vectorised across
 #: people); a larger one by sorting.  Both follow the one rule (the tests compare them).
-_PAIRWISE_MAX = 16
+_PAIRWISE_MAX = 8
 _ROW_TAG, _CELL_TAG = 1, 2
 
 
@@ -32,11 +32,15 @@ _ROW_TAG, _CELL_TAG = 1, 2
 
 def _mix(z: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser, elementwise on uint64 (arithmetic mod 2**64)."""
-    z = z ^ (z >> _U64(30))
-    z = z * _M1
-    z = z ^ (z >> _U64(27))
-    z = z * _M2
-    return z ^ (z >> _U64(31))
+    t = z >> _U64(30)  # (in place: z is always a fresh array)
+    z ^= t
+    z *= _M1
+    np.right_shift(z, _U64(27), out=t)
+    z ^= t
+    z *= _M2
+    np.right_shift(z, _U64(31), out=t)
+    z ^= t
+    return z
 
 
 def _hash(seed: int, *words: np.ndarray) -> np.ndarray:
@@ -71,7 +75,7 @@ def _word(pid: np.ndarray) -> np.ndarray:
     assert kind == "U"
     n, width = len(pid), pid.dtype.itemsize // 4
     length = np.char.str_len(pid).astype(_U64) if n else np.zeros(0, _U64)
-    w = _mix(length)
+    w = _mix(length.copy())
     if width and n:
         points = np.ascontiguousarray(pid).view(np.uint32).reshape(n, width)
         for i in range(width):
@@ -195,11 +199,13 @@ def _int_codes(data: np.ndarray, keys: np.ndarray) -> np.ndarray:
         arrays.append(a.astype(np.int64, copy=False))
     data, keys = arrays
     kmin, kmax = int(keys.min()), int(keys.max())
-    if kmax - kmin < max(4 * len(keys), 1 << 16):
-        table = np.full(kmax - kmin + 1, -1, dtype=np.int64)
+    span = kmax - kmin + 1
+    if span <= max(4 * len(keys), 1 << 16):
+        table = np.full(span + 1, -1, dtype=np.int64)  # table[span]: outside the range
         table[keys - kmin] = np.arange(len(keys))
-        found = table[np.clip(data, kmin, kmax) - kmin]
-        return np.where((data >= kmin) & (data <= kmax), found, -1)
+        with np.errstate(over="ignore"):  # mod 2**64: only kmin + x for 0 <= x < span lands
+            offset = (data - np.int64(kmin)).view(_U64)  # below span
+        return table[np.minimum(offset, _U64(span))]
     return _search(data, keys)
 
 
@@ -313,10 +319,12 @@ class _Domain:
             kd, column = _kind(data[c], f"by column {c!r}")
             codes.append(_lookup(column, kd, keys, kk, c))
         if self.frame is None:
-            cell = np.zeros(len(codes[0]), dtype=np.int64)
-            for code, stride in zip(codes, self.strides, strict=True):
+            cell, outside = codes[0] * self.strides[0], codes[0].copy()
+            for code, stride in zip(codes[1:], self.strides[1:], strict=True):
                 cell += code * stride
-            return np.where(np.all([code >= 0 for code in codes], axis=0), cell, -1)
+                outside |= code  # negative if any code is -1
+            cell[outside < 0] = -1
+            return cell
         code = codes[0]
         for j, distinct in enumerate(self.steps, start=1):
             combined = code * len(self.values[j]) + codes[j]
@@ -417,58 +425,77 @@ def _group(word: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     new_top, new_pid = top[1:] != top[:-1], p[1:] != p[:-1]
     clash = new_pid & ~new_top
     if clash.any():  # two people in one run of words: order that run by id
-        run = np.cumsum(np.r_[True, new_top])
-        at = np.flatnonzero(np.isin(run, run[1:][clash]))
-        order[at] = order[at][np.lexsort((p[at], run[at]))]
-        p = pid[order]
+        starts = np.flatnonzero(np.r_[True, new_top])
+        ends = np.r_[starts[1:], n]
+        runs = np.unique(np.searchsorted(starts, np.flatnonzero(clash) + 1, side="right") - 1)
+        at = np.concatenate([np.arange(starts[i], ends[i]) for i in runs])
+        run = np.repeat(np.arange(len(runs)), ends[runs] - starts[runs])
+        order[at] = order[at][np.lexsort((p[at], run))]
+        p[at] = pid[order[at]]
         new_pid = p[1:] != p[:-1]
     return order, np.r_[True, new_pid]
 
 
 def _priorities(spec: _Spec, w, c, v, k) -> np.ndarray:
-    return _hash(spec.seed, _U64(_ROW_TAG), w, _u64(c), _u64(v), _u64(k))
+    """H(seed; 1, id, cell + 2**32 occurrence[, steps]) of each row (no steps for counts)."""
+    words = (w, _u64(c) | (_u64(k) << _U64(32)))
+    return _hash(spec.seed, _U64(_ROW_TAG), *words, *(() if v is None else (_u64(v),)))
 
 
-def _pairwise(w, c, v, pos, size, spec: _Spec) -> np.ndarray:
-    """The rule for people of few rows (each person's rows together): every pair of a
-    person's rows compared once, vectorised across people."""
-    n = len(c)
-    pairs = []
-    for d in range(1, int(size.max())):
-        j = np.flatnonzero(pos + d < size)
-        pairs.append((j, j + d))
-    k, earlier = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    for j, l in pairs:
-        same_cell = c[j] == c[l]
-        earlier[l] += same_cell
-        k[l] += same_cell & (v[j] == v[l])
-    prio = _priorities(spec, w, c, v, k)
+def _before(p: np.ndarray, a: int, b: int, *ties: np.ndarray) -> np.ndarray:
+    """For each person (a row of these 2-D arrays): is their row a before row b in the order
+    (p, *ties)?  (Equal p is rare: the ties are settled on those people alone.)"""
+    first = p[:, a] < p[:, b]
+    at = np.flatnonzero(p[:, a] == p[:, b])
+    if len(at):
+        result, undecided = np.zeros(len(at), dtype=bool), np.ones(len(at), dtype=bool)
+        for t in ties:
+            x, y = t[at, a], t[at, b]
+            result |= undecided & (x < y)
+            undecided &= x == y
+        first[at] = result
+    return first
 
-    def before(a, b):  # the total order (priority, cell, value, occurrence)
-        tie_v = (v[a] < v[b]) | ((v[a] == v[b]) & (k[a] < k[b]))
-        tie_c = (c[a] < c[b]) | ((c[a] == c[b]) & tie_v)
-        return (prio[a] < prio[b]) | ((prio[a] == prio[b]) & tie_c)
 
-    keep = np.ones(n, dtype=bool)
+def _few(row_key, cell_key, c, v, spec: _Spec) -> np.ndarray:
+    """The rule for people of s rows each, s small: ``c`` and ``v`` are (people, s) arrays,
+    ``row_key`` and ``cell_key`` H(seed; 1, id) and H(seed; 2, id) as (people, 1) columns;
+    every pair of a person's rows compared once, vectorised across people."""
+    s = c.shape[1]
+    pairs = [(a, b) for b in range(1, s) for a in range(b)]
+    same = {(a, b): c[:, a] == c[:, b] for a, b in pairs}
+    k = np.zeros(c.shape, dtype=np.int64)
+    for a, b in pairs:
+        k[:, b] += same[a, b] if v is None else same[a, b] & (v[:, a] == v[:, b])
+    prio = _mix(row_key ^ (_u64(c) | (_u64(k) << _U64(32))))
+    if v is not None:
+        prio = _mix(prio ^ _u64(v))
+    keep = np.ones(c.shape, dtype=bool)
     if spec.max_groups is not None:
-        cp, first, rank = _hash(spec.seed, _U64(_CELL_TAG), w, _u64(c)), earlier == 0, 0 * k
-        for j, l in pairs:
-            rank[l] += first[j] & ((cp[j] < cp[l]) | ((cp[j] == cp[l]) & (c[j] < c[l])))
-            rank[j] += first[l] & ((cp[l] < cp[j]) | ((cp[j] == cp[l]) & (c[l] < c[j])))
+        first = np.ones(c.shape, dtype=bool)
+        for a, b in pairs:
+            first[:, b] &= ~same[a, b]
+        cp, rank = _mix(cell_key ^ _u64(c)), 0 * k
+        for a, b in pairs:
+            ab = _before(cp, a, b, c)
+            rank[:, b] += first[:, a] & ab
+            rank[:, a] += first[:, b] & ~ab & ~same[a, b]
         keep &= rank < spec.max_groups
+    if spec.max_rows_per_group is None and spec.max_rows is None:
+        return keep
+    ties = (c, k) if v is None else (c, v, k)  # the order (priority, cell, value, occurrence)
+    before = {(a, b): _before(prio, a, b, *ties) for a, b in pairs}
     if spec.max_rows_per_group is not None:
         rank = 0 * k
-        for j, l in pairs:
-            same, jl = c[j] == c[l], before(j, l)
-            rank[l] += same & jl
-            rank[j] += same & ~jl
+        for a, b in pairs:
+            rank[:, b] += same[a, b] & before[a, b]
+            rank[:, a] += same[a, b] & ~before[a, b]
         keep &= rank < spec.max_rows_per_group
     if spec.max_rows is not None:
         rank = 0 * k
-        for j, l in pairs:
-            jl = before(j, l)
-            rank[l] += keep[j] & jl
-            rank[j] += keep[l] & ~jl
+        for a, b in pairs:
+            rank[:, b] += keep[:, a] & before[a, b]
+            rank[:, a] += keep[:, b] & ~before[a, b]
         keep &= rank < spec.max_rows
     return keep
 
@@ -476,11 +503,13 @@ def _pairwise(w, c, v, pos, size, spec: _Spec) -> np.ndarray:
 def _sorted(w, c, v, g, spec: _Spec) -> np.ndarray:
     """The rule for people of many rows (``g`` their group, each person's rows together), by
     sorting: the same choice as :func:`_pairwise`."""
+    counting = v is None
+    v = np.zeros(len(c), dtype=np.int64) if v is None else v
     o = np.lexsort((v, c, g))
     w, c, v, g = w[o], c[o], v[o], g[o]
     new_cell = _runs(g, c)
     k = _rank_in_runs(new_cell | _runs(v))
-    prio = _priorities(spec, w, c, v, k)
+    prio = _priorities(spec, w, c, None if counting else v, k)
     keep = np.ones(len(c), dtype=bool)
     if spec.max_groups is not None:
         f = np.flatnonzero(new_cell)
@@ -505,8 +534,9 @@ def _sorted(w, c, v, g, spec: _Spec) -> np.ndarray:
     return out
 
 
-def _select(pid: np.ndarray, cell: np.ndarray, val: np.ndarray, spec: _Spec) -> np.ndarray:
-    """Which rows the bounding keeps (the rule: :func:`tabulate`'s docstring)."""
+def _select(pid: np.ndarray, cell: np.ndarray, val: np.ndarray | None, spec: _Spec) -> np.ndarray:
+    """Which rows the bounding keeps (``val`` None for counts; the rule: ``tabulate``'s
+    docstring)."""
     n = len(cell)
     keep = np.ones(n, dtype=bool)
     bounds = (spec.max_rows, spec.max_groups, spec.max_rows_per_group)
@@ -516,15 +546,21 @@ def _select(pid: np.ndarray, cell: np.ndarray, val: np.ndarray, spec: _Spec) -> 
     word = _word(pid)
     order, starts = _group(word, pid)
     first = np.flatnonzero(starts)
-    gid = np.cumsum(starts) - 1
-    size = np.diff(np.r_[first, n])[gid]
-    pos = np.arange(n) - first[gid]
-    for small in (True, False):
-        rows = np.flatnonzero((size > limit) & ((size <= _PAIRWISE_MAX) == small))
-        if len(rows):
-            at = order[rows]
-            if small:
-                keep[at] = _pairwise(word[at], cell[at], val[at], pos[rows], size[rows], spec)
-            else:
-                keep[at] = _sorted(word[at], cell[at], val[at], gid[rows], spec)
+    sizes = np.diff(np.r_[first, n])
+    for s in range(limit + 1, min(int(sizes.max()), _PAIRWISE_MAX) + 1):
+        people = np.flatnonzero(sizes == s)
+        if not len(people):
+            continue
+        at = order[(first[people][:, None] + np.arange(s)).ravel()]
+        ids = word[order[first[people]]]
+        row_key, cell_key = (_hash(spec.seed, _U64(t), ids)[:, None] for t in (_ROW_TAG, _CELL_TAG))
+        v = None if val is None else val[at].reshape(-1, s)
+        keep[at] = _few(row_key, cell_key, cell[at].reshape(-1, s), v, spec).ravel()
+    many = np.flatnonzero(sizes > max(limit, _PAIRWISE_MAX))
+    if len(many):
+        sz = sizes[many]
+        rows = np.arange(sz.sum()) + np.repeat(first[many] - (np.cumsum(sz) - sz), sz)
+        at = order[rows]
+        g = np.repeat(np.arange(len(many)), sizes[many])
+        keep[at] = _sorted(word[at], cell[at], None if val is None else val[at], g, spec)
     return keep

@@ -194,8 +194,7 @@ def _partial(columns: dict[Any, np.ndarray], domain: _Domain, spec: _Spec):
         pid = pid[inside] if pid is not None else None
     trimmed = 0
     if pid is not None:
-        zeros = np.zeros(len(cell), dtype=np.int64)
-        keep = _select(pid, cell, val if val is not None else zeros, spec)
+        keep = _select(pid, cell, val, spec)
         trimmed = len(cell) - int(np.count_nonzero(keep))
         if trimmed:
             cell = cell[keep]
@@ -506,9 +505,10 @@ def tabulate(
     z ^= z >> 31).  A person's id is the word: an int mod 2**64; a float with an integer
     value as that int, another float by its IEEE-754 bits; a string as w = mix(len), then
     w = mix(w XOR code point) for each character.  Among the person's rows inside the
-    domain, a row with cell index j (the row of the table) and value s (in steps; 0 for
-    counts) that is the k-th (from 0) of the person's rows equal to it gets the priority
-    H(seed; 1, id, j, s, k); the rows are ordered by (priority, j, s, k).  Then:
+    domain, a row with cell index j (its row in the table) and value s (in steps) that is
+    the k-th (from 0) of the person's rows equal to it gets the priority
+    H(seed; 1, id, j + 2**32 k) in a count table, H(seed; 1, id, j + 2**32 k, s mod 2**64)
+    in a sum table; the rows are ordered by (priority, j, s, k).  Then:
 
     1. with ``max_groups=c``: the person's cells ordered by (H(seed; 2, id, j), j), and the
        rows of the first c cells kept;
