@@ -217,7 +217,7 @@ class Meter:
     """Each step's wall time and its peak RSS above the RSS at ``start()``."""
 
     def __init__(self) -> None:
-        self.rows: list[tuple[str, float, int | None]] = []
+        self.rows: list[tuple[str, float, int | None, int | None]] = []
         self.base = 0
         self.resettable = _reset_peak()
 
@@ -227,15 +227,17 @@ class Meter:
     def step(self, name: str, f: Callable[[], Any]) -> Any:
         if self.resettable:
             _reset_peak()
+        before = _status("VmRSS")
         t0 = time.perf_counter()
         out = f()
         seconds = time.perf_counter() - t0
-        peak = _status("VmHWM") - self.base if self.resettable else None
-        self.rows.append((name, seconds, peak))
+        hwm = _status("VmHWM") if self.resettable else None
+        own = hwm - before if hwm is not None else None
+        self.rows.append((name, seconds, own, hwm - self.base if hwm is not None else None))
         return out
 
     def seconds(self, name: str) -> float:
-        return sum(s for n, s, _ in self.rows if n == name)
+        return sum(s for n, s, _, _ in self.rows if n == name)
 
 
 def mib(b: float) -> str:
@@ -310,8 +312,10 @@ def tumult(meter: Meter, frame: pd.DataFrame, geo: Geography, args) -> bool:
     except ImportError as exc:
         print(f"\n--tumult: skipped, tmlt.analytics does not import ({exc})")
         return False
-    rho = Fraction(args.rho) if args.rho is not None else accounting.cdp_rho(
-        Fraction(args.epsilon), Fraction(args.delta)
+    rho = (
+        Fraction(args.rho)
+        if args.rho is not None
+        else accounting.cdp_rho(Fraction(args.epsilon), Fraction(args.delta))
     )
     spark = SparkSession.builder.master("local[2]").getOrCreate()
     sdf = meter.step("tumult: to Spark", lambda: spark.createDataFrame(frame.astype(np.int64)))
@@ -349,6 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--partition", type=float, default=1e6, help="rows per partition of the data (1e6)"
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="time the baseline and the detail tabulate this many times, in turns, for the "
+        "ratio (the best of each; default 1: the release's own run)",
+    )
     parser.add_argument("--dask", action="store_true", help="the same through Dask")
     parser.add_argument("--tumult", action="store_true", help="beside Tumult Analytics")
     parser.add_argument(
@@ -358,8 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     n, per = int(args.rows), int(args.partition)
-    if n < 1 or per < 1:
-        parser.error("--rows and --partition must be at least 1")
+    if n < 1 or per < 1 or args.repeats < 1:
+        parser.error("--rows, --partition and --repeats must be at least 1")
     if args.dask and args.tumult:
         parser.error("--tumult reads the data in memory: run it without --dask")
 
@@ -380,23 +391,34 @@ def main(argv: list[str] | None = None) -> int:
     made = time.perf_counter() - start
     counted = meter.step("baseline: groupby(by).size()", lambda: baseline(records, args.dask))
     out = release(meter, records, geo, args)
+    # the ratio: the baseline and the detail tabulate again, in turns, the best of each
+    keys = geo.keys()["detail"]
+    bounded = dict(person="pid", max_rows=args.max_rows, seed=args.seed)
+    best = {"baseline": meter.seconds("baseline: groupby(by).size()")}
+    best["detail"] = meter.seconds("tabulate detail")
+    for _ in range(args.repeats - 1):
+        for name, f in (
+            ("baseline", lambda: baseline(records, args.dask)),
+            ("detail", lambda: dgauss.tabulate(records, BY, keys, **bounded)),
+        ):
+            t0 = time.perf_counter()
+            f()
+            best[name] = min(best[name], time.perf_counter() - t0)
     if args.tumult:
         tumult(meter, records, geo, args)
 
     detail = out["tables"]["detail"]
     # the bounded table counts at most the rows the plain count does, cell by cell
-    plain = (
-        counted.reindex(pd.MultiIndex.from_product([range(MUNICIPALITIES), range(AGES),
-                                                    range(SEXES)]), fill_value=0)
-        .to_numpy()
-    )
+    plain = counted.reindex(
+        pd.MultiIndex.from_product([range(MUNICIPALITIES), range(AGES), range(SEXES)]), fill_value=0
+    ).to_numpy()
     assert (detail.values <= plain).all() and detail.values.sum() == n - detail.trimmed
 
-    steps = [name for name, _, _ in meter.rows if not name.startswith(("baseline", "generate"))]
+    steps = [name for name, _, _, _ in meter.rows if not name.startswith(("baseline", "generate"))]
     steps = [s for s in steps if not s.startswith("tumult")]
     total = sum(meter.seconds(s) for s in steps)
     base = meter.seconds("baseline: groupby(by).size()")
-    peaks = [p for name, _, p in meter.rows if name in steps and p is not None]
+    peaks = [p for name, _, _, p in meter.rows if name in steps and p is not None]
     where = "Dask (threaded scheduler)" if args.dask else "in memory (pandas)"
     print(
         f"{n:,} rows, {where}; "
@@ -405,16 +427,21 @@ def main(argv: list[str] | None = None) -> int:
         f"({size_note}); RSS at the release's start {mib(meter.base)}"
     )
     print()
-    print("| step | seconds | / baseline | peak RSS above the start |")
-    print("|---|---:|---:|---:|")
-    for name, seconds, peak in meter.rows:
-        shown = mib(peak) if peak is not None else "n/a"
+    print("| step | seconds | / baseline | peak RSS above the step's start | above the release's |")
+    print("|---|---:|---:|---:|---:|")
+    for name, seconds, own, peak in meter.rows:
+        shown = " | ".join(mib(b) if b is not None else "n/a" for b in (own, peak))
         print(f"| {name} | {seconds:.3f} | {seconds / base:.2f} | {shown} |")
-    print(f"| **release, steps 1–5** | **{total:.2f}** | {total / base:.2f} | "
-          f"{mib(max(peaks)) if peaks else 'n/a'} |")
+    print(
+        f"| **release, steps 1–5** | **{total:.2f}** | {total / base:.2f} | "
+        f" | {mib(max(peaks)) if peaks else 'n/a'} |"
+    )
     print()
-    ratio = meter.seconds("tabulate detail") / base
-    print(f"tabulate detail (bounded) / groupby: {ratio:.2f} (goal: within 3)")
+    ratio = best["detail"] / best["baseline"]
+    print(
+        f"tabulate detail (bounded) / groupby: {ratio:.2f} (goal: within 3; best of "
+        f"{args.repeats} in turns: {best['detail']:.3f} s / {best['baseline']:.3f} s)"
+    )
     print(f"release end to end: {total:.2f} s (goal at 10^7 rows: under 30 s)")
     if peaks:
         print(
