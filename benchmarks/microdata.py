@@ -70,6 +70,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
+import math
 import re
 import resource
 import sys
@@ -301,26 +302,30 @@ def tumult(meter: Meter, frame: pd.DataFrame, geo: Geography, args) -> bool:
     note) when ``tmlt.analytics`` does not import.  Untested."""
     try:
         from pyspark.sql import SparkSession
-        from tmlt.analytics import (
-            AddRowsWithID,
-            KeySet,
-            MaxRowsPerID,
-            QueryBuilder,
-            RhoZCDPBudget,
-            Session,
-        )
+        from tmlt.analytics.constraints import MaxRowsPerID
+        from tmlt.analytics.keyset import KeySet
+        from tmlt.analytics.privacy_budget import RhoZCDPBudget
+        from tmlt.analytics.protected_change import AddRowsWithID
+        from tmlt.analytics.query_builder import QueryBuilder
+        from tmlt.analytics.session import Session
     except ImportError as exc:
         print(f"\n--tumult: skipped, tmlt.analytics does not import ({exc})")
         return False
-    rho = (
+    # the zCDP ρ that (ε, δ) allows (Corollary 13, rounded down): Tumult accounts in zCDP
+    rho = float(
         Fraction(args.rho)
         if args.rho is not None
-        else accounting.cdp_rho(Fraction(args.epsilon), Fraction(args.delta))
+        else Fraction(accounting.cdp_rho(Fraction(args.epsilon), Fraction(args.delta)))
     )
-    spark = SparkSession.builder.master("local[2]").getOrCreate()
+    third = math.nextafter(rho / 3, 0.0)  # three of them never add up past rho
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
     sdf = meter.step("tumult: to Spark", lambda: spark.createDataFrame(frame.astype(np.int64)))
     session = Session.from_dataframe(
-        privacy_budget=RhoZCDPBudget(float(rho)),
+        privacy_budget=RhoZCDPBudget(rho),
         source_id="register",
         dataframe=sdf,
         protected_change=AddRowsWithID(id_column="pid"),
@@ -332,9 +337,7 @@ def tumult(meter: Meter, frame: pd.DataFrame, geo: Geography, args) -> bool:
         )
         meter.step(
             f"tumult: {name}",
-            lambda query=query: session.evaluate(
-                query, privacy_budget=RhoZCDPBudget(float(rho) / 3)
-            ).toPandas(),
+            lambda query=query: session.evaluate(query, RhoZCDPBudget(third)).toPandas(),
         )
     return True
 
