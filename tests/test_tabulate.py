@@ -407,3 +407,12 @@ def test_value_named_like_a_key_column_is_sum():
     assert t.value == "sum" and t.columns["sum"].tolist() == [1, 4]
     t = dgauss.tabulate({"count": np.array([1, 2, 2])}, "count", {"count": [1, 2]})
     assert t.value == "_count" and t.values.tolist() == [1, 2]
+
+
+def test_the_docstring_examples_run():
+    import doctest
+
+    from dgauss import _tabulate
+
+    result = doctest.testmod(_tabulate, verbose=False)
+    assert result.failed == 0 and result.attempted >= 4

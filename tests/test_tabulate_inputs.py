@@ -204,7 +204,12 @@ def _nan_in(column, value):
 
 
 BAD = [
-    ("missing by column", _bad(by=["town", "sex"]), ValueError, "by names column 'sex'"),
+    (
+        "missing by column",
+        _bad(by=["town", "sex"], keys={"town": ["a"], "sex": [0]}),
+        ValueError,
+        "by names column 'sex'",
+    ),
     ("missing person", _bad(person="who", max_rows=1), ValueError, "person names column"),
     ("missing value", _bad(value="v", bounds=(0, 1)), ValueError, "value names column"),
     ("keys' columns", _bad(keys={"town": ["a"]}), ValueError, "keys' columns"),

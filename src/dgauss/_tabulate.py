@@ -536,8 +536,8 @@ def tabulate(
     spec = _spec(
         by, person, max_rows, max_groups, max_rows_per_group, value, bounds, granularity, seed
     )
+    domain = _Domain(keys, spec.by)  # (the public domain checked before the data is read)
     kind, columns = _source(records, spec)
-    domain = _Domain(keys, spec.by)
     if kind == "dask":
         sums, dropped, trimmed, _ = _lazy(columns, domain, spec)
     else:
