@@ -443,14 +443,14 @@ def _priorities(spec: _Spec, w, c, v, k) -> np.ndarray:
 
 
 def _before(p: np.ndarray, a: int, b: int, *ties: np.ndarray) -> np.ndarray:
-    """For each person (a row of these 2-D arrays): is their row a before row b in the order
+    """For each person (a column of these 2-D arrays): is their row a before row b in the order
     (p, *ties)?  (Equal p is rare: the ties are settled on those people alone.)"""
-    first = p[:, a] < p[:, b]
-    at = np.flatnonzero(p[:, a] == p[:, b])
+    first = p[a] < p[b]
+    at = np.flatnonzero(p[a] == p[b])
     if len(at):
         result, undecided = np.zeros(len(at), dtype=bool), np.ones(len(at), dtype=bool)
         for t in ties:
-            x, y = t[at, a], t[at, b]
+            x, y = t[a][at], t[b][at]
             result |= undecided & (x < y)
             undecided &= x == y
         first[at] = result
@@ -458,15 +458,16 @@ def _before(p: np.ndarray, a: int, b: int, *ties: np.ndarray) -> np.ndarray:
 
 
 def _few(row_key, cell_key, c, v, spec: _Spec) -> np.ndarray:
-    """The rule for people of s rows each, s small: ``c`` and ``v`` are (people, s) arrays,
-    ``row_key`` and ``cell_key`` H(seed; 1, id) and H(seed; 2, id) as (people, 1) columns;
+    """The rule for people of s rows each, s small: ``c`` and ``v`` are (s, people) arrays
+    (row i of every person contiguous), ``row_key`` and ``cell_key`` H(seed; 1, id) and
+    H(seed; 2, id) as (1, people) arrays;
     every pair of a person's rows compared once, vectorised across people."""
-    s = c.shape[1]
+    s = c.shape[0]
     pairs = [(a, b) for b in range(1, s) for a in range(b)]
-    same = {(a, b): c[:, a] == c[:, b] for a, b in pairs}
+    same = {(a, b): c[a] == c[b] for a, b in pairs}
     k = np.zeros(c.shape, dtype=np.int64)
     for a, b in pairs:
-        k[:, b] += same[a, b] if v is None else same[a, b] & (v[:, a] == v[:, b])
+        k[b] += same[a, b] if v is None else same[a, b] & (v[a] == v[b])
     prio = _mix(row_key ^ (_u64(c) | (_u64(k) << _U64(32))))
     if v is not None:
         prio = _mix(prio ^ _u64(v))
@@ -474,12 +475,12 @@ def _few(row_key, cell_key, c, v, spec: _Spec) -> np.ndarray:
     if spec.max_groups is not None:
         first = np.ones(c.shape, dtype=bool)
         for a, b in pairs:
-            first[:, b] &= ~same[a, b]
+            first[b] &= ~same[a, b]
         cp, rank = _mix(cell_key ^ _u64(c)), 0 * k
         for a, b in pairs:
             ab = _before(cp, a, b, c)
-            rank[:, b] += first[:, a] & ab
-            rank[:, a] += first[:, b] & ~ab & ~same[a, b]
+            rank[b] += first[a] & ab
+            rank[a] += first[b] & ~ab & ~same[a, b]
         keep &= rank < spec.max_groups
     if spec.max_rows_per_group is None and spec.max_rows is None:
         return keep
@@ -488,14 +489,14 @@ def _few(row_key, cell_key, c, v, spec: _Spec) -> np.ndarray:
     if spec.max_rows_per_group is not None:
         rank = 0 * k
         for a, b in pairs:
-            rank[:, b] += same[a, b] & before[a, b]
-            rank[:, a] += same[a, b] & ~before[a, b]
+            rank[b] += same[a, b] & before[a, b]
+            rank[a] += same[a, b] & ~before[a, b]
         keep &= rank < spec.max_rows_per_group
     if spec.max_rows is not None:
         rank = 0 * k
         for a, b in pairs:
-            rank[:, b] += keep[:, a] & before[a, b]
-            rank[:, a] += keep[:, b] & ~before[a, b]
+            rank[b] += keep[a] & before[a, b]
+            rank[a] += keep[b] & ~before[a, b]
         keep &= rank < spec.max_rows
     return keep
 
@@ -553,9 +554,10 @@ def _select(pid: np.ndarray, cell: np.ndarray, val: np.ndarray | None, spec: _Sp
             continue
         at = order[(first[people][:, None] + np.arange(s)).ravel()]
         ids = word[order[first[people]]]
-        row_key, cell_key = (_hash(spec.seed, _U64(t), ids)[:, None] for t in (_ROW_TAG, _CELL_TAG))
-        v = None if val is None else val[at].reshape(-1, s)
-        keep[at] = _few(row_key, cell_key, cell[at].reshape(-1, s), v, spec).ravel()
+        row_key, cell_key = (_hash(spec.seed, _U64(t), ids)[None, :] for t in (_ROW_TAG, _CELL_TAG))
+        v = None if val is None else np.ascontiguousarray(val[at].reshape(-1, s).T)
+        c = np.ascontiguousarray(cell[at].reshape(-1, s).T)
+        keep[at] = _few(row_key, cell_key, c, v, spec).T.ravel()
     many = np.flatnonzero(sizes > max(limit, _PAIRWISE_MAX))
     if len(many):
         sz = sizes[many]

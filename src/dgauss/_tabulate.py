@@ -233,7 +233,8 @@ def _lazy(ddf, domain: _Domain, spec: _Spec):
 
     if spec.person is not None:
         ddf = ddf.shuffle(on=spec.person)
-    parts = [delayed(_frame_partial)(p, domain, spec) for p in ddf.to_delayed()]
+    shared = delayed(domain, pure=True)  # one copy of the domain for every task
+    parts = [delayed(_frame_partial)(p, shared, spec) for p in ddf.to_delayed()]
     return delayed(_combine)(parts, spec).compute()
 
 
