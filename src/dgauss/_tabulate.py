@@ -242,14 +242,10 @@ def _lazy(ddf, domain: _Domain, spec: _Spec):
 
 
 def _contributions(**bounds):
-    """The table's contribution set, a :class:`dgauss.accounting.Contributions` (imported on
-    first use)."""
-    from dgauss import accounting
+    """The table's contribution set, a :class:`dgauss.accounting.Contributions`."""
+    from dgauss.accounting import Contributions
 
-    cls = getattr(accounting, "Contributions", None)
-    if cls is None:
-        raise ImportError("dgauss.accounting.Contributions is not available in this version")
-    return cls(**bounds)
+    return Contributions(**bounds)
 
 
 def _units(values: np.ndarray, g: Fraction) -> np.ndarray:
