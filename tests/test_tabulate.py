@@ -416,3 +416,33 @@ def test_the_docstring_examples_run():
 
     result = doctest.testmod(_tabulate, verbose=False)
     assert result.failed == 0 and result.attempted >= 4
+
+
+def test_other_key_types():
+    """Datetimes, booleans, bytes, and ints beyond int64 (Python ints) as keys."""
+    day = np.array(["2026-01-01", "2026-01-02", "2026-01-05"], dtype="datetime64[D]")
+    t = dgauss.tabulate({"d": day[[0, 0, 2]]}, "d", {"d": day[:2]})
+    assert t.values.tolist() == [2, 0] and t.dropped == 1
+    t = dgauss.tabulate({"b": np.array([True, True, False])}, "b", {"b": [False, True]})
+    assert t.values.tolist() == [1, 2]
+    t = dgauss.tabulate({"s": np.array([b"x", b"y", b"y"])}, "s", {"s": np.array([b"y"])})
+    assert t.values.tolist() == [2] and t.dropped == 1
+    big = np.array([2**64, 5, 2**64, -(2**70)], dtype=object)
+    t = dgauss.tabulate({"n": big}, "n", {"n": [2**64, 5, 7]})
+    assert t.values.tolist() == [2, 1, 0] and t.dropped == 1
+    with pytest.raises(TypeError, match="'d'.*datetime"):
+        dgauss.tabulate({"d": day}, "d", {"d": [1, 2]})
+
+
+def test_a_key_frame_of_several_columns_maps_each_row():
+    pd = pytest.importorskip("pandas")
+    rng = random.Random(31)
+    rows = sorted(
+        {(rng.choice(TOWNS), rng.choice(AGES)) for _ in range(8)}, key=lambda _: rng.random()
+    )
+    keys = pd.DataFrame(rows, columns=["town", "age"])
+    data = dataset(rng, people=30)
+    t = dgauss.tabulate(data, ["town", "age"], keys)
+    counts = Counter(zip(data["town"].tolist(), data["age"].tolist(), strict=True))
+    assert t.values.tolist() == [counts[r] for r in rows]
+    assert t.dropped == len(data["town"]) - sum(counts[r] for r in rows)
