@@ -487,6 +487,8 @@ def tabulate(
     Returns
     -------
     Table
+        The values, the contribution set (``sensitivity``), and ``dropped`` / ``trimmed``:
+        exact counts of the data that are **not private** (for the analyst, never to publish).
 
     Raises
     ------
@@ -505,7 +507,8 @@ def tabulate(
     domain, a row with cell index j (its row in the table) and value s (in steps) that is
     the k-th (from 0) of the person's rows equal to it gets the priority
     H(seed; 1, id, j + 2**32 k) in a count table, H(seed; 1, id, j + 2**32 k, s mod 2**64)
-    in a sum table; the rows are ordered by (priority, j, s, k).  Then:
+    in a sum table (k < 2**32: a person has fewer rows than that); the rows are ordered by
+    (priority, j, s, k).  Then:
 
     1. with ``max_groups=c``: the person's cells ordered by (H(seed; 2, id, j), j), and the
        rows of the first c cells kept;
