@@ -548,6 +548,8 @@ def _select(pid: np.ndarray, cell: np.ndarray, val: np.ndarray | None, spec: _Sp
     order, starts = _group(word, pid)
     first = np.flatnonzero(starts)
     sizes = np.diff(np.r_[first, n])
+    if sizes.max() >= 2**32:  # (the occurrence number's room in a priority's word)
+        raise ValueError("person: one person has 2**32 rows or more, which bounding cannot rank")
     for s in range(limit + 1, min(int(sizes.max()), _PAIRWISE_MAX) + 1):
         people = np.flatnonzero(sizes == s)
         if not len(people):
