@@ -47,7 +47,7 @@ three times the input's size).
 reset before each step by writing 5 to ``/proc/self/clear_refs`` (Linux ≥ 4.0).  RSS counts
 every allocation, NumPy's buffers, pandas' hash tables and GMP's limbs alike, and costs
 nothing while the step runs; ``tracemalloc`` sees only what passes through Python's allocator
-hooks and slows an allocating run several times, so it was not used.  The input's size is
+hooks and slows an allocating run, so it was not used.  The input's size is
 ``df.memory_usage(deep=True).sum()``.  A step's peak is reported above the RSS at the
 release's start (the data and the interpreter already in it): the extra memory the step
 needs; the release's peak is the largest of them.  Where VmHWM cannot be reset, the script
