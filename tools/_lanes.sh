@@ -15,7 +15,8 @@
 # what it started; SIGTERM after DGAUSS_CI_GRACE seconds, default 60; SIGKILL 15 s later), then
 # reaped: nothing is left running when lanes_run returns.  DGAUSS_CI_KEEP_GOING=1 runs every
 # stage whatever fails (the status is still 1).  A SIGINT or SIGTERM to the script stops the
-# lanes the same way.
+# lanes the same way; the script killed outright (SIGKILL), each lane kills its process group
+# within a second.
 #
 # Every stage's command starts with SIGINT at its default (a command put in the background by
 # a script would start with it ignored, and the tests that interrupt their children need it).
@@ -32,6 +33,7 @@ _lanes_functions=()
 _lane=main      # the lane this shell runs (`main`: the script itself)
 _lane_failed=0  # whether a stage of this lane failed
 
+_lanes_main=$$  # the script
 _lanes_pids=()  # the lanes still running: each one's PID, which is its process group's ID
 # cleanup when the script exits, whatever way: no lane left running, the logs removed
 _lanes_exit() {
@@ -70,7 +72,7 @@ _lanes_fake() {  # NAME: "SECONDS STATUS" of a dry run's stage NAME (DGAUSS_CI_F
 }
 
 stage() {
-    local name=$1 file log start seconds rc=0 result fake
+    local name=$1 file log start seconds rc=0 result fake pid
     shift
     file=$(_lanes_file "$name")
     if [ -e "$LANES_DIR/stop" ] ||
@@ -92,7 +94,18 @@ stage() {
     log="$LANES_DIR/$file.log"
     start=$(date +%s)
     _lanes_say "$name: started ($*)"
-    (trap - INT && exec "$@") >"$log" 2>&1 </dev/null || rc=$?
+    if [ "$_lane" = main ]; then
+        (trap - INT && exec "$@") >"$log" 2>&1 </dev/null || rc=$?
+    else
+        # in the background of the lane, which meanwhile checks each second that the script is
+        # still there: killed without a chance to stop its lanes, it takes them with it
+        (trap - INT && exec {_lanes_tick_fd}<&- && exec "$@") >"$log" 2>&1 </dev/null &
+        pid=$!
+        while kill -0 "$pid" 2>/dev/null; do
+            _lanes_tick
+        done
+        wait "$pid" || rc=$?
+    fi
     seconds=$(($(date +%s) - start))
     if [ "$rc" -eq 0 ]; then
         result=passed
@@ -137,8 +150,16 @@ after_lane() {
     [ -e "$LANES_DIR/lane-$1.ended" ] || [ -e "$LANES_DIR/stop" ] ||
         _lanes_say "waiting for lane $1 to end"
     until [ -e "$LANES_DIR/lane-$1.ended" ] || [ -e "$LANES_DIR/stop" ]; do
-        sleep 1
+        _lanes_tick
     done
+}
+
+_lanes_tick() {  # (in a lane) wait a second; if the script is gone, end this lane at once
+    kill -0 "$_lanes_main" 2>/dev/null || {
+        rm -rf "$LANES_DIR"
+        kill -KILL -- "-$BASHPID"
+    }
+    read -r -t 1 -u "$_lanes_tick_fd" || true  # a second: nothing is ever written there
 }
 
 _lanes_in_lane() {  # LETTER FUNCTION: the body of a lane (in its background subshell)
@@ -149,6 +170,7 @@ _lanes_in_lane() {  # LETTER FUNCTION: the body of a lane (in its background sub
     # the lane's own shell outlives the signal to report it.  A handled signal is at its default
     # again in every command the lane starts.
     trap ':' INT TERM
+    exec {_lanes_tick_fd}<>"$LANES_DIR/tick"
     "$2"
     exit "$_lane_failed"
 }
@@ -173,6 +195,7 @@ lanes_run() {
     for letter in "${_lanes_letters[@]}"; do
         : >"$LANES_DIR/lane-$letter"
     done
+    mkfifo "$LANES_DIR/tick"
     trap 'signalled=130' INT
     trap 'signalled=143' TERM
     set -m  # each lane in a process group of its own, so that it can be stopped whole
