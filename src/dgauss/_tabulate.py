@@ -498,10 +498,11 @@ def tabulate(
 
     Notes
     -----
-    The rule.  Let H(seed; w1, ..., wk) = h_k where h_0 = mix(seed + 0x9E3779B97F4A7C15)
-    and h_i = mix(h_(i-1) XOR w_i), everything mod 2**64 and mix SplitMix64's finaliser
-    (z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB;
-    z ^= z >> 31).  A person's id is the word: an int mod 2**64; a float with an integer
+    The rule.  Let H(seed; w1, ..., wk) = h_k where ``h_0 = mix(seed + 0x9E3779B97F4A7C15)``
+    and ``h_i = mix(h_(i-1) XOR w_i)``, everything mod 2**64 and mix SplitMix64's
+    finaliser (``z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27;
+    z *= 0x94D049BB133111EB; z ^= z >> 31``).  A person's id is the word: an int mod
+    2**64; a float with an integer
     value as that int, another float by its IEEE-754 bits; a string as w = mix(len), then
     w = mix(w XOR code point) for each character.  Among the person's rows inside the
     domain, a row with cell index j (its row in the table) and value s (in steps) that is
