@@ -25,6 +25,8 @@ _INT64_MAX = 2**63 - 1
 #: people); a larger one by sorting.  Both follow the one rule (the tests compare them).
 _PAIRWISE_MAX = 8
 _ROW_TAG, _CELL_TAG = 1, 2
+#: Rows a step works on at once where the work is per row (temporaries stay this short).
+_CHUNK = 1 << 20
 
 
 # -- the keyed hash ----------------------------------------------------------------------------
@@ -63,7 +65,8 @@ def _word(pid: np.ndarray) -> np.ndarray:
     w = mix(w XOR ord(ch)) for each character."""
     kind = pid.dtype.kind
     if kind in "iu":
-        return pid.astype(_U64)  # (wraps: mod 2**64)
+        # (wraps: mod 2**64; 64-bit ids are read in place, as their bits)
+        return pid.view(_U64) if pid.dtype.itemsize == 8 else pid.astype(_U64)
     if kind == "f":
         x = pid.astype(np.float64)
         whole = (x == np.floor(x)) & (np.abs(x) < 2.0**63)
@@ -409,24 +412,64 @@ def _rank_in_runs(starts: np.ndarray) -> np.ndarray:
 
 def _group(word: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A permutation that puts each person's rows together, and where each person starts
-    in it.  Rows are sorted by their id's word with the row index packed into its low bits
-    (one sort of uint64); people whose words agree there are then told apart by their ids."""
+    in it.  One sort of uint64 keys, the row index packed into the low bits: integer ids of
+    a short range are packed whole (id minus the least id: exact), other ids by the high bits
+    of their word mixed (a bijection), and people whose keys agree there are then told apart
+    by their ids.  Built a chunk of rows at a time, so that no temporary is a column long."""
     n = len(word)
     bits = max(1, (n - 1).bit_length())
-    if bits <= 40:
-        mask = _U64((1 << bits) - 1)
-        packed = np.sort((word & ~mask) | np.arange(n, dtype=_U64))
-        order = (packed & mask).astype(np.int64)
-        top = packed >> _U64(bits)
-    else:
-        order = np.argsort(word, kind="stable")
-        top = word[order]
-    p = pid[order]
+    if bits > 40:
+        return _group_wide(word, pid)
+    mask = _U64((1 << bits) - 1)
+    exact = pid.dtype.kind in "iu" and n > 0
+    if exact:
+        least = int(pid.min())
+        exact = int(pid.max()) - least < 1 << (64 - bits)
+    key = np.empty(n, dtype=_U64)
+    for i in range(0, n, _CHUNK):
+        j = min(i + _CHUNK, n)
+        if exact:
+            k = pid[i:j].astype(_U64)  # (mod 2**64: k - least is the id minus the least)
+            k -= _U64(least & _MASK64)
+            k <<= _U64(bits)
+        else:
+            k = _mix(word[i:j].copy())
+            k &= ~mask
+        k |= np.arange(i, j, dtype=_U64)
+        key[i:j] = k
+    key.sort()
+    starts = np.empty(n, dtype=bool)
+    starts[:1] = True
+    for i in range(1, n, _CHUNK):
+        j = min(i + _CHUNK, n)
+        starts[i:j] = (key[i:j] ^ key[i - 1 : j - 1]) > mask
+    key &= mask
+    order = key.astype(np.int32) if n <= 2**31 else key.view(np.int64)
+    del key
+    if not exact:
+        p = pid[order]
+        clash = (p[1:] != p[:-1]) & ~starts[1:]
+        if clash.any():  # two people in one run of keys: order that run by id
+            first = np.flatnonzero(starts)
+            ends = np.r_[first[1:], n]
+            runs = np.unique(np.searchsorted(first, np.flatnonzero(clash) + 1, side="right") - 1)
+            at = np.concatenate([np.arange(first[i], ends[i]) for i in runs])
+            run = np.repeat(np.arange(len(runs)), ends[runs] - first[runs])
+            order[at] = order[at][np.lexsort((p[at], run))]
+            p[at] = pid[order[at]]
+            starts[1:] |= p[1:] != p[:-1]
+    return order, starts
+
+
+def _group_wide(word: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_group` for 2**40 rows or more: a stable sort of the words, then ids."""
+    order = np.argsort(word, kind="stable")
+    top, p = word[order], pid[order]
     new_top, new_pid = top[1:] != top[:-1], p[1:] != p[:-1]
     clash = new_pid & ~new_top
-    if clash.any():  # two people in one run of words: order that run by id
+    if clash.any():
         starts = np.flatnonzero(np.r_[True, new_top])
-        ends = np.r_[starts[1:], n]
+        ends = np.r_[starts[1:], len(word)]
         runs = np.unique(np.searchsorted(starts, np.flatnonzero(clash) + 1, side="right") - 1)
         at = np.concatenate([np.arange(starts[i], ends[i]) for i in runs])
         run = np.repeat(np.arange(len(runs)), ends[runs] - starts[runs])
