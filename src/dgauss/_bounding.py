@@ -192,9 +192,16 @@ def _by_dict(data: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 def _int_codes(data: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """_search for integers: a look-up table when the keys span a short range."""
+    """_search for integers: a look-up table when the keys span a short range (for many
+    8- or 16-bit ints, a table of every value of their type: int32 codes)."""
     if len(data) == 0 or len(keys) == 0:
         return np.full(len(data), -1, dtype=np.int64)
+    if data.dtype.kind in "iu" and data.dtype.itemsize <= 2 and len(data) > 1 << 18:
+        # a table of every value of the data's type (at most 2**16), read at the data's bits
+        unsigned = np.dtype(f"u{data.dtype.itemsize}")
+        every = np.arange(1 << 8 * data.dtype.itemsize, dtype=unsigned).view(data.dtype)
+        codes = _int_codes(every, keys)
+        return codes.astype(np.int32 if len(keys) < 2**31 else np.int64)[data.view(unsigned)]
     arrays = []
     for a in (data, keys):
         if a.dtype == object or (a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX):
@@ -301,7 +308,7 @@ class _Domain:
             return
         self.size = len(keys)
         rows = [
-            _lookup(self.columns[c], k, v, k, c)
+            _lookup(self.columns[c], k, v, k, c).astype(np.int64, copy=False)
             for c, k, v in zip(by, self.kinds, self.values, strict=True)
         ]
         code, self.steps = rows[0], []
@@ -317,17 +324,29 @@ class _Domain:
 
     def cells(self, data: dict[Any, np.ndarray]) -> np.ndarray:
         """Each record's cell (-1 outside the domain)."""
+        if self.frame is None:
+            # cell = sum of code_j * stride_j, built column by column (Horner) in int32
+            # (a cell is below size <= 2**31); a row with a code -1 may wrap: it is set to -1
+            cell: np.ndarray | None = None
+            outside = None
+            wide = np.int32 if self.size <= 2**31 else np.int64
+            for j, (c, kk, keys) in enumerate(zip(self.by, self.kinds, self.values, strict=True)):
+                kd, column = _kind(data[c], f"by column {c!r}")
+                code = _lookup(column, kd, keys, kk, c)
+                if cell is None or outside is None:
+                    cell, outside = code.astype(wide), code < 0
+                else:
+                    cell *= len(self.values[j])
+                    np.add(cell, code, out=cell, casting="unsafe")
+                    outside |= code < 0
+                del code
+            assert cell is not None
+            cell[outside] = -1
+            return cell
         codes = []
         for c, kk, keys in zip(self.by, self.kinds, self.values, strict=True):
             kd, column = _kind(data[c], f"by column {c!r}")
-            codes.append(_lookup(column, kd, keys, kk, c))
-        if self.frame is None:
-            cell, outside = codes[0] * self.strides[0], codes[0].copy()
-            for code, stride in zip(codes[1:], self.strides[1:], strict=True):
-                cell += code * stride
-                outside |= code  # negative if any code is -1
-            cell[outside < 0] = -1
-            return cell
+            codes.append(_lookup(column, kd, keys, kk, c).astype(np.int64, copy=False))
         code = codes[0]
         for j, distinct in enumerate(self.steps, start=1):
             combined = code * len(self.values[j]) + codes[j]
@@ -594,15 +613,17 @@ def _select(pid: np.ndarray, cell: np.ndarray, val: np.ndarray | None, spec: _Sp
     if sizes.max() >= 2**32:  # (the occurrence number's room in a priority's word)
         raise ValueError("person: one person has 2**32 rows or more, which bounding cannot rank")
     for s in range(limit + 1, min(int(sizes.max()), _PAIRWISE_MAX) + 1):
-        people = np.flatnonzero(sizes == s)
-        if not len(people):
-            continue
-        at = order[(first[people][:, None] + np.arange(s)).ravel()]
-        ids = word[order[first[people]]]
-        row_key, cell_key = (_hash(spec.seed, _U64(t), ids)[None, :] for t in (_ROW_TAG, _CELL_TAG))
-        v = None if val is None else np.ascontiguousarray(val[at].reshape(-1, s).T)
-        c = np.ascontiguousarray(cell[at].reshape(-1, s).T)
-        keep[at] = _few(row_key, cell_key, c, v, spec).T.ravel()
+        everyone = np.flatnonzero(sizes == s)
+        for i in range(0, len(everyone), _CHUNK // s):  # (a chunk of rows at a time)
+            people = everyone[i : i + _CHUNK // s]
+            at = order[(first[people][:, None] + np.arange(s)).ravel()]
+            ids = word[order[first[people]]]
+            row_key, cell_key = (
+                _hash(spec.seed, _U64(t), ids)[None, :] for t in (_ROW_TAG, _CELL_TAG)
+            )
+            v = None if val is None else np.ascontiguousarray(val[at].reshape(-1, s).T)
+            c = np.ascontiguousarray(cell[at].reshape(-1, s).T)
+            keep[at] = _few(row_key, cell_key, c, v, spec).T.ravel()
     many = np.flatnonzero(sizes > max(limit, _PAIRWISE_MAX))
     if len(many):
         sz = sizes[many]
