@@ -434,8 +434,12 @@ class Contributions(NeighbourSet):
         return min(c, m)
 
     def member(self) -> tuple[int, ...]:
-        """The greedy vector (r', …, r', m' mod r')·per_row, of the largest norm."""
+        """The greedy vector (r', …, r', m' mod r')·per_row, of the largest norm; when it has
+        more than :data:`MAX_LISTED_PARTS` entries, its first MAX_LISTED_PARTS (still a
+        member: fewer rows; what a lower bound reads, never a list of m' entries)."""
         m, _, r = self._shape
+        if m // r >= MAX_LISTED_PARTS:
+            return (self.per_row * r,) * MAX_LISTED_PARTS
         rest = (m % r,) if m % r else ()
         return tuple(self.per_row * x for x in (r,) * (m // r) + rest)
 
