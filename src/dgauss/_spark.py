@@ -1,0 +1,227 @@
+"""The Spark path of dgauss (public through :mod:`dgauss.spark`, whose docstring says what it
+promises): one release of a noised Spark DataFrame, which :mod:`dgauss._dispatch` hands here.
+The noise is drawn on the executors, one compiled call per column of each Arrow batch
+(``mapInArrow``), and the noised DataFrame is materialised once (a local checkpoint) before it
+is returned.  It imports the in-memory path (:mod:`dgauss._inputs`), never the modules that
+dispatch to it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+try:
+    import pyarrow as pa
+    from pyspark import TaskContext
+    from pyspark.sql import types as T
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "dgauss.spark needs PySpark and PyArrow: pip install 'dgauss[spark]' (and Java)"
+    ) from exc
+
+from dgauss import _driver, _inputs
+from dgauss._kinds import Kind
+
+#: What ``rng`` may be: None (the OS CSPRNG), or a seed that names every partition's stream.
+SeedLike = np.random.SeedSequence | int | None
+
+#: Spark's integral column types (any of them noised into LongType, int64).
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+#: Spark's float column types (noised only with a granularity, into DoubleType).
+_FLOATS = (T.FloatType, T.DoubleType)
+
+
+# ==========================================================================
+# Checks, on the driver, before the release is counted
+# ==========================================================================
+
+
+def _seed(rng: SeedLike) -> tuple | None:
+    """``rng`` as the picklable (entropy, spawn_key, pool_size) of a SeedSequence, or None."""
+    if rng is None:
+        return None
+    if isinstance(rng, (bool, np.bool_)):
+        raise TypeError("rng must be None, a numpy.random.SeedSequence or an int seed, not bool")
+    if isinstance(rng, (int, np.integer)):
+        if rng < 0:
+            raise ValueError(f"rng, an int seed, must be non-negative, got {rng}")
+        rng = np.random.SeedSequence(int(rng))
+    if not isinstance(rng, np.random.SeedSequence):
+        raise TypeError(
+            "rng must be None (the OS CSPRNG on each executor), a numpy.random.SeedSequence "
+            f"or an int seed, not {type(rng).__name__}: a Generator is one sequential stream, "
+            "and the partitions of a Spark DataFrame are computed in any order, so each "
+            "partition takes the child of a SeedSequence named by its index"
+        )
+    return (rng.entropy, tuple(rng.spawn_key), rng.pool_size)
+
+
+def _partition_rng(seed: tuple | None, index: int) -> np.random.Generator | None:
+    """Partition ``index``'s generator: the ``index``-th child of the seed, or None (the OS)."""
+    if seed is None:
+        return None
+    entropy, spawn_key, pool_size = seed
+    child = np.random.SeedSequence(entropy, spawn_key=(*spawn_key, index), pool_size=pool_size)
+    return np.random.Generator(np.random.PCG64(child))
+
+
+def _chosen(schema, columns, granularity: Fraction | None) -> list[int]:
+    """The indexes of the columns to noise (``columns=``, default every column), each checked
+    against the schema: it exists once, and holds integers (or, with a granularity, floats)."""
+    names = list(schema.names)
+    if columns is None:
+        wanted = names
+        if not wanted:
+            raise ValueError("values has no columns to noise")
+    else:
+        if isinstance(columns, str) or not isinstance(columns, (list, tuple)):
+            columns = [columns]
+        wanted = list(columns)
+        if not wanted:
+            raise ValueError("columns= must name at least one column")
+    chosen = []
+    for name in wanted:
+        if not isinstance(name, str):
+            raise TypeError(f"columns= must hold column names (str), found {name!r}")
+        if name not in names:
+            raise ValueError(
+                f"columns= names {name!r}, which is not a column; the columns are: "
+                + ", ".join(map(repr, names))
+            )
+        if names.count(name) > 1:
+            raise ValueError(f"columns= names {name!r}, which several columns share")
+        index = names.index(name)
+        if index in chosen:
+            raise ValueError(f"columns= names {name!r} twice")
+        field = schema.fields[index]
+        allowed = _INTEGRAL + (_FLOATS if granularity is not None else ())
+        if not isinstance(field.dataType, allowed):
+            hint = " (choose the count columns with columns=[...])" if columns is None else ""
+            if isinstance(field.dataType, _FLOATS):
+                raise TypeError(
+                    f"column {name!r} holds floats: pass granularity=g (values on the lattice "
+                    "g*Z) or integer counts; floats are never rounded"
+                )
+            raise TypeError(
+                f"column {name!r} holds {field.dataType.simpleString()} values, not integer "
+                f"counts{hint}"
+            )
+        chosen.append(index)
+    return chosen
+
+
+# ==========================================================================
+# The work on the executors
+# ==========================================================================
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every task needs (one picklable object: the noise's parameters, never a budget)."""
+
+    kind: int
+    param: Fraction
+    int64_safe: bool
+    granularity: Fraction | None
+    clip: tuple[int | None, int | None] | None
+    seed: tuple | None
+    chosen: tuple[str, ...]  # the noised columns' names
+
+
+def _noise_column(values: pa.Array, name: str, plan: _Plan, rng) -> pa.Array:
+    """One Arrow column of a batch plus noise, by the in-memory path (one compiled call)."""
+    if values.null_count:
+        raise ValueError(
+            f"column {name!r} has {values.null_count} missing value(s) (null); fill or drop "
+            "them before noising"
+        )
+    array = values.to_numpy(zero_copy_only=False)
+    prep = _inputs._prepare(array, plan.granularity, name=f"column {name!r}")
+    noised = _inputs._add(
+        prep,
+        Kind(plan.kind),
+        plan.param,
+        plan.int64_safe,
+        rng=rng,
+        out=None,
+        clip=plan.clip,
+        overflow="raise",
+        workers=None,
+        granularity=plan.granularity,
+    )
+    out_type = pa.float64() if plan.granularity is not None else pa.int64()
+    return pa.array(noised, type=out_type)
+
+
+def _noise_batches(plan: _Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow``'s function: every batch of one partition, its chosen columns noised.
+    Seeded, the partition's batches draw in order from its own child of the seed."""
+    context = TaskContext.get()
+    rng = _partition_rng(plan.seed, context.partitionId() if context is not None else 0)
+    for batch in batches:
+        arrays = list(batch.columns)
+        for name in plan.chosen:
+            i = batch.schema.get_field_index(name)
+            arrays[i] = _noise_column(arrays[i], name, plan, rng)
+        yield pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+# ==========================================================================
+# The release
+# ==========================================================================
+
+
+def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns):
+    """One release of ``mech`` over the Spark DataFrame ``values``
+    (:func:`dgauss._inputs._release`'s contract): every argument checked from the schema, then
+    ``take()`` (size unknown: the whole sensitivity), then the noise drawn on the executors and
+    materialised once (``localCheckpoint(eager=True)``), the result returned."""
+    kind, param, g = mech._kind, mech._param, mech.granularity
+    if out is not None:
+        raise TypeError("out= is not supported for a Spark DataFrame (a new one is returned)")
+    if workers is not None and workers != 1:
+        raise ValueError(
+            f"workers must be None for a Spark DataFrame (Spark's tasks are the parallelism), "
+            f"got {workers!r}"
+        )
+    clip_, overflow_ = _inputs._check_clip(clip, g), _inputs._check_overflow(overflow)
+    int64_safe = _driver.int64_safe(kind, param)
+    if g is None and overflow_ == "object":
+        raise ValueError(
+            "overflow='object' is not supported for a Spark DataFrame: noised columns are "
+            "int64 (LongType), and a sum beyond int64 raises"
+        )
+    if g is None and not int64_safe:
+        raise ValueError(
+            "the noise is too wide for int64 columns (sigma2 > 2**100 or scale > 2**40): a "
+            "Spark DataFrame's noised columns are int64"
+        )
+    seed = _seed(rng)
+    if not hasattr(values, "schema") or not hasattr(values, "mapInArrow"):
+        raise TypeError(f"values must be a Spark DataFrame, not {type(values).__name__}")
+    schema = values.schema
+    chosen = _chosen(schema, columns, g)
+    out_type = T.DoubleType() if g is not None else T.LongType()
+    fields = [
+        T.StructField(f.name, out_type, f.nullable) if i in chosen else f
+        for i, f in enumerate(schema.fields)
+    ]
+    plan = _Plan(
+        int(kind),
+        param,
+        int64_safe,
+        g,
+        clip_,
+        seed,
+        tuple(schema.names[i] for i in chosen),
+    )
+    take()  # counted (or refused) before any job runs
+    noised = values.mapInArrow(functools.partial(_noise_batches, plan), T.StructType(fields))
+    # Drawn here, once: the blocks are kept and the lineage cut, so that no later read can
+    # draw again (a lost block fails the read instead).
+    return noised.localCheckpoint(eager=True)
