@@ -446,3 +446,54 @@ def test_a_key_frame_of_several_columns_maps_each_row():
     counts = Counter(zip(data["town"].tolist(), data["age"].tolist(), strict=True))
     assert t.values.tolist() == [counts[r] for r in rows]
     assert t.dropped == len(data["town"]) - sum(counts[r] for r in rows)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_many_narrow_int_keys_find_their_cells(dtype):
+    """Past 2**18 rows a column of 8- or 16-bit ints is looked up in a table of every value
+    of its type; the cells (negative values and values outside the domain included) are
+    the same as a plain dict's."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(41)
+    keys = {
+        "a": np.array(sorted({info.min, info.max, 0, 1, 5, int(info.max) // 2}), dtype=dtype),
+        "b": np.array([3, 1, 2], dtype=dtype),
+    }
+    n = (1 << 18) + 1000
+    data = {
+        "a": np.r_[keys["a"], rng.integers(info.min, info.max, n, endpoint=True)].astype(dtype),
+        "b": rng.integers(0, 5, n + len(keys["a"])).astype(dtype),
+    }
+    t = dgauss.tabulate(data, ["a", "b"], keys)
+    index = [{v: i for i, v in enumerate(keys[c].tolist())} for c in ("a", "b")]
+    want = Counter(
+        index[0][a] * 3 + index[1][b]
+        for a, b in zip(data["a"].tolist(), data["b"].tolist(), strict=True)
+        if a in index[0] and b in index[1]
+    )
+    assert t.values.tolist() == [want[j] for j in range(len(t))]
+    assert t.dropped == len(data["a"]) - sum(want.values()) > 0
+
+
+@pytest.mark.parametrize("ids", ["str", "float", "uint64", "int64 wide"])
+def test_people_are_grouped_by_their_ids_whatever_their_kind(ids, monkeypatch):
+    """The rule for ids that are not packed whole (strings, floats, ints of a wide range) and
+    for uint64 ids past 2**63, against the plain-Python rule; then with every word forced
+    equal, so that all people meet in one run of the sort and are told apart by their ids."""
+    rng = random.Random(29)
+    data = dataset(rng, people=25, most=6)
+    ranks = {p: i for i, p in enumerate(sorted(set(data["pid"].tolist())))}
+    rank = np.array([ranks[p] for p in data["pid"].tolist()], dtype=np.uint64)
+    data["pid"] = {
+        "str": np.array([f"id{r}" for r in rank.tolist()]),
+        "float": rank * 0.5 - 3.25,
+        "uint64": np.uint64(2**64 - 100) + rank,
+        "int64 wide": np.where(rank % 2 == 0, -(2**62), 2**62) + rank.astype(np.int64),
+    }[ids]
+    t = dgauss.tabulate(data, ["town", "age"], KEYS, person="pid", max_rows=2, seed=3)
+    want, dropped, trimmed = expected(data, 3, 2)
+    assert t.values.tolist() == want and (t.dropped, t.trimmed) == (dropped, trimmed)
+    assert trimmed > 0
+    monkeypatch.setattr(_bounding, "_word", lambda pid: np.zeros(len(pid), dtype=np.uint64))
+    forced = dgauss.tabulate(data, ["town", "age"], KEYS, person="pid", max_rows=2, seed=3)
+    assert forced.trimmed == trimmed  # each person still cut to 2 rows, one by one
