@@ -13,6 +13,7 @@ import pytest
 
 from dgauss import Accountant, GaussianMechanism, LaplaceMechanism, accounting
 from dgauss.accounting import Contributions, L2Ball
+from dgauss.accounting._neighbours import MAX_LISTED_PARTS
 
 
 def _admitted(m, c, r, cells, per_row):
@@ -205,3 +206,18 @@ def test_three_tables_are_accounted_exactly_not_by_zcdp():
         assert d >= accounting.compose(accounting.Gaussian("53.5", mu)).delta(2)
     assert d == accounting.gaussian_delta("53.5", 2, [3, 3, 3])  # the single shift wins here
     assert program.epsilon("1e-6") < 0.95 * accounting.cdp_eps(program.rho, "1e-6")
+
+
+@pytest.mark.parametrize("c, r, per_row", [(2, 1, 1), (5, 2, 3), (MAX_LISTED_PARTS + 1, 1, 1)])
+def test_equal_entries_are_one_coordinate_answered_c_times(c, r, per_row):
+    """c cells of r rows: the one maximal vector's c equal entries are the single coordinate
+    (per_row·r,) answered c times, the same product mechanism, however large c is (no cliff
+    where a list of entries would end)."""
+    sens = Contributions(max_groups=c, max_rows_per_group=r, per_row=per_row)
+    one = accounting.gaussian_delta(5000, 1, [per_row * r], k=c)
+    assert accounting.gaussian_delta(5000, 1, sens) == one
+    if c < 100:
+        assert one == accounting.gaussian_delta(5000, 1, [per_row * r] * c)
+    assert accounting.calibrate_gaussian(1, "1e-6", sens) == accounting.calibrate_gaussian(
+        1, "1e-6", [per_row * r], k=c
+    )

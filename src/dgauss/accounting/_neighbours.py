@@ -273,8 +273,10 @@ def _maximal(
 MAX_LISTED = 96
 #: Most rows per person (max_rows) whose partitions are listed; beyond, the zCDP route.
 MAX_LISTED_ROWS = 256
+#: Most queries of one coordinate the accounting takes (``dgauss.accounting.MAX_K``).
+MAX_QUERIES = 10**7
 #: Most entries of a single maximal vector (c' cells of r' rows each) listed.
-MAX_LISTED_PARTS = 1 << 20
+MAX_LISTED_PARTS = 1 << 14
 
 
 class Contributions(NeighbourSet):
@@ -442,6 +444,16 @@ class Contributions(NeighbourSet):
             return (self.per_row * r,) * MAX_LISTED_PARTS
         rest = (m % r,) if m % r else ()
         return tuple(self.per_row * x for x in (r,) * (m // r) + rest)
+
+    def neighbours(self, k: int) -> list[tuple[tuple[int, ...], int]] | None:
+        """As :meth:`NeighbourSet.neighbours`; when the one maximal vector is c' entries
+        per_row·r' (all equal: no ``max_rows``, or m' = c'·r'), it is one coordinate
+        (per_row·r',) answered c'·k times, which is the same product mechanism, however many
+        entries (up to :data:`MAX_QUERIES` in all)."""
+        m, c, r = self._shape
+        if m == c * r and c > 1:
+            return [((self.per_row * r,), c * k)] if c * k <= MAX_QUERIES else None
+        return super().neighbours(k)
 
     def limited(self, cells: int) -> Contributions:
         """This set with at most ``cells`` coordinates."""
