@@ -160,6 +160,12 @@ def _kind(a: np.ndarray, where: str) -> tuple[str, np.ndarray]:
     if all(issubclass(t, (int, float, np.integer, np.floating)) for t in types) and not any(
         issubclass(t, (bool, np.bool_)) for t in types
     ):
+        # ints beside floats compare as floats: exact only while every int is one (|x| <= 2**53)
+        if any(isinstance(x, (int, np.integer)) and abs(int(x)) > 1 << 53 for x in items):
+            raise TypeError(
+                f"{where} mixes floats with ints beyond 2**53, which a float cannot tell apart "
+                "(two ids or keys would become one): make the column all ints or all floats"
+            )
         return "float", np.array(items, dtype=np.float64)
     if all(issubclass(t, (bool, np.bool_)) for t in types):
         return "bool", a.astype(bool)

@@ -185,6 +185,8 @@ def _partial(columns: dict[Any, np.ndarray], domain: _Domain, spec: _Spec):
         kind, pid = _kind(columns[spec.person], where)
         if kind == "str":
             pid = pid.astype(str)
+        elif kind == "empty":  # no rows (an empty frame, or an empty Dask partition)
+            pid = np.zeros(0, dtype=np.int64)
         elif kind not in _NUMERIC:
             raise TypeError(f"{where} must hold ints, floats or strings, not {kind} values")
     inside = cell >= 0
