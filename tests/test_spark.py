@@ -29,6 +29,12 @@ from dgauss.mechanisms import PrivacyBudgetError  # noqa: E402
 
 INT64_MAX = (1 << 63) - 1
 
+#: PySpark's own warnings about the installed pandas, not dgauss's.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
+    pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
+]
+
 
 @pytest.fixture(scope="module")
 def spark():
@@ -120,6 +126,7 @@ def test_reads_give_the_same_values_and_lost_blocks_fail(spark):
         np.testing.assert_array_equal(again, first)
 
 
+@pytest.mark.long
 def test_laplace_mechanism_and_granularity(spark):
     df = spark.createDataFrame(
         pd.DataFrame({"a": np.arange(300) % 5, "w": (np.arange(300) % 4) * 0.5}),
@@ -183,6 +190,7 @@ def test_dgauss_spark_refuses_other_values():
         dgauss.spark.add_gaussian_noise(np.arange(3), sigma2=1)
 
 
+@pytest.mark.long
 def test_values_are_checked_in_the_job(spark):
     """A null, or a sum beyond int64, raises in the job (the release was counted)."""
     nulls = spark.createDataFrame([(1,), (None,)], "x long")
@@ -196,6 +204,7 @@ def test_values_are_checked_in_the_job(spark):
 # ---- randomness ------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_os_noise_differs_between_partitions_and_between_calls(spark):
     df = zeros(spark, 4000, 4)
     parts = per_partition(dgauss.add_gaussian_noise(df, sigma2=2**20), "x")
@@ -224,6 +233,7 @@ def test_seeded_partition_i_draws_from_child_i_run_to_run(spark):
 # ---- reconcile on collected tables ------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_reconcile_on_collected_noisy_tables(spark):
     cells = pd.DataFrame({"region": ["a", "a", "b", "b"], "town": [1, 2, 3, 4], "count": 5})
     regions = cells.groupby("region", as_index=False)["count"].sum()
