@@ -10,13 +10,22 @@ import io
 import json
 import re
 import statistics
+import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dgauss
 from dgauss import cli
 from dgauss.accounting import Contributions
+from dgauss.cli import _tables, tabulate
+
+try:
+    import pyarrow
+except ImportError:  # the pyarrow cases skip; the plain path's still run
+    pyarrow = None
 
 TINY = "1/100"  # sigma2 or scale: no noise but with probability < 1e-21 a cell
 
@@ -51,6 +60,35 @@ def parsed(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text)))
 
 
+def hide_pyarrow(monkeypatch):
+    """pyarrow unimportable, as where the tables extra is not installed."""
+    for name in [m for m in sys.modules if m.split(".")[0] == "pyarrow"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    _tables._arrow.cache_clear()
+
+
+@pytest.fixture(params=["pyarrow", "plain"])
+def reader(request, monkeypatch):
+    """The CSV files read through pyarrow (the tables extra) or through Python's csv alone;
+    the value: a list of what each read of a CSV file took ('pyarrow' or 'plain')."""
+    if request.param == "pyarrow" and pyarrow is None:
+        pytest.skip("needs the tables extra (pyarrow)")
+    if request.param == "plain":
+        hide_pyarrow(monkeypatch)
+    taken: list[str] = []
+    fast = tabulate._read_fast
+
+    def spy(*args, **kwargs):
+        read = fast(*args, **kwargs)
+        taken.append("plain" if read is None else "pyarrow")
+        return read
+
+    monkeypatch.setattr(tabulate, "_read_fast", spy)
+    yield taken
+    _tables._arrow.cache_clear()
+
+
 @pytest.fixture
 def people(tmp_path):
     return write_csv(tmp_path / "people.csv", ["id", "region", "age", "income"], ROWS)
@@ -69,7 +107,7 @@ def columns(rows=ROWS) -> dict[str, np.ndarray]:
 PRODUCT = ["--by", "region,age", "--key", "region=north,south", "--key", "age=0-17,18+"]
 
 
-def test_a_count_table_is_the_library_s_exact_table(capsys, people):
+def test_a_count_table_is_the_library_s_exact_table(capsys, people, reader):
     status, out, err = run(
         capsys, people, *PRODUCT, "--person", "id", "--max-rows", 2, "--seed", 7, "--sigma2", TINY
     )
@@ -124,7 +162,7 @@ def test_the_noise_is_the_stated_one(tmp_path, capsys):
     assert "records: 1 dropped outside the domain, 0 trimmed" in err
 
 
-def test_key_rows_of_several_columns_in_the_file_s_order(tmp_path, capsys, people):
+def test_key_rows_of_several_columns_in_the_file_s_order(tmp_path, capsys, people, reader):
     pd = pytest.importorskip("pandas")
     keys = [["south", "18+"], ["north", "0-17"], ["west", "0-17"]]
     write_csv(tmp_path / "keys.csv", ["age", "region"], [[a, r] for r, a in keys])
@@ -149,7 +187,7 @@ def test_key_rows_of_several_columns_in_the_file_s_order(tmp_path, capsys, peopl
     assert "Contributions(max_groups=1, max_rows_per_group=1, cells=3)" in err
 
 
-def test_a_sum_table_on_a_lattice(capsys, people):
+def test_a_sum_table_on_a_lattice(capsys, people, reader):
     status, out, err = run(
         capsys, people, *PRODUCT, "--person", "id", "--max-rows", 3, "--seed", 1,
         "--value", "income", "--bounds=-2.5,50", "--granularity", "0.5", "--sigma2", TINY,
@@ -173,7 +211,7 @@ def test_a_sum_table_on_a_lattice(capsys, people):
     assert "sums of 'income' clamped to [-2.5, 50]" in err
 
 
-def test_integer_keys_match_as_integers_only_when_both_sides_are(tmp_path, capsys):
+def test_integer_keys_match_as_integers_only_when_both_sides_are(tmp_path, capsys, reader):
     path = write_csv(tmp_path / "r.csv", ["age"], [["07"], ["7"], ["+7"], ["8"]])
     status, out, err = run(capsys, path, "--by", "age", "--key", "age=7,9", "--sigma2", TINY)
     assert status == 0, err
@@ -299,7 +337,7 @@ def test_a_bad_option_names_itself_and_spends_nothing(
     assert ledger.read_bytes() == before
 
 
-def test_a_missing_column_is_listed_with_the_file_s_columns(capsys, people):
+def test_a_missing_column_is_listed_with_the_file_s_columns(capsys, people, reader):
     status, out, err = run(capsys, people, "--by", "area", "--key", "area=x", "--sigma2", 1)
     assert status == 2 and out == ""
     assert "--by names the column 'area', which" in err
@@ -315,7 +353,7 @@ def test_a_missing_column_is_listed_with_the_file_s_columns(capsys, people):
         ([["1", "north"]], "line 2: 2 fields where the header has 3"),
     ],
 )
-def test_a_bad_cell_is_an_input_error_and_spends_nothing(tmp_path, capsys, rows, says):
+def test_a_bad_cell_is_an_input_error_and_spends_nothing(tmp_path, capsys, rows, says, reader):
     path = write_csv(tmp_path / "r.csv", ["id", "region", "v"], rows)
     ledger = tmp_path / "budget.json"
     assert cli.main(["account", "--ledger", str(ledger), "--init", "--rho", "1"]) == 0
@@ -329,7 +367,7 @@ def test_a_bad_cell_is_an_input_error_and_spends_nothing(tmp_path, capsys, rows,
     assert ledger.read_bytes() == before
 
 
-def test_bad_key_files(tmp_path, capsys, people):
+def test_bad_key_files(tmp_path, capsys, people, reader):
     keys = write_csv(tmp_path / "k.csv", ["region"], [["north"], ["south"], ["north"]])
     status, out, err = run(capsys, people, "--by", "region", "--keys", keys, "--sigma2", 1)
     assert status == 1 and "holds the key 'north' twice (rows 1 and 3)" in err
@@ -346,3 +384,119 @@ def test_the_command_is_listed(capsys):
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["--help"])
     assert re.search(r"^\s+tabulate\s+microdata in", capsys.readouterr().out, re.M)
+
+
+# -- the pyarrow path reads what the plain path reads ---------------------------------------
+
+needs_pyarrow = pytest.mark.skipif(pyarrow is None, reason="needs the tables extra (pyarrow)")
+
+#: A count by k with each person p cut to 2 rows: the domain as integers, then as text.
+BOTH_OPTIONS = [
+    ["--by", "k", "--key", "k=7,1,-3", "--person", "p", "--max-rows", 2, "--seed", 5],
+    ["--by", "k", "--key", "k=7,07,x, 1", "--person", "p", "--max-rows", 2, "--seed", 5],
+]
+
+
+def both(tmp_path, capsys, monkeypatch, text: bytes, options) -> tuple[list, list]:
+    """(status, stdout, stderr) with pyarrow and without, on the CSV ``text``; and what each
+    run's read of the records took."""
+    path = tmp_path / "records.csv"
+    path.write_bytes(text)
+    results, taken, reads = [], [], []
+    fast = tabulate._read_fast
+
+    def spy(*args, **kwargs):
+        reads.append(fast(*args, **kwargs))
+        return reads[-1]
+
+    for plain in (False, True):
+        reads.clear()
+        with monkeypatch.context() as m:
+            if plain:
+                hide_pyarrow(m)
+            m.setattr(tabulate, "_read_fast", spy)
+            results.append(run(capsys, path, *options, "--sigma2", TINY))
+        _tables._arrow.cache_clear()
+        taken.append("plain" if not reads or reads[-1] is None else "pyarrow")
+    return results, taken
+
+
+@needs_pyarrow
+@pytest.mark.parametrize("options", BOTH_OPTIONS, ids=["int-domain", "text-domain"])
+@pytest.mark.parametrize(
+    ("text", "fast"),
+    [
+        ("p,k\n1,7\n1,7\n1,7\n2,1\n3,-3\n3,8\n", True),  # integers
+        ("p,k\n1, 7\n1,\t+7 \n1,07\n2,\xa01\u2028\n3,-3\n", True),  # spaces str.strip strips
+        ("k;p\r\n7;a\r\n 1;b\r\n7;a\r\n", True),  # a text person, ; and \r\n
+        ('\ufeff"p","k"\n"1","7"\n"2","x"\n"3"," 1"\n', True),  # BOM, quotes, a text key
+        ('p,k,note\n1,7,"a,\nb"\n2,1,c\n', True),  # a line break inside quotes
+        ("p,k\n1,7\n2,\n", False),  # an empty cell: its line is the plain path's to say
+        ("p,k\n1,7\n\n2,1\n", False),  # an empty line
+        ("p,k\n1,7\n2,1,3\n", False),  # a row of the wrong length
+        ("p,k\n1,7\n2,99999999999999999999\n", False),  # beyond int64: Python ints
+        ("p,k\n", False),  # no rows
+        ("p,p,k\n1,1,7\n", False),  # p twice
+    ],
+)
+def test_pyarrow_and_plain_paths_agree(tmp_path, capsys, monkeypatch, text, fast, options):
+    (with_arrow, plain), taken = both(tmp_path, capsys, monkeypatch, text.encode(), options)
+    assert with_arrow == plain
+    assert taken == (["pyarrow"] if fast else ["plain"]) + ["plain"]
+    status, out, err = plain
+    assert status in (0, 1), err
+
+
+@needs_pyarrow
+def test_the_pyarrow_path_keeps_the_spelling_of_integer_keys_matched_as_text(
+    tmp_path, capsys, monkeypatch
+):
+    """Records 07, 7, +7 are one integer key against an integer domain, three spellings
+    against a text one: the pyarrow path keeps the text of a key column it must match as
+    text, and of a column it found to be text only after many integer rows (read again)."""
+    rows = "".join(f"{i},7\n" for i in range(300_000)) + "1,07\n2,+7\n3,x\n"
+    text = ("p,k\n" + rows).encode()
+    for options, counts in (
+        (["--by", "k", "--key", "k=7,07,+7,x"], ["300000", "1", "1", "1"]),
+        (["--by", "p", "--key", "p=1,2,-9"], ["2", "2", "0"]),  # p all integers
+    ):
+        (with_arrow, plain), taken = both(tmp_path, capsys, monkeypatch, text, options)
+        assert with_arrow == plain and taken == ["pyarrow", "plain"]
+        assert [r[-1] for r in parsed(with_arrow[1])[1:]] == counts
+    # k a person column: integers for 300,000 rows, then 07 and x (read again, as text)
+    spec = ["--by", "p", "--key", "p=1,2", "--person", "k", "--max-rows", 1, "--seed", 3]
+    (with_arrow, plain), taken = both(tmp_path, capsys, monkeypatch, text, spec)
+    assert with_arrow == plain and taken == ["pyarrow", "plain"] and with_arrow[0] == 0
+    # 07 and +7 are two people but for 7 (as integers, all three one person: at most 1 row)
+    assert sum(int(r[-1]) for r in parsed(with_arrow[1])[1:]) >= 2
+
+
+@needs_pyarrow
+def test_a_field_past_csvs_limit_goes_to_the_plain_path(tmp_path, capsys, monkeypatch):
+    limit = csv.field_size_limit(50)
+    try:
+        text = f"p,k,note\n1,7,{'x' * 60}\n".encode()  # a column not read, but parsed
+        (with_arrow, plain), taken = both(tmp_path, capsys, monkeypatch, text, BOTH_OPTIONS[0])
+    finally:
+        csv.field_size_limit(limit)
+    assert with_arrow == plain and taken == ["plain", "plain"]
+    assert plain[0] == 1 and "field larger than field limit" in plain[2]
+
+
+HOSTILE = st.text(alphabet=st.sampled_from(list('17-+0 ,"\r\n\tx\xa0')), max_size=40)
+
+
+@needs_pyarrow
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    body=HOSTILE, head=st.sampled_from(["p,k\n", "k,p\r\n", '"p",k,z\n']), which=st.integers(0, 1)
+)
+@pytest.mark.long
+def test_any_text_both_paths_agree(tmp_path_factory, capsys, monkeypatch, body, head, which):
+    """Hostile text (stray quotes, empty lines, short rows, spaces, signs): the pyarrow path
+    reads it as the plain path does, or leaves it to the plain path."""
+    tmp = tmp_path_factory.mktemp("t")
+    (with_arrow, plain), _ = both(
+        tmp, capsys, monkeypatch, (head + body).encode(), BOTH_OPTIONS[which]
+    )
+    assert with_arrow == plain

@@ -190,12 +190,20 @@ class _Column:
     text: list[str] | None
     ints: np.ndarray | None
     numbers: np.ndarray | None = None
+    strings: np.ndarray | None = None  # the cells as a NumPy str array (the fast CSV path)
+    spelled: bool = True  # False: integers whose text was not kept (the fast CSV path)
 
     def as_text(self) -> list[str]:
         if self.text is not None:
             return self.text
-        assert self.ints is not None
+        if self.strings is not None:
+            return self.strings.tolist()
+        assert self.ints is not None and self.spelled, "the cells' text was not kept"
         return [str(v) for v in self.ints.tolist()]
+
+    def as_strings(self) -> np.ndarray:
+        """The cells as text in a NumPy str array (what :func:`_strings` makes of them)."""
+        return self.strings if self.strings is not None else _strings(self.as_text())
 
 
 @dataclass
@@ -433,18 +441,25 @@ def _open_text(path: str) -> Any:
 
 
 def _read(
-    path: str, delimiter: str | None, needed: dict[str, str], role: str
+    path: str, delimiter: str | None, needed: dict[str, str], role: str, spelled: set[str]
 ) -> tuple[dict[str, _Column], str]:
     """The ``needed`` columns of the CSV or Parquet file ``path`` (``-``: CSV on stdin), and
     its delimiter (``,`` for Parquet).  ``needed`` maps each column to the option naming it
     (``--value`` the one column that may hold other numbers than integers); ``role`` names
-    the file in messages (RECORDS, --keys).  A missing column is a usage error
-    (ValueError); an unreadable file or an empty cell an InputError."""
+    the file in messages (RECORDS, --keys); the text of the ``spelled`` columns is kept
+    even where they hold integers only.  A CSV file goes through pyarrow where it is
+    installed and the file is one it reads as Python's csv does (:func:`_read_fast`), else
+    through :mod:`csv`: the same columns, the same errors.  A missing column is a usage
+    error (ValueError); an unreadable file or an empty cell an InputError."""
     shown = "stdin" if path == "-" else path
     if path != "-" and not os.path.isfile(path):
         raise InputError(f"no such file: {path} ({role})")
     if _suffix(path) == ".parquet":
         return _read_parquet(path, needed, role), ","
+    if path != "-":
+        fast = _read_fast(path, delimiter, needed, spelled)
+        if fast is not None:
+            return fast
     try:
         with _open_text(path) as f:
             first = f.readline()
@@ -517,6 +532,152 @@ def _ints(cells: list[str]) -> np.ndarray | None:
         return np.array(values, dtype=object)
 
 
+# ---- reading a CSV through pyarrow (the tables extra) ----------------------------------------
+
+
+class _Unsure(Exception):
+    """The fast path cannot prove its reading is the plain path's: the plain path reads."""
+
+
+def _read_fast(
+    path: str, delimiter: str | None, needed: dict[str, str], spelled: set[str]
+) -> tuple[dict[str, _Column], str] | None:
+    """The ``needed`` columns of the CSV file ``path`` read by pyarrow, or None when pyarrow
+    is not installed or the file is one this path leaves to the plain one (which then reads
+    it, or says what is wrong with it): an empty cell, a row of the wrong length, an empty
+    line, a field past :func:`csv.field_size_limit`, an integer column beyond int64, a parse
+    pyarrow refuses or makes otherwise than Python's :mod:`csv` (checked on the header), a
+    column missing or named twice, no data rows.  The columns are what the plain path makes
+    of the same file: each cell stripped as :meth:`str.strip` strips, integers when every
+    cell of the column is ``[+-]?[0-9]+``; the text of an integer column is kept only for
+    the ``spelled`` columns (the plain path keeps it always)."""
+    pa = _tables._arrow()
+    if pa is None:
+        return None
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            first = f.readline()
+        chosen = _delimiter(delimiter, first)
+        header = next(csv.reader([first], delimiter=chosen), None)
+        if not header or len(chosen.encode()) != 1:
+            return None
+        names = [h.strip() for h in header]
+        if any(names.count(name) != 1 for name in needed):
+            return None
+        index = {name: names.index(name) for name in needed}
+        kept = set(spelled) & set(index)  # the columns whose text is kept
+        with _tables._malloc():
+            while True:
+                read = _gather(path, chosen, header, index, kept)
+                if isinstance(read, str):  # a column of text: read again, keeping its text
+                    kept.add(read)
+                    continue
+                return read, chosen
+    except (pa.ArrowException, ValueError, OSError, UnicodeDecodeError, csv.Error, _Unsure):
+        return None
+
+
+def _gather(
+    path: str, delimiter: str, header: list[str], index: dict[str, int], kept: set[str]
+) -> dict[str, _Column] | str:
+    """One pass of pyarrow's reader over the file (every column parsed as strings, as it
+    must to find the rows and to check the field-size limit; only the ``index`` columns
+    kept): the columns, or the name of a column not in ``kept`` that turned out not to hold
+    integers only (its text was not kept: the caller reads again)."""
+    pa = _tables._pa()
+    limit = csv.field_size_limit()
+    ints: dict[str, list[np.ndarray] | None] = {name: [] for name in index}
+    text: dict[str, list[Any]] = {name: [] for name in kept}
+    rows = 0
+    for batch in _tables._csv_batches(path, delimiter, header):
+        if batch.num_columns != len(header) or any(t != pa.string() for t in batch.schema.types):
+            raise _Unsure
+        if _tables._longest_field(batch) >= limit:
+            raise _Unsure  # Python's csv refuses a field this long
+        for name, j in index.items():
+            cells = _stripped(batch.column(j))
+            parts = ints[name]
+            if parts is not None:
+                values = _integers(cells)
+                if values is None and name not in kept:
+                    return name
+                if values is None:
+                    ints[name] = None
+                else:
+                    parts.append(values)
+            if name in kept:
+                text[name].append(cells)
+        rows += batch.num_rows
+    if rows == 0:
+        raise _Unsure
+    columns = {}
+    for name in index:
+        parts = ints[name]
+        values = None if parts is None else np.concatenate(parts)
+        strings = _numpy_strings(text[name]) if name in kept else None
+        columns[name] = _Column(None, values, strings=strings, spelled=name in kept)
+    return columns
+
+
+@functools.lru_cache(maxsize=1)
+def _space() -> tuple[str, np.ndarray]:
+    """What :meth:`str.strip` strips (the characters of :meth:`str.isspace`), as an RE2
+    class, and the bytes that may begin or end one in UTF-8 (a table of 256 flags: the
+    ASCII ones, and every byte past ASCII)."""
+    chars = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
+    edge = np.zeros(256, dtype=bool)
+    edge[[ord(c) for c in chars if ord(c) < 128]] = True
+    edge[128:] = True
+    return _tables._class(chars), edge
+
+
+def _stripped(cells: Any) -> Any:
+    """A pyarrow string array's cells stripped as :meth:`str.strip` strips them (the regular
+    expression runs only where a first or last byte may be a space); _Unsure when a cell is
+    then empty (the plain path says on which lines)."""
+    pc = _tables._pa().compute
+    space, edge = _space()
+    offsets, raw = _tables._chunk_bytes(cells)
+    if not np.diff(offsets).all():
+        raise _Unsure
+    if edge[raw[offsets[:-1]]].any() or edge[raw[offsets[1:] - 1]].any():
+        cells = pc.replace_substring_regex(cells, f"^{space}+|{space}+$", "")
+        if not np.diff(_tables._chunk_bytes(cells)[0]).all():
+            raise _Unsure
+    return cells
+
+
+def _integers(cells: Any) -> np.ndarray | None:
+    """The stripped cells as int64 when every one is ``[+-]?[0-9]+`` (the plain path's rule),
+    else None; beyond int64, the plain path decides (pyarrow's ArrowInvalid)."""
+    pa = _tables._pa()
+    pc = pa.compute
+    raw = _tables._chunk_bytes(cells)[1]
+    if raw.min() < ord("0") or raw.max() > ord("9"):  # not digits alone (no cell is empty)
+        if not pc.all(pc.match_substring_regex(cells, r"^[+-]?[0-9]+$")).as_py():
+            return None
+        cells = pc.replace_substring_regex(cells, r"^\+", "")  # pyarrow's parse refuses +7
+    return _tables._int64s(pc.cast(cells, pa.int64(), memory_pool=_tables._pool()))
+
+
+def _numpy_strings(chunks: list[Any]) -> np.ndarray:
+    """Pyarrow string arrays as one NumPy str array, as ``np.array(cells, dtype=str)`` makes
+    it of their Python strings: each distinct string made once, then taken by index."""
+    pa = _tables._pa()
+    pc = pa.compute
+    column = pa.chunked_array(chunks, type=pa.string())
+    distinct = pc.unique(column)
+    where = pc.index_in(column, value_set=distinct)
+    indices = np.concatenate(
+        [
+            np.frombuffer(c.buffers()[1], dtype=np.int32)[c.offset : c.offset + len(c)]
+            for c in where.chunks
+            if len(c)
+        ]
+    )
+    return _strings(distinct.to_pylist())[indices]
+
+
 def _read_parquet(path: str, needed: dict[str, str], role: str) -> dict[str, _Column]:
     pa = _tables._pa()
     import pyarrow.parquet as pq
@@ -567,7 +728,8 @@ def _domain(
     if plan.product is not None:
         lists = [plan.product[c] for c in plan.by]
         return None, list(itertools.product(*lists))
-    columns, _ = _read(args.keys, args.delimiter, {c: "--keys" for c in plan.by}, "--keys")
+    needed = {c: "--keys" for c in plan.by}
+    columns, _ = _read(args.keys, args.delimiter, needed, "--keys", set(plan.by))
     texts = list(zip(*(columns[c].as_text() for c in plan.by), strict=True))
     if not texts:
         raise InputError(f"{args.keys} has no rows (--keys): the domain must not be empty")
@@ -600,10 +762,10 @@ def _matched(
         if r.ints is not None and k.ints is not None:
             data[c], domain[c] = r.ints, k.ints
         else:
-            data[c], domain[c] = _strings(r.as_text()), _strings(k.as_text())
+            data[c], domain[c] = r.as_strings(), k.as_strings()
     if args.person is not None:
         p = records[args.person]
-        data[args.person] = p.ints if p.ints is not None else _strings(p.as_text())
+        data[args.person] = p.ints if p.ints is not None else p.as_strings()
     if args.value is not None:
         data[args.value] = _values(records[args.value], args.records)
     if plan.product is None and len(plan.by) > 1:  # rows of several columns: one joined key
@@ -630,9 +792,8 @@ def _values(column: _Column, shown: str) -> np.ndarray:
         return column.ints
     if column.numbers is not None:  # Parquet floats (at their exact value) or decimals
         return column.numbers
-    assert column.text is not None
     values, bad = [], []
-    for i, cell in enumerate(column.text):
+    for i, cell in enumerate(column.as_text()):
         try:
             values.append(_params.to_fraction(cell, "cell"))
         except (ValueError, TypeError):
@@ -652,7 +813,13 @@ def _prepare(args: argparse.Namespace, plan: _Plan) -> tuple[Any, list[tuple[str
     and the records' delimiter.  ValueError or TypeError: a usage error; InputError: a bad
     file or cell."""
     keys, key_text = _domain(args, plan)
-    records, delimiter = _read(args.records, args.delimiter, _needed(args, plan), "RECORDS")
+    if keys is None:
+        assert plan.product is not None
+        keys = {c: _Column(v, _ints(v)) for c, v in plan.product.items()}
+    spelled = {c for c in plan.by if keys[c].ints is None}  # matched as text
+    records, delimiter = _read(
+        args.records, args.delimiter, _needed(args, plan), "RECORDS", spelled
+    )
     data, domain = _matched(args, plan, records, keys)
     by = [_JOINED] if _JOINED in domain else plan.by
     return dgauss.tabulate(data, by, domain, **_arguments(args, plan)), key_text, delimiter
