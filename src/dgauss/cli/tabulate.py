@@ -624,7 +624,7 @@ def _space() -> tuple[str, np.ndarray]:
     """What :meth:`str.strip` strips (the characters of :meth:`str.isspace`), as an RE2
     class, and the bytes that may begin or end one in UTF-8 (a table of 256 flags: the
     ASCII ones, and every byte past ASCII)."""
-    chars = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
+    chars = "".join(filter(str.isspace, map(chr, range(sys.maxunicode + 1))))
     edge = np.zeros(256, dtype=bool)
     edge[[ord(c) for c in chars if ord(c) < 128]] = True
     edge[128:] = True
