@@ -34,35 +34,14 @@ from dgauss.accounting import (
     laplace_epsilon,
 )
 from dgauss.accounting._neighbours import MAX_LISTED_PARTS
+from test_contributions import _admitted, _maximal
 
 # -- an independent model of the set -----------------------------------------------------------
 
 
-def admitted(m, c, r, cells, per_row):
-    """Every vector the bounds admit on a table of ``cells`` cells, as a non-increasing tuple of
-    its nonzero magnitudes: every n ∈ {0, …}^cells within the bounds, scaled by per_row."""
-    top = min(x for x in (m, r) if x is not None)
-    out = set()
-    for n in itertools.product(range(top + 1), repeat=cells):
-        if m is not None and sum(n) > m:
-            continue
-        if c is not None and sum(1 for x in n if x) > c:
-            continue
-        if r is not None and any(x > r for x in n):
-            continue
-        v = tuple(sorted((per_row * x for x in n if x), reverse=True))
-        if v:
-            out.add(v)
-    return out
-
-
-def maximal(vectors):
-    """The vectors not dominated (entrywise ≤ after sorting, fewer or as many entries)."""
-
-    def below(u, v):
-        return u != v and len(u) <= len(v) and all(a <= b for a, b in zip(u, v, strict=False))
-
-    return {u for u in vectors if not any(below(u, v) for v in vectors)}
+# every vector the bounds admit, and the maximal ones: the brute force of test_contributions
+admitted = _admitted
+maximal = _maximal
 
 
 bounds = st.tuples(
