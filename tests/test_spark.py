@@ -4,6 +4,7 @@ real local SparkSession (local[2], started once for the module)."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 import sys
 from fractions import Fraction
@@ -257,3 +258,44 @@ def test_a_million_draws_follow_the_exact_pmf(spark):
     pmf = {x: dgauss.accounting.gaussian_pmf(x, sigma2) for x in range(-40, 41)}
     _, _, p = chi2_gof(samples, pmf)
     assert p > ALPHA
+
+
+# ---- tallies of microdata (the pieces of dgauss.tabulate on Spark) ------------------------------
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("value", [None, "pay"])
+def test_tally_on_spark_is_the_pandas_table(spark, value):
+    """Hash-partitioned on the person, each partition tallied by tabulate's own per-batch
+    rule, the partial tables summed: the same table as dgauss.tabulate on pandas, rows
+    dropped and trimmed alike (people of more rows than max_rows, keys outside the domain)."""
+    from dgauss import _spark, _tabulate
+
+    rng = np.random.default_rng(11)
+    n = 5000
+    records = pd.DataFrame(
+        {
+            "pid": rng.integers(0, 600, n),
+            "town": rng.choice(["a", "b", "c", "z"], n),  # "z" is outside the domain
+            "age": rng.integers(0, 6, n),
+            "pay": rng.integers(-50, 200, n),
+        }
+    )
+    keys = {"town": ["a", "b", "c"], "age": [0, 1, 2, 3, 4]}
+    bounds = {"max_rows": 3, "seed": 99}
+    if value is not None:
+        bounds.update(value=value, bounds=(0, 100))
+    want = dgauss.tabulate(records, ["town", "age"], keys, person="pid", **bounds)
+    spec = _tabulate._spec(
+        ("town", "age"), "pid", 3, None, None, value, bounds.get("bounds"), None, 99
+    )
+    domain = _tabulate._Domain(keys, spec.by)
+    needed = ["town", "age", "pid"] + ([value] if value else [])
+    tally = functools.partial(_tabulate._partial, domain=domain, spec=spec)
+    frame = spark.createDataFrame(records).repartition(3)
+    parts = _spark._tally(frame, "pid", needed, tally)
+    sums, dropped, trimmed, _ = _tabulate._combine(parts, spec)
+    np.testing.assert_array_equal(sums, want.values)
+    assert (dropped, trimmed) == (want.dropped, want.trimmed) and trimmed > 0 and dropped > 0
+    empty = _spark._tally(frame.limit(0), "pid", needed, tally)
+    assert [int(p[0].sum()) for p in empty] == [0]

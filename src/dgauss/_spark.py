@@ -9,7 +9,8 @@ dispatch to it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+import pickle
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -18,6 +19,7 @@ import numpy as np
 try:
     import pyarrow as pa
     from pyspark import TaskContext
+    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(
@@ -225,3 +227,39 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
     # Drawn here, once: the blocks are kept and the lineage cut, so that no later read can
     # draw again (a lost block fails the read instead).
     return noised.localCheckpoint(eager=True)
+
+
+# ==========================================================================
+# Tallies of microdata (for dgauss.tabulate): partial tables, summed on the driver
+# ==========================================================================
+
+
+def _tally_partition(
+    partial: Callable[[dict], tuple], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow``'s function: every batch of one partition as one set of NumPy columns
+    (a person's rows are all in this partition, so they are tallied together), its partial
+    table pickled into one row; nothing for an empty partition."""
+    found = list(batches)
+    if not found or not sum(b.num_rows for b in found):
+        return
+    table = pa.Table.from_batches(found)
+    columns = {name: table.column(name).to_numpy() for name in table.column_names}
+    blob = pickle.dumps(partial(columns), protocol=pickle.HIGHEST_PROTOCOL)
+    yield pa.RecordBatch.from_arrays([pa.array([blob], type=pa.binary())], names=["part"])
+
+
+def _tally(df, person, needed: list, partial: Callable[[dict], tuple]) -> list[tuple]:
+    """The partial tables of a Spark DataFrame's records: its ``needed`` columns, each
+    person's rows brought to one partition (hash-partitioned on ``person``), each partition
+    tallied on its executor by ``partial`` (a picklable function of ``{column: ndarray}``),
+    and the small results collected; the microdata never reach the driver.  An empty
+    DataFrame gives ``partial`` of its empty columns (typed from the schema)."""
+    data = df.select(*needed)
+    if person is not None:
+        data = data.repartition(F.col(person))
+    found = data.mapInArrow(functools.partial(_tally_partition, partial), "part binary").collect()
+    if found:
+        return [pickle.loads(row[0]) for row in found]
+    empty = data.limit(0).toArrow()
+    return [partial({name: empty.column(name).to_numpy() for name in empty.column_names})]
