@@ -4,7 +4,6 @@ real local SparkSession (local[2], started once for the module)."""
 
 from __future__ import annotations
 
-import functools
 import shutil
 import sys
 from fractions import Fraction
@@ -269,7 +268,6 @@ def test_tally_on_spark_is_the_pandas_table(spark, value):
     """Hash-partitioned on the person, each partition tallied by tabulate's own per-batch
     rule, the partial tables summed: the same table as dgauss.tabulate on pandas, rows
     dropped and trimmed alike (people of more rows than max_rows, keys outside the domain)."""
-    from dgauss import _spark, _tabulate
 
     rng = np.random.default_rng(11)
     n = 5000
@@ -286,16 +284,12 @@ def test_tally_on_spark_is_the_pandas_table(spark, value):
     if value is not None:
         bounds.update(value=value, bounds=(0, 100))
     want = dgauss.tabulate(records, ["town", "age"], keys, person="pid", **bounds)
-    spec = _tabulate._spec(
-        ("town", "age"), "pid", 3, None, None, value, bounds.get("bounds"), None, 99
-    )
-    domain = _tabulate._Domain(keys, spec.by)
-    needed = ["town", "age", "pid"] + ([value] if value else [])
-    tally = functools.partial(_tabulate._partial, domain=domain, spec=spec)
     frame = spark.createDataFrame(records).repartition(3)
-    parts = _spark._tally(frame, "pid", needed, tally)
-    sums, dropped, trimmed, _ = _tabulate._combine(parts, spec)
-    np.testing.assert_array_equal(sums, want.values)
-    assert (dropped, trimmed) == (want.dropped, want.trimmed) and trimmed > 0 and dropped > 0
-    empty = _spark._tally(frame.limit(0), "pid", needed, tally)
-    assert [int(p[0].sum()) for p in empty] == [0]
+    got = dgauss.tabulate(frame, ["town", "age"], keys, person="pid", **bounds)
+    np.testing.assert_array_equal(got.values, want.values)
+    assert (got.dropped, got.trimmed) == (want.dropped, want.trimmed)
+    assert got.trimmed > 0 and got.dropped > 0
+    assert got.sensitivity == want.sensitivity
+    assert got.frame.equals(want.frame)  # a pandas frame: the table is small
+    empty = dgauss.tabulate(frame.limit(0), ["town", "age"], keys, person="pid", **bounds)
+    assert empty.values.tolist() == [0] * 15

@@ -108,7 +108,8 @@ class _Spec:
 
 
 def _family(obj) -> str | None:
-    """ "pandas", "polars", "dask" for a DataFrame of that library, else None (no import)."""
+    """ "pandas", "polars", "dask", "spark" for a DataFrame of that library, else None (no
+    import)."""
     top = type(obj).__module__.split(".")[0]
     name = type(obj).__name__
     if top == "pandas" and name == "DataFrame":
@@ -117,6 +118,8 @@ def _family(obj) -> str | None:
         return "polars"
     if top in ("dask", "dask_expr") and hasattr(obj, "__dask_graph__") and hasattr(obj, "columns"):
         return "dask"
+    if top == "pyspark" and name == "DataFrame":
+        return "spark"
     return None
 
 

@@ -9,6 +9,7 @@ the per-row work (domain, lattice, the bounding rule) is :mod:`dgauss._bounding`
 
 from __future__ import annotations
 
+import functools
 import importlib
 import operator
 import secrets
@@ -33,8 +34,8 @@ from dgauss._bounding import (
 )
 
 _SUPPORTED = (
-    "a pandas DataFrame, a Polars DataFrame or LazyFrame, a Dask DataFrame, or a dict of "
-    "1-D NumPy arrays"
+    "a pandas DataFrame, a Polars DataFrame or LazyFrame, a Dask DataFrame, a Spark DataFrame, "
+    "or a dict of 1-D NumPy arrays"
 )
 
 
@@ -149,9 +150,9 @@ def _source(records, spec: _Spec) -> tuple[str, Any]:
         for col in cols:
             if col is not None and col not in names:
                 raise ValueError(f"{arg} names column {col!r}, which records does not have")
-    needed = list(dict.fromkeys(c for c in (*spec.by, spec.person, spec.value) if c is not None))
-    if kind == "dask":
-        return kind, records[needed]
+    needed = _needed(spec)
+    if kind in ("dask", "spark"):
+        return kind, records  # tallied where the data are (_lazy, dgauss._spark._tally)
     if kind == "polars":
         if type(records).__name__ == "LazyFrame":
             records = records.select(needed).collect()
@@ -168,6 +169,11 @@ def _source(records, spec: _Spec) -> tuple[str, Any]:
         lengths = {c: len(a) for c, a in columns.items()}
         raise ValueError(f"records' columns must have equal lengths, got {lengths}")
     return kind, columns
+
+
+def _needed(spec: _Spec) -> list:
+    """The columns the tally reads: the keys, the person, the value (each once)."""
+    return list(dict.fromkeys(c for c in (*spec.by, spec.person, spec.value) if c is not None))
 
 
 # -- the tally ---------------------------------------------------------------------------------
@@ -470,10 +476,12 @@ def tabulate(
 
     Parameters
     ----------
-    records : pandas DataFrame, Polars DataFrame or LazyFrame, Dask DataFrame, or dict
+    records : pandas, Polars (DataFrame or LazyFrame), Dask or Spark DataFrame, or dict
         The microdata; a dict maps column names to 1-D arrays of one length.  A Dask
         DataFrame is shuffled on ``person`` and tabulated partition by partition, lazily:
-        only the final table is computed.
+        only the final table is computed.  A Spark DataFrame likewise, on the executors
+        (hash-partitioned on ``person``, each partition tallied in one ``mapInArrow`` task);
+        only the partial tables reach the driver, and the table's ``frame`` is pandas.
     by : str or list of str
         The key columns.
     keys : dict or DataFrame
@@ -557,7 +565,13 @@ def tabulate(
     domain = _Domain(keys, spec.by)  # (the public domain checked before the data is read)
     kind, columns = _source(records, spec)
     if kind == "dask":
-        sums, dropped, trimmed, _ = _lazy(columns, domain, spec)
+        sums, dropped, trimmed, _ = _lazy(columns[_needed(spec)], domain, spec)
+    elif kind == "spark":
+        from dgauss import _spark  # the optional extra: needs pyspark, which such records prove
+
+        tally = functools.partial(_partial, domain=domain, spec=spec)
+        parts = _spark._tally(columns, spec.person, _needed(spec), tally)
+        sums, dropped, trimmed, _ = _combine(parts, spec)
     else:
         sums, dropped, trimmed, _ = _partial(columns, domain, spec)
     return Table(domain, spec, kind, sums, dropped, trimmed)
