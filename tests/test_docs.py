@@ -185,6 +185,7 @@ EXPECTED_BLOCKS = {
     "docs/howto/reproducible.md": (1, 0),
     "docs/index.md": (1, 0),
     "docs/reconcile.md": (1, 0),
+    "docs/spark.md": (0, 1),
 }
 
 PYTHON = ("python", "py", "python3")
@@ -622,6 +623,7 @@ PUBLIC_MODULES = (
     "dgauss",
     "dgauss.accounting",
     "dgauss.dask",
+    "dgauss.spark",
     "dgauss.mechanisms",
     "dgauss.reference",
     "dgauss.testing",

@@ -507,10 +507,12 @@ def add_gaussian_noise(
 
     Parameters
     ----------
-    values : int, float, list, numpy.ndarray, pandas or Dask object
-        Counts of any shape (0-d to N-D, any layout), Series or DataFrame, or a Dask
-        collection; floats (and Fractions) only with a ``granularity``.  See the module
-        docstring for the rules every entry point follows.
+    values : int, float, list, numpy.ndarray, pandas, Dask or Spark object, or Table
+        Counts of any shape (0-d to N-D, any layout), Series or DataFrame, a Dask
+        collection, a Spark DataFrame (:mod:`dgauss.spark`), or a :class:`~dgauss.Table`
+        (its own sensitivity and granularity; its frame returned with the noisy column);
+        floats (and Fractions) only with a ``granularity``.  See the module docstring for
+        the rules every entry point follows.
     sigma2, rho, epsilon, delta, sensitivity, k, accounting, granularity
         As for :class:`GaussianMechanism` (the noise set in exactly one way).
     rng : None or numpy.random.Generator
