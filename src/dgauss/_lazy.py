@@ -24,11 +24,11 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         "dgauss.dask needs Dask: pip install 'dgauss[dask]' (dask and distributed)"
     ) from exc
 
-from dgauss import _driver, _inputs, _params
+from dgauss import _driver, _inputs, _params, _seeds
 from dgauss._kinds import Kind
 
 #: What ``rng`` may be: None (the OS CSPRNG), or a seed that names every block's stream.
-SeedLike = np.random.SeedSequence | int | None
+SeedLike = _seeds.SeedLike
 
 
 class NoiseRecomputedWarning(UserWarning):
@@ -41,32 +41,11 @@ class NoiseRecomputedWarning(UserWarning):
 
 
 def _seed(rng: SeedLike) -> tuple | None:
-    """``rng`` as the picklable (entropy, spawn_key, pool_size) of a SeedSequence, or None."""
-    if rng is None:
-        return None
-    if isinstance(rng, (bool, np.bool_)):
-        raise TypeError("rng must be None, a numpy.random.SeedSequence or an int seed, not bool")
-    if isinstance(rng, (int, np.integer)):
-        if rng < 0:
-            raise ValueError(f"rng, an int seed, must be non-negative, got {rng}")
-        rng = np.random.SeedSequence(int(rng))
-    if not isinstance(rng, np.random.SeedSequence):
-        raise TypeError(
-            "rng must be None (the OS CSPRNG on each worker), a numpy.random.SeedSequence or "
-            f"an int seed, not {type(rng).__name__}: a Generator is one sequential stream, and "
-            "the blocks of a Dask collection are computed in any order, so each block takes "
-            "the child of a SeedSequence named by its index"
-        )
-    return (rng.entropy, tuple(rng.spawn_key), rng.pool_size)
+    """``rng`` as a picklable seed (:func:`dgauss._seeds.picklable_seed`), or None."""
+    return _seeds.picklable_seed(rng, "worker", "the blocks of a Dask collection")
 
 
-def _block_rng(seed: tuple | None, index: int) -> np.random.Generator | None:
-    """Block ``index``'s generator: the ``index``-th child of the seed, or None (the OS)."""
-    if seed is None:
-        return None
-    entropy, spawn_key, pool_size = seed
-    child = np.random.SeedSequence(entropy, spawn_key=(*spawn_key, index), pool_size=pool_size)
-    return np.random.Generator(np.random.PCG64(child))
+_block_rng = _seeds.child_rng  # piece i's generator: the seed's i-th child, or None (the OS)
 
 
 #: The topic under which a distributed worker reports each block of OS noise it has drawn.

@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
-import numpy as np
-
 try:
     import pyarrow as pa
     from pyspark import TaskContext
@@ -26,11 +24,11 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         "dgauss.spark needs PySpark and PyArrow: pip install 'dgauss[spark]' (and Java)"
     ) from exc
 
-from dgauss import _driver, _inputs
+from dgauss import _driver, _inputs, _seeds
 from dgauss._kinds import Kind
 
 #: What ``rng`` may be: None (the OS CSPRNG), or a seed that names every partition's stream.
-SeedLike = np.random.SeedSequence | int | None
+SeedLike = _seeds.SeedLike
 
 #: Spark's integral column types (any of them noised into LongType, int64).
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -44,32 +42,11 @@ _FLOATS = (T.FloatType, T.DoubleType)
 
 
 def _seed(rng: SeedLike) -> tuple | None:
-    """``rng`` as the picklable (entropy, spawn_key, pool_size) of a SeedSequence, or None."""
-    if rng is None:
-        return None
-    if isinstance(rng, (bool, np.bool_)):
-        raise TypeError("rng must be None, a numpy.random.SeedSequence or an int seed, not bool")
-    if isinstance(rng, (int, np.integer)):
-        if rng < 0:
-            raise ValueError(f"rng, an int seed, must be non-negative, got {rng}")
-        rng = np.random.SeedSequence(int(rng))
-    if not isinstance(rng, np.random.SeedSequence):
-        raise TypeError(
-            "rng must be None (the OS CSPRNG on each executor), a numpy.random.SeedSequence "
-            f"or an int seed, not {type(rng).__name__}: a Generator is one sequential stream, "
-            "and the partitions of a Spark DataFrame are computed in any order, so each "
-            "partition takes the child of a SeedSequence named by its index"
-        )
-    return (rng.entropy, tuple(rng.spawn_key), rng.pool_size)
+    """``rng`` as a picklable seed (:func:`dgauss._seeds.picklable_seed`), or None."""
+    return _seeds.picklable_seed(rng, "executor", "the partitions of a Spark DataFrame")
 
 
-def _partition_rng(seed: tuple | None, index: int) -> np.random.Generator | None:
-    """Partition ``index``'s generator: the ``index``-th child of the seed, or None (the OS)."""
-    if seed is None:
-        return None
-    entropy, spawn_key, pool_size = seed
-    child = np.random.SeedSequence(entropy, spawn_key=(*spawn_key, index), pool_size=pool_size)
-    return np.random.Generator(np.random.PCG64(child))
+_partition_rng = _seeds.child_rng  # piece i's generator: the seed's i-th child, or None (the OS)
 
 
 def _chosen(schema, columns, granularity: Fraction | None) -> list[int]:
