@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 try:
     import pyarrow as pa
     from pyspark import TaskContext
@@ -222,8 +224,18 @@ def _tally_partition(
         return
     table = pa.Table.from_batches(found)
     columns = {name: table.column(name).to_numpy() for name in table.column_names}
-    blob = pickle.dumps(partial(columns), protocol=pickle.HIGHEST_PROTOCOL)
+    sums, *rest = partial(columns)
+    cells = np.flatnonzero(sums)  # sparse: a partition touches few of a large domain's cells
+    blob = pickle.dumps((len(sums), cells, sums[cells], *rest), protocol=pickle.HIGHEST_PROTOCOL)
     yield pa.RecordBatch.from_arrays([pa.array([blob], type=pa.binary())], names=["part"])
+
+
+def _dense(part: tuple) -> tuple:
+    """A partial table sent sparse by :func:`_tally_partition`, as ``partial`` returned it."""
+    size, cells, values, *rest = part
+    sums = np.zeros(size, dtype=values.dtype)
+    sums[cells] = values
+    return (sums, *rest)
 
 
 def _tally(df, person, needed: list, partial: Callable[[dict], tuple]) -> list[tuple]:
@@ -237,6 +249,6 @@ def _tally(df, person, needed: list, partial: Callable[[dict], tuple]) -> list[t
         data = data.repartition(F.col(person))
     found = data.mapInArrow(functools.partial(_tally_partition, partial), "part binary").collect()
     if found:
-        return [pickle.loads(row[0]) for row in found]
+        return [_dense(pickle.loads(row[0])) for row in found]
     empty = data.limit(0).toArrow()
     return [partial({name: empty.column(name).to_numpy() for name in empty.column_names})]
