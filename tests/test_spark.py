@@ -29,8 +29,10 @@ from dgauss.mechanisms import PrivacyBudgetError  # noqa: E402
 
 INT64_MAX = (1 << 63) - 1
 
-#: PySpark's own warnings about the installed pandas, not dgauss's.
+#: Every test here is ``long`` (the quick check leaves them to ``--after-quick``: a Spark
+#: session takes 20 s to start); and PySpark's own warnings about pandas are not dgauss's.
 pytestmark = [
+    pytest.mark.long,
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
     pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
     pytest.mark.filterwarnings("ignore:toPandas attempted Arrow optimization"),  # lost blocks
