@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import os
 import sys
 import time
 
@@ -70,13 +71,13 @@ def main() -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers run this Python, with dgauss
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("bench-spark")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.pyspark.python", sys.executable)
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.batch))
         .getOrCreate()
     )

@@ -4,6 +4,7 @@ real local SparkSession (local[2], started once for the module)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from fractions import Fraction
@@ -41,6 +42,10 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def spark():
+    # the workers run PYSPARK_PYTHON (else `python3` on PATH, maybe another version): a session
+    # started from Python reads the variable, not the spark.pyspark.python setting
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     session = (
         SparkSession.builder.master("local[2]")
         .appName("dgauss-tests")
@@ -53,6 +58,11 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def counts_frame(spark, n: int = 400, partitions: int = 2):
