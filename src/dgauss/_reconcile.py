@@ -43,6 +43,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from dgauss import _bounding
+
 __all__ = ["reconcile", "Reconciliation"]
 
 
@@ -343,10 +345,7 @@ def _tie_keys(where: np.ndarray, seed: int) -> np.ndarray:
     the same remainder, and "the earlier first" gave the first cells of every group the
     +1s: +0.35 a cell nationally for the first age group in the census tree)."""
     mix = (seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % (1 << 64)
-    z = where.astype(np.uint64) + np.uint64(mix)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    return _bounding._mix(where.astype(np.uint64) + np.uint64(mix))  # a fresh array: in place
 
 
 def _split(
