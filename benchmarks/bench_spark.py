@@ -20,19 +20,28 @@ API only, and times each step, Spark's start included in the total (goal at 10^7
 
     timeout 900 python benchmarks/bench_spark.py --microdata 1e7
 
-* the data: microdata.py's census register (8,000 municipalities of lognormal sizes in 100
-  provinces, 18 ages, 2 sexes, 1 to 5 rows a person), made on the executors: ``spark.range``
-  of the partition numbers, each task making its partition of ``--partition`` rows with
-  ``microdata.partition`` (``mapInArrow``), so the rows are the ones microdata.py makes in
-  memory for the same ``--seed``; the driver holds only the public geography.  Nothing
-  caches them: like microdata.py's Dask path, each table's time includes making them again
-  (timed alone in the first row, which also starts the Python workers);
+* the data, at rest in Parquet as an office's register would be: microdata.py's census
+  register (8,000 municipalities of lognormal sizes in 100 provinces, 18 ages, 2 sexes, 1 to
+  5 rows a person), made on the executors (``spark.range`` of the partition numbers, each task
+  making its partition of ``--partition`` rows with ``microdata.partition`` in
+  ``mapInArrow``, so the rows are the ones microdata.py makes in memory for the same
+  ``--seed``) and written to ``--parquet DIR`` (default: a temporary directory) by a child
+  process before the timed run, which starts its own JVM: writing the data is not timed, the
+  session's start is;
+* the load: ``spark.read.parquet``, then ``repartition("pid").cache()`` and ``count()``: every
+  row of a person in one partition, once, so that each ``dgauss.tabulate`` finds the rows
+  already partitioned on its person and Spark plans no second shuffle.  ``--shuffle-each``
+  leaves that out (each table's job reads the Parquet and shuffles on the person itself);
 * the release: ``microdata.release`` unchanged: ``dgauss.tabulate(df, ...)`` of the detail
   (municipality x age x sex), municipality and province tables with ``person="pid",
-  max_rows=3`` (hash-partitioned on the person, tallied on the executors), one
-  ``dgauss.Accountant(epsilon=1, delta="1e-6")``, σ² from ``split(3, sensitivity=...)``,
-  ``add_gaussian_noise(table, ...)`` for each, ``dgauss.reconcile(...).integers()`` and
-  ``report()`` on the driver (the tables are small).
+  max_rows=3`` (tallied on the executors), one ``dgauss.Accountant(epsilon=1,
+  delta="1e-6")``, σ² from ``split(3, sensitivity=...)``, ``add_gaussian_noise(table, ...)``
+  for each, ``dgauss.reconcile(...).integers()`` and ``report()`` on the driver (the tables
+  are small).
+
+``--source generate`` makes the rows on the executors inside the timed run instead of reading
+them (each table's job makes them again; with ``--cache`` they are made once into Spark's
+cache): the rows are made by Python code, several times slower than reading Parquet.
 """
 
 from __future__ import annotations
@@ -41,7 +50,9 @@ import argparse
 import functools
 import math
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -60,12 +71,38 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026, help="--microdata: data and bound")
     parser.add_argument("--simulate", action="store_true", help="--microdata: seeded noise")
     parser.add_argument(
-        "--cache", action="store_true", help="--microdata: make the rows once, cache() them"
+        "--source",
+        choices=["parquet", "generate"],
+        default="parquet",
+        help="--microdata: read the rows from Parquet (written first, untimed) or make them",
     )
+    parser.add_argument("--parquet", metavar="DIR", help="--microdata: the Parquet data's home")
+    parser.add_argument(
+        "--shuffle-each",
+        action="store_true",
+        help="--microdata: no partitioning once on the person: each tabulate shuffles",
+    )
+    parser.add_argument(
+        "--cache", action="store_true", help="--source generate: make the rows once, cache()"
+    )
+    parser.add_argument("--write-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.microdata, args.partition, args.rho = int(args.microdata), int(args.partition), None
     if args.microdata < 0 or args.partition < 1:
         parser.error("--microdata must be at least 0 and --partition at least 1")
+    scratch = None
+    if args.microdata and args.source == "parquet" and not args.write_only:
+        if args.parquet is None:
+            scratch = tempfile.TemporaryDirectory(prefix="bench-spark-")
+            args.parquet = os.path.join(scratch.name, "register.parquet")
+        if not os.path.exists(args.parquet):  # the data at rest, written by another JVM
+            t = time.perf_counter()
+            subprocess.run(
+                [sys.executable, *sys.argv, "--write-only", "--parquet", args.parquet], check=True
+            )
+            print(
+                f"(the data written to {args.parquet} in {time.perf_counter() - t:.1f} s, untimed)"
+            )
 
     start = time.perf_counter()
     from pyspark.sql import SparkSession
@@ -87,6 +124,8 @@ def main() -> None:
     started = time.perf_counter() - start
     if args.microdata:
         microdata(spark, args, start, started)
+        if scratch is not None:
+            scratch.cleanup()
         return
     df = spark.range(0, args.rows, 1, args.partitions).select((F.col("id") % 100).alias("x"))
     sigma = math.sqrt(args.sigma2)
@@ -160,21 +199,34 @@ def microdata(spark, args, start: float, started: float) -> None:
         ]
     )
     ids = spark.range(0, len(rows), 1, len(rows))  # one task a partition of the data
-    records = ids.mapInArrow(functools.partial(_generate, per, args.seed, geo, rows), schema)
-    if args.cache:
-        records = records.cache()  # made once, held by Spark's block manager, columnar
+    made = ids.mapInArrow(functools.partial(_generate, per, args.seed, geo, rows), schema)
     meter = md.Meter()
-    first = "generate into the cache" if args.cache else "generate the partitions (once)"
-    meter.step(first, records.count)
+    if args.write_only:
+        made.write.mode("overwrite").parquet(args.parquet)
+        spark.stop()
+        return
+    if args.source == "generate":
+        records = made.cache() if args.cache else made  # cached: made once, held columnar
+        first = "generate into the cache" if args.cache else "generate the partitions (once)"
+        meter.step(first, records.count)
+    elif args.shuffle_each:
+        records = spark.read.parquet(args.parquet)
+        meter.step("read the Parquet (count)", records.count)
+    else:
+        # every row of a person in one partition, once: each tabulate's repartition on the
+        # person is then satisfied already, and Spark plans no second shuffle
+        records = spark.read.parquet(args.parquet).repartition("pid").cache()
+        meter.step("read, partition on the person, cache", records.count)
     out = md.release(meter, records, geo, args)
     total = time.perf_counter() - start
     detail = out["tables"]["detail"]
     assert detail.values.sum() + detail.trimmed + detail.dropped == n
-    steps = [name for name, *_ in meter.rows if not name.startswith("generate")]
+    steps = [name for name, *_ in meter.rows[1:]]  # the tables onwards
     release_s = sum(meter.seconds(s) for s in steps)
     print(
-        f"microdata: {n:,} rows made on the executors ({len(rows)} partitions of at most "
-        f"{per:,}), local[2]; {detail.trimmed:,} rows cut by max_rows={args.max_rows}"
+        f"microdata: {n:,} rows ({args.source}; made on the executors in {len(rows)} "
+        f"partitions of at most {per:,}), local[2]; {detail.trimmed:,} rows cut by "
+        f"max_rows={args.max_rows}"
     )
     print()
     print("| step | seconds |")

@@ -185,7 +185,7 @@ EXPECTED_BLOCKS = {
     "docs/howto/reproducible.md": (1, 0),
     "docs/index.md": (1, 0),
     "docs/reconcile.md": (1, 0),
-    "docs/spark.md": (0, 1),
+    "docs/spark.md": (0, 2),
 }
 
 PYTHON = ("python", "py", "python3")
