@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -17,16 +18,15 @@ from dgauss import _params, accounting
 from dgauss._rounding import _delta_text, _rounded_up
 from dgauss.cli import _ledger, _tables
 from dgauss.cli._common import (
-    EXIT_FAILURE,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
     Progress,
-    Terminated,
+    Release,
+    _add_noise_setting,
     _approx,
     _integer_text,
-    _large_delta_warning,
+    _mechanism,
     _one_line_errors,
     _positive_int,
+    _release,
     _rho_text,
     _write_stdout,
 )
@@ -85,22 +85,10 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="a column of integers to noise (repeat for several; required for CSV and Parquet)",
     )
-    noise.add_argument("--laplace", action="store_true", help="discrete Laplace noise")
-    noise.add_argument("--sigma2", metavar="S", help="Gaussian: the variance parameter")
-    noise.add_argument("--rho", metavar="R", help="Gaussian: a zCDP target rho > 0")
-    noise.add_argument("--scale", metavar="T", help="Laplace: the scale t > 0")
-    noise.add_argument("--epsilon", "--eps", metavar="E", help="an (eps, delta) target: eps > 0")
-    noise.add_argument(
-        "--delta",
-        metavar="D",
-        help="with --epsilon: 0 < D < 1 (Laplace: default 0, pure DP); from 1e-3 up a warning "
-        "says it is too large to protect anyone",
-    )
-    noise.add_argument(
-        "--accounting",
-        choices=("exact", "zcdp"),
-        default="exact",
-        help="Gaussian with --epsilon: calibrate by exact accounting (default) or by zCDP",
+    _add_noise_setting(
+        noise,
+        delta_help="with --epsilon: 0 < D < 1 (Laplace: default 0, pure DP); from 1e-3 up a "
+        "warning says it is too large to protect anyone",
     )
     noise.add_argument(
         "--sensitivity",
@@ -145,80 +133,45 @@ def _add_noise(commands: argparse._SubParsersAction) -> None:
 
 def run_noise(args: argparse.Namespace) -> int:
     """Carry out ``dgauss noise``; see :func:`main` for the exit status."""
-    typed_delta = args.delta  # (the ledger may set --delta to its budget's)
-    try:
+    steps = _Steps(args)
+
+    def check() -> tuple[Any, tuple[int, None] | None]:
         args.granularity = _granularity_option(args.granularity)
         mech = _ledger.noise_mechanism(args, lambda: _noise_mechanism(args))
         clip = None if args.clip_min is None else (_clip_steps(args), None)
         _check_noise_output(args)
-    except (ValueError, TypeError) as exc:
-        print(f"dgauss noise: error: {_noise_option_message(exc)}", file=sys.stderr)
-        return EXIT_USAGE
-    except _ledger.LedgerError as exc:
-        print(f"dgauss noise: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    _large_delta_warning("noise", typed_delta)
-    steps = _Steps(args)
-    ledger = None  # the accountant, once the release is recorded in --ledger
-    written = False
-    output = None if args.output is None else Output(args.output)
-    try:
-        try:
-            table = _read_noise_input(args, steps)
-            if not args.signed:
-                for line in _negative_values(args.input, table):
-                    steps.say(line)
-            if args.ledger is not None:  # recorded before any noise is drawn
-                mech, ledger = _ledger.record(
-                    args, mech, table.count, lambda: _noise_mechanism(args)
-                )
-            steps.at(1, 0, f"noising {table.count:,} values")
-            released = table.noised(mech, clip)
-            steps.at(2, 0, "writing")
-            steps.writing = True
-            _write_noise_output(args, released, steps, output)
-            written = True
-        finally:
-            steps.close()  # the bar's line ends before any message
-            if ledger is not None and not written:
-                print(
-                    f"dgauss noise: the release is recorded in the ledger {args.ledger} but "
-                    "its output was not written: its budget stays spent (the safe side)",
-                    file=sys.stderr,
-                )
-    except InputError as exc:
-        print(f"dgauss noise: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except _ledger.LedgerError as exc:
-        print(f"dgauss noise: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except _ledger.Refused as exc:
-        print(f"dgauss noise: refused: {exc}", file=sys.stderr)
-        return _ledger.EXIT_REFUSED
-    except BrokenPipeError:  # the reader left (``| head``): the release was made all the same
-        print(
-            "dgauss noise: stdout was closed before the output was complete (its reader "
-            "left); the release was made, with this noise:",
-            file=sys.stderr,
-        )
-        for line in _noise_report(mech, args, table.count) + _ledger.noise_lines(
-            args, mech, ledger
-        ):
-            print(line, file=sys.stderr)
-        raise  # status 141, as for any tool whose reader left
-    except (KeyboardInterrupt, Terminated) as stop:
-        if output is not None:
-            fate = output.fate()
-        elif steps.writing:
-            fate = "the output on stdout may be incomplete"
-        else:
-            fate = "nothing was written"
-        how = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"terminated by {stop.name}"
-        print(f"dgauss noise: {how}; {fate}", file=sys.stderr)
-        return EXIT_INTERRUPTED if isinstance(stop, KeyboardInterrupt) else stop.status
-    for line in _noise_report(mech, args, table.count) + _ledger.noise_lines(args, mech, ledger):
-        print(line, file=sys.stderr)
-    return 0
+        return mech, clip
+
+    def make(checked: tuple[Any, tuple[int, None] | None], run: Release) -> None:
+        run.mech, clip = checked
+        run.table = table = _read_noise_input(args, steps)
+        if not args.signed:
+            for line in _negative_values(args.input, table):
+                steps.say(line)
+        if args.ledger is not None:  # recorded before any noise is drawn
+            run.mech, run.ledger = _ledger.record(
+                args, run.mech, table.count, lambda: _noise_mechanism(args)
+            )
+        steps.at(1, 0, f"noising {table.count:,} values")
+        released = table.noised(run.mech, clip)
+        steps.at(2, 0, "writing")
+        steps.writing = True
+        _write_noise_output(args, released, steps, run.output)
+
+    def report(checked: object, run: Release) -> list[str]:
+        lines = _noise_report(run.mech, args, run.table.count)
+        return lines + _ledger.noise_lines(args, run.mech, run.ledger)
+
+    return _release(
+        "noise",
+        args,
+        check,
+        _noise_option_message,
+        make,
+        report,
+        ended=steps.close,  # the bar's line ends before any message
+        stdout_begun=lambda: steps.writing,
+    )
 
 
 def _negative_values(path: str, table: _NoiseTable | _tables.ArrowTable) -> list[str]:
@@ -339,14 +292,9 @@ def _noise_mechanism(args: argparse.Namespace):
             raise ValueError(
                 "with --laplace, set the noise in exactly one way: --scale or --epsilon [--delta]"
             )
-        if args.scale is not None:
-            if args.delta is not None:
-                raise ValueError("--delta goes with --epsilon, not with --scale")
-            return dgauss.LaplaceMechanism(scale=args.scale.strip(), sensitivity=sens)
-        delta = "0" if args.delta is None else args.delta.strip()
-        return dgauss.LaplaceMechanism(
-            epsilon=args.epsilon.strip(), delta=delta, sensitivity=sens, k=args.k
-        )
+        if args.scale is not None and args.delta is not None:
+            raise ValueError("--delta goes with --epsilon, not with --scale")
+        return _mechanism(args, sens)
     if args.scale is not None:
         raise ValueError("--scale sets Laplace noise: add --laplace, or use --sigma2")
     given = [
@@ -365,15 +313,7 @@ def _noise_mechanism(args: argparse.Namespace):
         raise ValueError(
             "--epsilon needs --delta (0 < D < 1) for the Gaussian; for pure eps-DP use --laplace"
         )
-    return dgauss.GaussianMechanism(
-        sigma2=None if args.sigma2 is None else args.sigma2.strip(),
-        rho=None if args.rho is None else args.rho.strip(),
-        epsilon=None if args.epsilon is None else args.epsilon.strip(),
-        delta=None if args.delta is None else args.delta.strip(),
-        sensitivity=sens,
-        k=args.k,  # > 1 only with --rho or --epsilon: calibrated for all k (_ledger checks)
-        accounting=args.accounting,
-    )
+    return _mechanism(args, sens)
 
 
 def _check_noise_output(args: argparse.Namespace) -> None:

@@ -42,14 +42,14 @@ import dgauss
 from dgauss import _params
 from dgauss.cli import _ledger, _tables
 from dgauss.cli._common import (
-    EXIT_FAILURE,
-    EXIT_INTERRUPTED,
     EXIT_USAGE,
-    Terminated,
-    _large_delta_warning,
+    Release,
+    _add_noise_setting,
+    _mechanism,
     _nonnegative_int,
     _one_line_errors,
     _positive_int,
+    _release,
     _write_stdout,
 )
 from dgauss.cli._csv import InputError, _delimiter, _lattice_text, write_csv_rows
@@ -153,20 +153,7 @@ def _add_tabulate(commands: argparse._SubParsersAction) -> None:
         help="the delimiter of the CSV files, one character (\\t for tab); default: sniffed "
         "from each header among , ; tab | (the output uses the records')",
     )
-    tab.add_argument("--laplace", action="store_true", help="discrete Laplace noise")
-    tab.add_argument("--sigma2", metavar="S", help="Gaussian: the variance parameter")
-    tab.add_argument("--rho", metavar="R", help="Gaussian: a zCDP target rho > 0")
-    tab.add_argument("--scale", metavar="T", help="Laplace: the scale t > 0")
-    tab.add_argument("--epsilon", "--eps", metavar="E", help="an (eps, delta) target: eps > 0")
-    tab.add_argument(
-        "--delta", metavar="D", help="with --epsilon: 0 < D < 1 (Laplace: default 0, pure DP)"
-    )
-    tab.add_argument(
-        "--accounting",
-        choices=("exact", "zcdp"),
-        default="exact",
-        help="Gaussian with --epsilon: calibrate by exact accounting (default) or by zCDP",
-    )
+    _add_noise_setting(tab, delta_help="with --epsilon: 0 < D < 1 (Laplace: default 0, pure DP)")
     tab.add_argument(
         "--clip-min", metavar="LO", help="clip the noisy values below at LO, e.g. 0 for counts"
     )
@@ -218,71 +205,38 @@ class _Plan:
 
 def run_tabulate(args: argparse.Namespace) -> int:
     """Carry out ``dgauss tabulate``; see :func:`dgauss.cli.main` for the exit status."""
-    typed_delta = args.delta  # (the ledger may set --delta to its budget's)
-    try:
+
+    def check() -> tuple[_Plan, tuple[int, None] | None]:
         plan = _plan(args)
         args.sensitivity = "1"  # a stand-in: the options checked as noise checks them
         _ledger.noise_mechanism(args, lambda: _noise_mechanism(args))
         clip = None if args.clip_min is None else (_clip_steps(args), None)
         _dry_run(args, plan)  # what dgauss.tabulate refuses in the options, before reading
-    except (ValueError, TypeError) as exc:
-        print(f"dgauss tabulate: error: {_option_message(exc)}", file=sys.stderr)
-        return EXIT_USAGE
-    except _ledger.LedgerError as exc:
-        print(f"dgauss tabulate: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    _large_delta_warning("tabulate", typed_delta)
-    ledger = None
-    written = False
-    output = None if args.output is None else Output(args.output)
-    mech: Any = None
-    table: Any = None
-    try:
+        return plan, clip
+
+    def make(checked: tuple[_Plan, tuple[int, None] | None], run: Release) -> int | None:
+        plan, clip = checked
         try:
-            try:
-                table, key_text, delimiter = _prepare(args, plan)
-            except (ValueError, TypeError) as exc:  # a column or argument the data refutes
-                print(f"dgauss tabulate: error: {_option_message(exc)}", file=sys.stderr)
-                return EXIT_USAGE
-            make = functools.partial(_table_mechanism, args, table)
-            mech = None if args.share is not None else make()
-            cells = len(table.values)
-            if args.ledger is not None:  # recorded before any noise is drawn
-                mech, ledger = _ledger.record(args, mech, cells, make)
-            assert mech is not None
-            noisy = mech(np.asarray(table.values), clip=clip, overflow="object")
-            _write(args, plan, key_text, table, noisy, delimiter, output)
-            written = True
-        finally:
-            if ledger is not None and not written:
-                print(
-                    f"dgauss tabulate: the release is recorded in the ledger {args.ledger} but "
-                    "its output was not written: its budget stays spent (the safe side)",
-                    file=sys.stderr,
-                )
-    except (InputError, _ledger.LedgerError) as exc:
-        print(f"dgauss tabulate: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except _ledger.Refused as exc:
-        print(f"dgauss tabulate: refused: {exc}", file=sys.stderr)
-        return _ledger.EXIT_REFUSED
-    except BrokenPipeError:  # the reader left (``| head``): the release was made all the same
-        print(
-            "dgauss tabulate: stdout was closed before the output was complete (its reader "
-            "left); the release was made, with this noise:",
-            file=sys.stderr,
-        )
-        for line in _report(args, plan, mech, table, ledger):
-            print(line, file=sys.stderr)
-        raise  # status 141
-    except (KeyboardInterrupt, Terminated) as stop:
-        fate = output.fate() if output is not None else "nothing was written"
-        how = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"terminated by {stop.name}"
-        print(f"dgauss tabulate: {how}; {fate}", file=sys.stderr)
-        return EXIT_INTERRUPTED if isinstance(stop, KeyboardInterrupt) else stop.status
-    for line in _report(args, plan, mech, table, ledger):
-        print(line, file=sys.stderr)
-    return 0
+            table, key_text, delimiter = _prepare(args, plan)
+        except (ValueError, TypeError) as exc:  # a column or argument the data refutes
+            print(f"dgauss tabulate: error: {_option_message(exc)}", file=sys.stderr)
+            return EXIT_USAGE
+        run.table = table
+        # the table's sensitivity, in steps of its granularity (the values noised are steps)
+        mechanism = functools.partial(_mechanism, args, table.sensitivity)
+        run.mech = None if args.share is not None else mechanism()
+        cells = len(table.values)
+        if args.ledger is not None:  # recorded before any noise is drawn
+            run.mech, run.ledger = _ledger.record(args, run.mech, cells, mechanism)
+        assert run.mech is not None
+        noisy = run.mech(np.asarray(table.values), clip=clip, overflow="object")
+        _write(args, plan, key_text, table, noisy, delimiter, run.output)
+        return None
+
+    def report(checked: tuple[_Plan, object], run: Release) -> list[str]:
+        return _report(args, checked[0], run.mech, run.table, run.ledger)
+
+    return _release("tabulate", args, check, _option_message, make, report)
 
 
 # ---- the options ---------------------------------------------------------------------------
@@ -823,28 +777,6 @@ def _prepare(args: argparse.Namespace, plan: _Plan) -> tuple[Any, list[tuple[str
     data, domain = _matched(args, plan, records, keys)
     by = [_JOINED] if _JOINED in domain else plan.by
     return dgauss.tabulate(data, by, domain, **_arguments(args, plan)), key_text, delimiter
-
-
-def _table_mechanism(args: argparse.Namespace, table):
-    """The mechanism of ``args``' noise with the table's sensitivity (in steps of its
-    granularity: the values noised are the table's steps)."""
-    sens = table.sensitivity
-    if args.laplace:
-        if args.scale is not None:
-            return dgauss.LaplaceMechanism(scale=args.scale.strip(), sensitivity=sens)
-        delta = "0" if args.delta is None else args.delta.strip()
-        return dgauss.LaplaceMechanism(
-            epsilon=args.epsilon.strip(), delta=delta, sensitivity=sens, k=args.k
-        )
-    return dgauss.GaussianMechanism(
-        sigma2=None if args.sigma2 is None else args.sigma2.strip(),
-        rho=None if args.rho is None else args.rho.strip(),
-        epsilon=None if args.epsilon is None else args.epsilon.strip(),
-        delta=None if args.delta is None else args.delta.strip(),
-        sensitivity=sens,
-        k=args.k,
-        accounting=args.accounting,
-    )
 
 
 # ---- writing -------------------------------------------------------------------------------
