@@ -18,6 +18,7 @@ its function runs in the quick check.  ``DGAUSS_THIN_SWEEPS=N`` (an int
 
 import importlib
 import os
+import sys
 
 import pytest
 
@@ -151,3 +152,33 @@ def fixed_point(request):
     """The core's per-call ``fixed_point`` option: digit words by 128-bit fixed point where
     it decides, or every word by GMP (the same words)."""
     return request.param
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local Spark session (local[2]), started once for every Spark test of the run (a
+    start takes about 20 s); skipped without PySpark."""
+    pyspark_sql = pytest.importorskip(
+        "pyspark.sql", reason="the Spark tests need pyspark: pip install 'dgauss[spark]'"
+    )
+    # the workers run PYSPARK_PYTHON (else `python3` on PATH, maybe another version): a session
+    # started from Python reads the variable, not the spark.pyspark.python setting
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[2]")
+        .appName("dgauss-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.pyspark.driver.python", sys.executable)
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

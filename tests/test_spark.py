@@ -1,12 +1,11 @@
 """dgauss on Spark DataFrames: exact noise drawn on the executors (mapInArrow), one release
 counted for the whole DataFrame before any job, and drawn once (a read never re-draws), on a
-real local SparkSession (local[2], started once for the module)."""
+real local SparkSession (local[2]: the ``spark`` fixture of conftest.py, started once
+for the test run)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from fractions import Fraction
 
 import numpy as np
@@ -18,7 +17,6 @@ if shutil.which("java") is None:
     pytest.skip("the Spark tests need Java (no `java` on PATH)", allow_module_level=True)
 
 import pandas as pd  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 
@@ -38,31 +36,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
     pytest.mark.filterwarnings("ignore:toPandas attempted Arrow optimization"),  # lost blocks
 ]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    # the workers run PYSPARK_PYTHON (else `python3` on PATH, maybe another version): a session
-    # started from Python reads the variable, not the spark.pyspark.python setting
-    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
-    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("dgauss-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.pyspark.driver.python", sys.executable)
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 def counts_frame(spark, n: int = 400, partitions: int = 2):
