@@ -51,6 +51,23 @@ def _seed(rng: SeedLike) -> tuple | None:
 _partition_rng = _seeds.child_rng  # piece i's generator: the seed's i-th child, or None (the OS)
 
 
+def _batch_only(df, what: str) -> None:
+    """Refuse a streaming DataFrame (``what`` names the argument): it has no end, so it can be
+    neither materialised once nor tallied; no job runs."""
+    if df.isStreaming:
+        raise TypeError(
+            f"{what} is a streaming Spark DataFrame, which has no end to noise or tabulate "
+            "once: apply dgauss to each micro-batch (foreachBatch), each batch a release"
+        )
+
+
+def _by_position(df):
+    """``df`` with its columns renamed ``_0``, ``_1``, ... by position (no name is parsed:
+    Spark reads ``a.b`` as a field of ``a`` and a backtick as a quote, and refuses a name
+    two columns share); the original names are kept by the caller."""
+    return df.toDF(*(f"_{i}" for i in range(len(df.columns))))
+
+
 def _chosen(schema, columns, granularity: Fraction | None) -> list[int]:
     """The indexes of the columns to noise (``columns=``, default every column), each checked
     against the schema: it exists once, and holds integers (or, with a granularity, floats)."""
@@ -111,7 +128,8 @@ class _Plan:
     granularity: Fraction | None
     clip: tuple[int | None, int | None] | None
     seed: tuple | None
-    chosen: tuple[str, ...]  # the noised columns' names
+    chosen: tuple[int, ...]  # the noised columns' indexes
+    names: tuple[str, ...]  # every column's name (for messages: the batches carry _0, _1, ...)
 
 
 def _noise_column(values: pa.Array, name: str, plan: _Plan, rng) -> pa.Array:
@@ -146,9 +164,9 @@ def _noise_batches(plan: _Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     rng = _partition_rng(plan.seed, context.partitionId() if context is not None else 0)
     for batch in batches:
         arrays = list(batch.columns)
-        for name in plan.chosen:
-            i = batch.schema.get_field_index(name)
-            arrays[i] = _noise_column(arrays[i], name, plan, rng)
+        for i in plan.chosen:
+            arrays[i] = _noise_column(arrays[i], plan.names[i], plan, rng)
+        # (positional names: Spark's reader of the batches misreads two columns of one name)
         yield pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
 
 
@@ -159,9 +177,11 @@ def _noise_batches(plan: _Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[p
 
 def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns):
     """One release of ``mech`` over the Spark DataFrame ``values``
-    (:func:`dgauss._inputs._release`'s contract): every argument checked from the schema, then
-    ``take()`` (size unknown: the whole sensitivity), then the noise drawn on the executors and
-    materialised once (``localCheckpoint(eager=True)``), the result returned."""
+    (:func:`dgauss._inputs._release`'s contract): every argument checked from the schema (a
+    streaming DataFrame refused), then ``take()`` (size unknown: the whole sensitivity), then
+    the noise drawn on the executors and materialised once (``localCheckpoint(eager=True)``),
+    the result returned.  The columns travel by position (``_0``, ``_1``, ...) and get their
+    names back in the result's schema, so no name is parsed."""
     kind, param, g = mech._kind, mech._param, mech.granularity
     if out is not None:
         raise TypeError("out= is not supported for a Spark DataFrame (a new one is returned)")
@@ -185,6 +205,7 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
     seed = _seed(rng)
     if not hasattr(values, "schema") or not hasattr(values, "mapInArrow"):
         raise TypeError(f"values must be a Spark DataFrame, not {type(values).__name__}")
+    _batch_only(values, "values")
     schema = values.schema
     chosen = _chosen(schema, columns, g)
     out_type = T.DoubleType() if g is not None else T.LongType()
@@ -199,10 +220,13 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
         g,
         clip_,
         seed,
-        tuple(schema.names[i] for i in chosen),
+        tuple(chosen),
+        tuple(schema.names),
     )
     take()  # counted (or refused) before any job runs
-    noised = values.mapInArrow(functools.partial(_noise_batches, plan), T.StructType(fields))
+    noised = _by_position(values).mapInArrow(
+        functools.partial(_noise_batches, plan), T.StructType(fields)
+    )
     # Drawn here, once: the blocks are kept and the lineage cut, so that no later read can
     # draw again (a lost block fails the read instead).
     return noised.localCheckpoint(eager=True)
@@ -214,25 +238,39 @@ def _noised(mech, values, take, rng, out, clip, overflow: str, workers, columns)
 
 
 def _tally_partition(
-    partial: Callable[[dict], tuple], batches: Iterator[pa.RecordBatch]
+    partial: Callable[[dict], tuple], names: list, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow``'s function: every batch of one partition as one set of NumPy columns
-    (a person's rows are all in this partition, so they are tallied together), its partial
-    table pickled into one row; nothing for an empty partition."""
+    named ``names`` (a person's rows are all in this partition, so they are tallied
+    together), its partial table pickled into one row; nothing for an empty partition.  A
+    TypeError or ValueError of the tally (a null, a key of another type than the domain) is
+    sent as the row instead, for the driver to raise as the in-memory path raises it."""
     found = list(batches)
     if not found or not sum(b.num_rows for b in found):
         return
     table = pa.Table.from_batches(found)
-    columns = {name: table.column(name).to_numpy() for name in table.column_names}
-    sums, *rest = partial(columns)
-    cells = np.flatnonzero(sums)  # sparse: a partition touches few of a large domain's cells
-    blob = pickle.dumps((len(sums), cells, sums[cells], *rest), protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        sums, *rest = partial(_numpy_columns(table, names))
+    except (TypeError, ValueError) as error:
+        part: tuple = ("error", error)
+    else:
+        cells = np.flatnonzero(sums)  # sparse: a partition touches few of a large domain's cells
+        part = ("part", len(sums), cells, sums[cells], *rest)
+    blob = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
     yield pa.RecordBatch.from_arrays([pa.array([blob], type=pa.binary())], names=["part"])
 
 
+def _numpy_columns(table: pa.Table, names: list) -> dict:
+    """The columns of ``table`` (positional names) as NumPy arrays under ``names``."""
+    return {name: table.column(i).to_numpy() for i, name in enumerate(names)}
+
+
 def _dense(part: tuple) -> tuple:
-    """A partial table sent sparse by :func:`_tally_partition`, as ``partial`` returned it."""
-    size, cells, values, *rest = part
+    """A partial table sent sparse by :func:`_tally_partition`, as ``partial`` returned it
+    (an error it sent is raised)."""
+    if part[0] == "error":
+        raise part[1]
+    _, size, cells, values, *rest = part
     sums = np.zeros(size, dtype=values.dtype)
     sums[cells] = values
     return (sums, *rest)
@@ -243,12 +281,26 @@ def _tally(df, person, needed: list, partial: Callable[[dict], tuple]) -> list[t
     person's rows brought to one partition (hash-partitioned on ``person``), each partition
     tallied on its executor by ``partial`` (a picklable function of ``{column: ndarray}``),
     and the small results collected; the microdata never reach the driver.  An empty
-    DataFrame gives ``partial`` of its empty columns (typed from the schema)."""
-    data = df.select(*needed)
+    DataFrame gives ``partial`` of its empty columns (typed from the schema).
+
+    The columns are selected by position (no name is parsed); a timestamp column is read
+    as the session's wall-clock time (``timestamp_ntz``), as ``toPandas`` gives it; a
+    TypeError or ValueError of ``partial`` is raised here, as the in-memory path raises it."""
+    _batch_only(df, "records")
+    names, fields = df.columns, df.schema.fields
+    positional = _by_position(df)
+    picked: list = []
+    for name in needed:
+        i = names.index(name)  # (a name two columns share was refused: _tabulate._source)
+        column = F.col(f"_{i}")
+        if isinstance(fields[i].dataType, T.TimestampType):
+            column = column.cast(T.TimestampNTZType())
+        picked.append(column.alias(f"_{len(picked)}"))
+    data = positional.select(*picked)
     if person is not None:
-        data = data.repartition(F.col(person))
-    found = data.mapInArrow(functools.partial(_tally_partition, partial), "part binary").collect()
+        data = data.repartition(F.col(f"_{needed.index(person)}"))
+    tally = functools.partial(_tally_partition, partial, list(needed))
+    found = data.mapInArrow(tally, "part binary").collect()
     if found:
         return [_dense(pickle.loads(row[0])) for row in found]
-    empty = data.limit(0).toArrow()
-    return [partial({name: empty.column(name).to_numpy() for name in empty.column_names})]
+    return [partial(_numpy_columns(data.limit(0).toArrow(), list(needed)))]

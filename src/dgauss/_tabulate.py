@@ -150,6 +150,10 @@ def _source(records, spec: _Spec) -> tuple[str, Any]:
         for col in cols:
             if col is not None and col not in names:
                 raise ValueError(f"{arg} names column {col!r}, which records does not have")
+            if col is not None and names.count(col) > 1:
+                raise ValueError(
+                    f"{arg} names column {col!r}, which several columns of records share"
+                )
     needed = _needed(spec)
     if kind in ("dask", "spark"):
         return kind, records  # tallied where the data are (_lazy, dgauss._spark._tally)
@@ -481,7 +485,13 @@ def tabulate(
         DataFrame is shuffled on ``person`` and tabulated partition by partition, lazily:
         only the final table is computed.  A Spark DataFrame likewise, on the executors
         (hash-partitioned on ``person``, each partition tallied in one ``mapInArrow`` task);
-        only the partial tables reach the driver, and the table's ``frame`` is pandas.
+        only the partial tables reach the driver, and the table's ``frame`` is pandas.  Its
+        column names are never parsed (a dot or a backtick is part of the name); a streaming
+        DataFrame is refused (TypeError); a value the tally refuses raises the TypeError or
+        ValueError the pandas path raises.  A Spark ``timestamp`` column is read as the
+        session's wall-clock time (``spark.sql.session.timeZone``), as ``toPandas`` gives it;
+        a ``date`` column as ``datetime64[D]`` (keys: NumPy datetime64 or pandas Timestamps),
+        where ``toPandas`` gives ``datetime.date`` objects, which a table does not key on.
     by : str or list of str
         The key columns.
     keys : dict or DataFrame
@@ -519,7 +529,8 @@ def tabulate(
     ------
     TypeError, ValueError
         Naming the argument and what it allows, before anything is computed (a Dask
-        partition's values are checked when it is computed).
+        partition's values are checked when it is computed, a Spark partition's in the job);
+        a column name that several columns of ``records`` share is a ValueError.
 
     Notes
     -----

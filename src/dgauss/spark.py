@@ -18,7 +18,11 @@ Every promise of the in-memory API holds, partition by partition:
   ball is never cut to fewer coordinates: the safe side).  The column names and types are
   checked from the schema (``columns=``, default every column; each must be integral, or
   float with a ``granularity``), then the release is counted (an Accountant refuses an
-  overspend with :class:`~dgauss.PrivacyBudgetError`) before any Spark job runs.  A missing
+  overspend with :class:`~dgauss.PrivacyBudgetError`) before any Spark job runs.  Column
+  names are never parsed (``columns=["a.b"]`` names the column ``a.b``, not a field of a
+  struct ``a``), and a name other columns share is no obstacle to noising the rest; a
+  streaming DataFrame is refused (``TypeError``: it has no end to materialise once; noise
+  each micro-batch, each a release).  A missing
   value (null), a value off the lattice of ``granularity`` or a sum beyond int64 raises in
   the job, after the release was counted.
 * **Randomness**: with ``rng=None`` (the default) each task reads the operating system's
