@@ -19,14 +19,12 @@ from dgauss._rounding import _delta_text, _rounded_up
 from dgauss.cli import _ledger, _tables
 from dgauss.cli._common import (
     Progress,
-    Release,
     _add_noise_setting,
     _approx,
     _integer_text,
     _mechanism,
     _one_line_errors,
     _positive_int,
-    _release,
     _rho_text,
     _write_stdout,
 )
@@ -38,6 +36,7 @@ from dgauss.cli._csv import (
     write_csv_rows,
 )
 from dgauss.cli._io import Output, _atomic, _suffix, _write_npy
+from dgauss.cli._release import Release, _release
 
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 

@@ -43,17 +43,16 @@ from dgauss import _params
 from dgauss.cli import _ledger, _tables
 from dgauss.cli._common import (
     EXIT_USAGE,
-    Release,
     _add_noise_setting,
     _mechanism,
     _nonnegative_int,
     _one_line_errors,
     _positive_int,
-    _release,
     _write_stdout,
 )
 from dgauss.cli._csv import InputError, _delimiter, _lattice_text, write_csv_rows
 from dgauss.cli._io import Output, _atomic, _suffix
+from dgauss.cli._release import Release, _release
 from dgauss.cli.noise import (
     _clip_steps,
     _delimiter_option,
