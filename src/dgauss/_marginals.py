@@ -1,0 +1,264 @@
+"""The exact least-squares reconciliation of marginal tables of one detail table.
+
+The structure.  A detail table x has one cell per (area, c): areas are the leaves of a tree
+of geography (municipality ⊂ province ⊂ region ...; ``parents[l]`` maps each area of level
+l to its area of level l + 1) and c runs over a cross-classification, the product of
+variables of sizes ``dims`` (age × sex: (18, 2)).  A *margin* is the group-by sum of x to one
+level of the tree and a subset S of the variables: for every area a of its level, the table
+P_S z_a, where z_a is the sum of x over a's leaves and P_S sums out the variables not in S.
+Each margin is released with independent noise of one variance v per cell (v = 0: published
+exactly, an invariant) or not released.
+
+The estimate.  The minimum-variance linear unbiased estimate of every margin given all the
+released ones, with the invariants as constraints (generalised least squares), and its exact
+variance.  It decouples, because every P_S^T P_S is diagonal in one orthonormal basis of the
+cross-classification: for each variable take the orthonormal basis whose first vector is
+constant (1/√d, then Helmert contrasts); the tensor products of those vectors, indexed by
+k = (k_1, ..., k_m), are the basis, and k's *component* is the set A of variables with
+k_i ≠ 0 (the ANOVA decomposition).  Summing out a variable i maps its constant vector to √d_i
+and its contrasts to 0, so a margin over S observes exactly the coefficients of z_a whose
+component A ⊆ S, each as √(Π_{i∉S} d_i) times the coefficient, with independent noise of
+variance v.  Every coefficient of the detail is thus its own scalar problem on the tree, with
+observations at the levels of the margins that keep its component: the tree passes of
+:mod:`dgauss._reconcile` (Hay et al. 2010, a variance per node; here also several
+observations of a node, invariants, and unobserved leaves), applied to all coefficients at
+once, with weights per component.
+
+Unobserved directions.  Where the data do not determine a coefficient (the detail not
+released, say, and a province's contrasts observed but not how they split among its
+municipalities), the estimate is the minimum-norm least-squares solution (the limit of a
+prior N(0, λ) on every leaf coefficient as λ → ∞: such a node splits its parent's value in
+proportion to its number of leaves), and the variance is ∞: the value is not estimable.
+Every released margin is estimable (it is observed).  The passes carry a variance as
+k·λ + f (k the number of unobserved leaves below, f finite) and take the limits exactly.
+
+Post-processing of the released tables, so the output has their privacy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__: list[str] = []
+
+
+@dataclass(frozen=True)
+class Margin:
+    """One table of the release: the group-by sum of the detail to ``level`` and the
+    variables ``axes`` (sorted indexes into ``dims``), its noisy ``values`` (shape
+    ``(areas of level, *dims[axes])``; None: not released) and the noise's ``variance`` per
+    cell (0: an invariant)."""
+
+    level: int
+    axes: tuple[int, ...]
+    values: np.ndarray | None
+    variance: float
+
+
+def helmert(d: int) -> np.ndarray:
+    """A d × d orthonormal matrix whose first row is constant (1/√d) and whose row k ≥ 1 is
+    the k-th Helmert contrast: 1/√(k(k+1)) on the first k entries, −k/√(k(k+1)) on entry k."""
+    q = np.zeros((d, d))
+    q[0] = 1 / math.sqrt(d)
+    for k in range(1, d):
+        q[k, :k] = 1 / math.sqrt(k * (k + 1))
+        q[k, k] = -k / math.sqrt(k * (k + 1))
+    return q
+
+
+class _Basis:
+    """The cross-classification's basis: the per-variable matrices, each coefficient's
+    component (a bitmask of the variables where k_i ≠ 0), and the maps in and out."""
+
+    def __init__(self, dims: Sequence[int]):
+        self.dims = tuple(int(d) for d in dims)
+        self.size = math.prod(self.dims)
+        self.q = [helmert(d) for d in self.dims]
+        component = np.zeros(self.dims, dtype=np.int64)
+        for i, d in enumerate(self.dims):
+            shape = [1] * len(self.dims)
+            shape[i] = d
+            component |= (np.arange(d) > 0).reshape(shape).astype(np.int64) << i
+        self.component = component.reshape(-1)  # each coefficient's component
+        self.components = 1 << len(self.dims)
+
+    def gain2(self, axes: tuple[int, ...]) -> int:
+        """Π of d_i over the variables a margin sums out: its coefficients are √ of this
+        times the detail's."""
+        return math.prod(d for i, d in enumerate(self.dims) if i not in axes)
+
+    def _slot(self, axes: tuple[int, ...]) -> tuple:
+        return (slice(None),) + tuple(
+            slice(None) if i in axes else 0 for i in range(len(self.dims))
+        )
+
+    def inward(self, values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        """A margin's values (areas × its cells) as the detail's coefficients it observes,
+        in the detail's units: shape (areas, size), 0 in the coefficients it does not."""
+        arr = np.asarray(values, dtype=np.float64)
+        for j, i in enumerate(axes):
+            arr = np.moveaxis(np.tensordot(arr, self.q[i], axes=([j + 1], [1])), -1, j + 1)
+        full = np.zeros((arr.shape[0], *self.dims))
+        full[self._slot(axes)] = arr / math.sqrt(self.gain2(axes))
+        return full.reshape(arr.shape[0], self.size)
+
+    def outward(self, coefficients: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        """The inverse of :meth:`inward` on the coefficients a margin observes: the margin's
+        cells (areas × its cells) from the detail's coefficients (areas × size)."""
+        full = coefficients.reshape(coefficients.shape[0], *self.dims)
+        arr = full[self._slot(axes)] * math.sqrt(self.gain2(axes))
+        for j, i in enumerate(axes):
+            arr = np.moveaxis(np.tensordot(arr, self.q[i], axes=([j + 1], [0])), -1, j + 1)
+        return arr
+
+    def observes(self, axes: tuple[int, ...]) -> np.ndarray:
+        """Which components a margin over ``axes`` observes (A ⊆ S), as a boolean array."""
+        mask = sum(1 << i for i in axes)
+        return (np.arange(self.components) & ~mask) == 0
+
+    def share(self, axes: tuple[int, ...]) -> np.ndarray:
+        """For each component A ⊆ S, the sum over A's coefficients of a basis vector's squared
+        entry at any one cell of the margin: Π_{i∈A} (1 − 1/d_i) · Π_{i∈S∖A} 1/d_i (the same
+        at every cell, as every column of an orthonormal matrix has norm 1); 0 elsewhere."""
+        out = np.zeros(self.components)
+        for a in range(self.components):
+            if a & ~sum(1 << i for i in axes):
+                continue
+            p = 1.0
+            for i in axes:
+                p *= (1 - 1 / self.dims[i]) if a >> i & 1 else 1 / self.dims[i]
+            out[a] = p
+        return out
+
+
+def _group_sum(parent: np.ndarray, values: np.ndarray, m: int) -> np.ndarray:
+    """Σ of the rows of ``values`` (n × c) over each parent's group: m × c."""
+    out = np.empty((m, values.shape[1]), dtype=np.float64)
+    for j in range(values.shape[1]):
+        out[:, j] = np.bincount(parent, weights=values[:, j], minlength=m)
+    return out
+
+
+def solve(
+    sizes: Sequence[int],
+    parents: Sequence[np.ndarray],
+    dims: Sequence[int],
+    margins: Sequence[Margin],
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The generalised least-squares estimate of every margin (released or not) and the
+    variance of each of its cells (one per area: every cell of an area has the same; ∞
+    where not estimable), as a list of (estimate, variance) in ``margins``' order.
+
+    ``sizes[l]`` is the number of areas of level l; ``parents[l]`` maps each area of level l
+    to its area of level l + 1 (ints in [0, sizes[l + 1])); the top level's areas are the
+    roots.  Inputs are trusted (checked
+    by the caller); invariants must be consistent (else the first one read wins)."""
+    basis = _Basis(dims)
+    top = len(sizes) - 1
+    ncomp, comp = basis.components, basis.component
+
+    # each level's own observations, combined: value per coefficient, variance per component
+    own_value: list[np.ndarray] = []
+    own_var: list[np.ndarray] = []
+    for lv in range(top + 1):
+        num = np.zeros((sizes[lv], basis.size))
+        precision = np.zeros(ncomp)
+        exact = np.zeros(ncomp, dtype=bool)
+        exact_value = np.zeros((sizes[lv], basis.size))
+        for m in margins:
+            if m.level != lv or m.values is None:
+                continue
+            seen = basis.observes(m.axes)
+            coef = basis.inward(m.values, m.axes)
+            if m.variance == 0:
+                new = seen & ~exact
+                cols = new[comp]
+                exact_value[:, cols] = coef[:, cols]
+                exact |= seen
+            else:
+                noise = m.variance / basis.gain2(m.axes)
+                cols = seen[comp]
+                num[:, cols] += coef[:, cols] / noise
+                precision[seen] += 1 / noise
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = np.where(precision > 0, 1 / precision, np.inf)
+            value = np.where((precision > 0)[comp], num * var[comp], 0.0)
+        var[exact] = 0.0
+        value[:, exact[comp]] = exact_value[:, exact[comp]]
+        own_value.append(value)
+        own_var.append(var)
+
+    # up: each area's estimate from its subtree, u, with variance k·λ + f (per component)
+    u: list[np.ndarray] = [np.empty(0)] * (top + 1)
+    k: list[np.ndarray] = [np.empty(0)] * (top + 1)
+    f: list[np.ndarray] = [np.empty(0)] * (top + 1)
+    U: list[np.ndarray] = [np.empty(0)] * (top + 1)  # children's sums, for the down pass
+    K: list[np.ndarray] = [np.empty(0)] * (top + 1)
+    F: list[np.ndarray] = [np.empty(0)] * (top + 1)
+    r0: np.ndarray = own_var[0]
+    seen0 = np.isfinite(r0)
+    u[0] = own_value[0]
+    k[0] = np.broadcast_to(np.where(seen0, 0, 1), (sizes[0], ncomp)).astype(np.int64)
+    f[0] = np.broadcast_to(np.where(seen0, r0, 0.0), (sizes[0], ncomp)).copy()
+    for lv in range(1, top + 1):
+        parent, areas = parents[lv - 1], sizes[lv]
+        U[lv] = _group_sum(parent, u[lv - 1], areas)
+        K[lv] = np.rint(_group_sum(parent, k[lv - 1].astype(np.float64), areas)).astype(np.int64)
+        F[lv] = _group_sum(parent, f[lv - 1], areas)
+        r = own_var[lv]
+        kk, ff, uu = K[lv].copy(), F[lv].copy(), U[lv].copy()
+        for a in range(ncomp):
+            cols = comp == a
+            if math.isinf(r[a]):
+                continue  # nothing observed here: the children's sum
+            if r[a] == 0:
+                take = np.ones(areas, dtype=bool)
+            else:
+                take = kk[:, a] > 0  # the subtree leaves it open: the own value alone
+            exact_below = (kk[:, a] == 0) & (ff[:, a] == 0)
+            take &= ~exact_below | (r[a] == 0)
+            both = ~take & ~exact_below
+            ov = own_value[lv][:, cols]
+            uu[np.ix_(take, cols)] = ov[take]
+            kk[take, a], ff[take, a] = 0, r[a]
+            if both.any():
+                fb = ff[both, a]
+                uu[np.ix_(both, cols)] = (
+                    ov[both] * fb[:, None] + uu[np.ix_(both, cols)] * r[a]
+                ) / (r[a] + fb)[:, None]
+                ff[both, a] = r[a] * fb / (r[a] + fb)
+        u[lv], k[lv], f[lv] = uu, kk, ff
+
+    # down: the final estimate x and its variance (inf where not estimable)
+    x: list[np.ndarray] = [np.empty(0)] * (top + 1)
+    V: list[np.ndarray] = [np.empty(0)] * (top + 1)
+    x[top] = u[top]
+    V[top] = np.where(k[top] > 0, np.inf, f[top])
+    for lv in range(top - 1, -1, -1):
+        p = parents[lv]
+        Ka, Fa = K[lv + 1][p], F[lv + 1][p]
+        kb, fb = k[lv], f[lv]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(Ka > 0, kb / np.maximum(Ka, 1), np.where(Fa > 0, fb / Fa, 0.0))
+            t1 = np.where(
+                Ka == 0,
+                np.where(Fa > 0, fb * (Fa - fb) / Fa, 0.0),
+                np.where(kb > 0, np.where(kb == Ka, Fa - fb, np.inf), fb),
+            )
+            t2 = np.where(w > 0, w * w * V[lv + 1][p], 0.0)
+        x[lv] = u[lv] + w[:, comp] * (x[lv + 1] - U[lv + 1])[p]
+        V[lv] = t1 + t2
+
+    out = []
+    for m in margins:
+        est = basis.outward(x[m.level], m.axes)
+        share = basis.share(m.axes)
+        used = share > 0
+        with np.errstate(invalid="ignore"):
+            var = basis.gain2(m.axes) * (V[m.level][:, used] * share[used]).sum(axis=1)
+        out.append((est, var))
+    return out

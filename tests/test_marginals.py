@@ -1,0 +1,182 @@
+"""The reconciliation of marginal tables (dgauss._marginals) against a dense solve.
+
+The dense solve, written here from the definitions: the detail x as one vector, every margin
+as a 0/1 matrix M, the released margins' rows weighted by 1/√v, the invariants as equality
+constraints C x = c.  The minimum-norm constrained least-squares solution: x = x_p + N z with
+x_p = C⁺c, N an orthonormal basis of C's null space, z = (W A N)⁺ W (y − A x_p); its
+covariance N (WAN)⁺ (WAN)⁺ᵀ Nᵀ.  A margin's cell is estimable when its row lies in the row
+space of [C; A]; the tree passes must give its variance there and ∞ elsewhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dgauss import _marginals
+from dgauss._marginals import Margin
+
+
+def structure(rng, levels: int, dims: tuple[int, ...]):
+    """Random parents: level sizes shrinking to the top, each area of level l + 1 with at
+    least one child unless ``rng`` leaves one empty (rarely)."""
+    sizes = [int(rng.integers(4, 9))]
+    for _ in range(levels - 1):
+        sizes.append(max(1, sizes[-1] // int(rng.integers(2, 4))))
+    parents = []
+    for lv in range(levels - 1):
+        n, m = sizes[lv], sizes[lv + 1]
+        p = np.concatenate([np.arange(min(n, m)), rng.integers(0, m, n - min(n, m))])
+        rng.shuffle(p)
+        parents.append(p.astype(np.int64))
+    return sizes, parents
+
+
+def leaves_under(parents, level: int, n0: int) -> np.ndarray:
+    """Each leaf's area at ``level``."""
+    a = np.arange(n0)
+    for lv in range(level):
+        a = parents[lv][a]
+    return a
+
+
+def margin_matrix(parents, sizes, dims, level, axes) -> np.ndarray:
+    """The 0/1 matrix of a margin: rows (area, cell of axes) in C order, columns (leaf, c)."""
+    C = math.prod(dims)
+    area = leaves_under(parents, level, sizes[0])
+    cells = np.array(list(itertools.product(*[range(d) for d in dims])))
+    kept = [dims[i] for i in axes]
+    cell_of = (
+        np.ravel_multi_index(tuple(cells[:, i] for i in axes), kept)
+        if axes
+        else np.zeros(len(cells), dtype=np.int64)
+    )
+    ncell = math.prod(kept)
+    M = np.zeros((sizes[level] * ncell, sizes[0] * C))
+    for leaf in range(sizes[0]):
+        for c in range(C):
+            M[area[leaf] * ncell + cell_of[c], leaf * C + c] = 1
+    return M
+
+
+def null_space(C: np.ndarray, n: int) -> np.ndarray:
+    if C.shape[0] == 0:
+        return np.eye(n)
+    _, s, vt = np.linalg.svd(C)
+    rank = int((s > 1e-9 * max(1.0, s.max())).sum())
+    return vt[rank:].T
+
+
+def pinv(B: np.ndarray) -> np.ndarray:
+    """The pseudo-inverse, singular values below 1e-9 treated as 0 (absolute: B's entries
+    are 0/1 over √v, so an exact 0 shows as ~1e-16, never as a small true value)."""
+    if B.size == 0:
+        return B.T.copy()
+    u, s, vt = np.linalg.svd(B, full_matrices=False)
+    keep = s > 1e-9
+    return (vt[keep].T / s[keep]) @ u[:, keep].T
+
+
+def dense(parents, sizes, dims, margins):
+    n = sizes[0] * math.prod(dims)
+    rows, ys, cons, cs = [], [], [], []
+    mats = []
+    for m in margins:
+        M = margin_matrix(parents, sizes, dims, m.level, m.axes)
+        mats.append(M)
+        if m.values is None:
+            continue
+        y = np.asarray(m.values, dtype=float).reshape(-1)
+        if m.variance == 0:
+            cons.append(M)
+            cs.append(y)
+        else:
+            rows.append(M / math.sqrt(m.variance))
+            ys.append(y / math.sqrt(m.variance))
+    Cm = np.vstack(cons) if cons else np.zeros((0, n))
+    c = np.concatenate(cs) if cs else np.zeros(0)
+    A = np.vstack(rows) if rows else np.zeros((0, n))
+    y = np.concatenate(ys) if ys else np.zeros(0)
+    xp = pinv(Cm) @ c if cons else np.zeros(n)
+    N = null_space(Cm, n)
+    B = A @ N
+    Bp = pinv(B)
+    x = xp + N @ (Bp @ (y - A @ xp))
+    cov = N @ Bp @ Bp.T @ N.T
+    stacked = np.vstack([Cm, A])
+    if stacked.shape[0]:
+        _, s, vt = np.linalg.svd(stacked)
+        rank = int((s > 1e-9 * max(1.0, s.max())).sum())
+        R = vt[:rank]
+    else:
+        R = np.zeros((0, n))
+    out = []
+    for M in mats:
+        resid = M - (M @ R.T) @ R
+        estimable = np.abs(resid).max(axis=1) < 1e-7 if len(M) else np.zeros(0, bool)
+        out.append((M @ x, np.einsum("ij,jk,ik->i", M, cov, M), estimable))
+    return out
+
+
+def random_case(seed: int, variables: int | None = None):
+    """A random structure (1-3 levels, 0-2 variables of sizes 1-3, or ``variables`` of
+    them), true counts, and margins at random: not released, invariant or noisy."""
+    rng = np.random.default_rng(seed)
+    levels = int(rng.integers(1, 4))
+    if variables is None:
+        variables = int(rng.integers(0, 3))
+    dims = tuple(int(d) for d in rng.integers(1, 4, size=variables))
+    sizes, parents = structure(rng, levels, dims)
+    C = math.prod(dims)
+    x = rng.integers(0, 20, size=(sizes[0], C)).astype(float)
+    subsets = [
+        tuple(s) for r in range(len(dims) + 1) for s in itertools.combinations(range(len(dims)), r)
+    ]
+    margins = []
+    for lv in range(levels):
+        for axes in subsets:
+            roll = rng.random()
+            if roll < 0.35:
+                continue
+            M = margin_matrix(parents, sizes, dims, lv, axes)
+            truth = M @ x.reshape(-1)
+            shape = (sizes[lv], *[dims[i] for i in axes])
+            if roll < 0.45:
+                margins.append(Margin(lv, axes, None, 1.0))
+            elif roll < 0.55:
+                margins.append(Margin(lv, axes, truth.reshape(shape), 0.0))
+            else:
+                v = float(rng.choice([0.5, 1.0, 3.0, 17.0]))
+                noisy = truth + rng.normal(0, math.sqrt(v), truth.size)
+                margins.append(Margin(lv, axes, noisy.reshape(shape), v))
+    if not margins:
+        margins.append(Margin(0, tuple(range(len(dims))), None, 1.0))
+    return parents, sizes, dims, margins
+
+
+@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("variables", [None, 3])
+def test_tree_passes_are_the_dense_least_squares_solution(seed, variables):
+    parents, sizes, dims, margins = random_case(seed, variables)
+    got = _marginals.solve(sizes, parents, dims, margins)
+    want = dense(parents, sizes, dims, margins)
+    for m, (est, var), (west, wvar, estimable) in zip(margins, got, want, strict=True):
+        est = est.reshape(-1)
+        ncell = math.prod(dims[i] for i in m.axes)
+        var_cells = np.repeat(var, ncell)
+        np.testing.assert_allclose(est, west, rtol=1e-9, atol=1e-8)
+        assert (np.isfinite(var_cells) == estimable).all()
+        np.testing.assert_allclose(var_cells[estimable], wvar[estimable], rtol=1e-9, atol=1e-9)
+        if m.values is not None and m.variance == 0:
+            np.testing.assert_allclose(est, np.asarray(m.values).reshape(-1), atol=1e-8)
+            assert (var == 0).all()
+
+
+def test_helmert_is_orthonormal_with_a_constant_first_row():
+    for d in range(1, 8):
+        q = _marginals.helmert(d)
+        np.testing.assert_allclose(q @ q.T, np.eye(d), atol=1e-14)
+        np.testing.assert_allclose(q[0], 1 / math.sqrt(d))
