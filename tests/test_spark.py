@@ -278,3 +278,41 @@ def test_tally_on_spark_is_the_pandas_table(spark, value):
     assert got.frame.equals(want.frame)  # a pandas frame: the table is small
     empty = dgauss.tabulate(frame.limit(0), ["town", "age"], keys, person="pid", **bounds)
     assert empty.values.tolist() == [0] * 15
+
+
+def jobs_run(spark, work) -> int:
+    """How many Spark jobs ``work()`` runs (its own job group, read back from the status
+    tracker); under adaptive execution each shuffle's map side is a job of its own."""
+    sc = spark.sparkContext
+    group = f"dgauss-test-{id(work)}"
+    sc.setJobGroup(group, "counted by the test")
+    try:
+        work()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def test_a_register_partitioned_on_the_person_is_not_shuffled_again(spark):
+    """docs/spark.md's advice for several tables: partition the register on the person once
+    (``repartition(person)``, cached); tabulate's own repartition is then satisfied and
+    Spark plans no second shuffle: one job, not two, and the same table."""
+    rng = np.random.default_rng(5)
+    records = pd.DataFrame({"pid": rng.integers(0, 300, 3000), "age": rng.integers(0, 5, 3000)})
+    keys = {"age": [0, 1, 2, 3, 4]}
+    bounds = {"person": "pid", "max_rows": 2, "seed": 3}
+    want = dgauss.tabulate(records, "age", keys, **bounds)
+    frame = spark.createDataFrame(records)
+    tables = []
+    plain = jobs_run(spark, lambda: tables.append(dgauss.tabulate(frame, "age", keys, **bounds)))
+    register = frame.repartition("pid").cache()
+    register.count()
+    once = jobs_run(spark, lambda: tables.append(dgauss.tabulate(register, "age", keys, **bounds)))
+    other = frame.repartition("age").cache()  # partitioned, but not on the person
+    other.count()
+    again = jobs_run(spark, lambda: tables.append(dgauss.tabulate(other, "age", keys, **bounds)))
+    register.unpersist()
+    other.unpersist()
+    assert (plain, once, again) == (2, 1, 2)
+    for table in tables:
+        np.testing.assert_array_equal(table.values, want.values)
