@@ -346,3 +346,22 @@ BAD = [
 def test_bad_input_is_refused_by_name(args, error, message):
     with pytest.raises(error, match=message):
         dgauss.tabulate(**args)
+
+
+def test_person_ids_ending_in_nul_are_refused_not_merged():
+    """NumPy's strings drop trailing NULs: "a" and "a\\x00" would be one person, and adding
+    the second would move the table by two rows under max_rows=1.  Such ids are refused;
+    a NUL inside a string is kept (its id differs from the one without it)."""
+    town = np.array(["x", "y"], dtype=object)
+    keys = {"town": ["x", "y"]}
+    for pid in (["a", "a\x00"], ["b\x00", "c"]):
+        for data in (
+            {"pid": np.array(pid, dtype=object), "town": town},
+            pd.DataFrame({"pid": pid, "town": town}),
+        ):
+            with pytest.raises(ValueError, match=r"person column 'pid' holds a string ending"):
+                dgauss.tabulate(data, "town", keys, person="pid", max_rows=1, seed=0)
+    inner = {"pid": np.array(["a\x00b", "ab"], dtype=object), "town": town}
+    for seed in range(8):  # two people: both rows kept, whatever the seed
+        table = dgauss.tabulate(inner, "town", keys, person="pid", max_rows=1, seed=seed)
+        assert table.values.tolist() == [1, 1] and table.trimmed == 0

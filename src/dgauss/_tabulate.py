@@ -183,6 +183,22 @@ def _needed(spec: _Spec) -> list:
 # -- the tally ---------------------------------------------------------------------------------
 
 
+def _text(ids: np.ndarray, where: str) -> np.ndarray:
+    """String ids as a NumPy str array, refusing a string that ends in NUL: NumPy's strings
+    drop trailing NULs, which would make "a" and "a\\x00" one person (and the table move
+    by two people's rows when one is added)."""
+    text = ids.astype(str)
+    if ids.dtype == object and len(ids):
+        lengths = np.fromiter(map(len, ids.tolist()), dtype=np.int64, count=len(ids))
+        cut = np.flatnonzero(np.char.str_len(text) != lengths)
+        if len(cut):
+            raise ValueError(
+                f"{where} holds a string ending in NUL ('\\x00') (row {int(cut[0])}), which "
+                "would be read as the same id without it: strip or replace the NULs first"
+            )
+    return text
+
+
 def _partial(columns: dict[Any, np.ndarray], domain: _Domain, spec: _Spec):
     """One batch of records (all the data, or one Dask partition holding each of its people's
     rows): the table's values, the records outside the domain, the rows trimmed, and the
@@ -194,7 +210,7 @@ def _partial(columns: dict[Any, np.ndarray], domain: _Domain, spec: _Spec):
         where = f"person column {spec.person!r}"
         kind, pid = _kind(columns[spec.person], where)
         if kind == "str":
-            pid = pid.astype(str)
+            pid = _text(pid, where)
         elif kind == "empty":  # no rows (an empty frame, or an empty Dask partition)
             pid = np.zeros(0, dtype=np.int64)
         elif kind not in _NUMERIC:
