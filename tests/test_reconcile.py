@@ -877,3 +877,21 @@ def test_a_value_column_that_is_not_a_string():
     low, high = r.interval()[0]
     assert (low < r.estimates[0][1]).all() and (r.estimates[0][1] < high).all()
     assert r.integers()[0][1].sum() == r.integers()[1][1].sum()
+
+
+def test_uncollected_dataframes_are_refused_with_how_to_collect_them():
+    """A Dask or Polars (or Spark) noisy table is not read by parts: reconcile says to
+    collect it (the tables are small), rather than calling it an array."""
+    pd = pytest.importorskip("pandas")
+    cells = pd.DataFrame({"region": ["a", "a", "b"], "count": [3.0, 4.0, 5.0]})
+    regions = pd.DataFrame({"region": ["a", "b"], "count": [7.0, 5.0]})
+    lazy = []
+    pl = pytest.importorskip("polars")
+    lazy.append(("Polars", pl.from_pandas(regions), "to_pandas"))
+    lazy.append(("Polars", pl.from_pandas(regions).lazy(), "to_pandas"))
+    dd = pytest.importorskip("dask.dataframe")
+    lazy.append(("Dask", dd.from_pandas(regions, npartitions=1), "compute"))
+    for family, table, how in lazy:
+        with pytest.raises(TypeError, match=rf"levels\[1\] is a {family} DataFrame.*{how}"):
+            dgauss.reconcile([cells, table], noise=[1, 1], value="count")
+    assert dgauss.reconcile([cells, regions], noise=[1, 1], value="count").estimates

@@ -228,6 +228,9 @@ def test_reconcile_on_collected_noisy_tables(spark):
     r = dgauss.reconcile(noisy, noise=[mech, mech], value="count")
     fine, coarse = r.estimates
     assert np.isclose(fine.groupby("region")["count"].sum().to_numpy(), coarse["count"]).all()
+    uncollected = spark.createDataFrame(noisy[1])  # not collected: said so, with the remedy
+    with pytest.raises(TypeError, match=r"levels\[1\] is a Spark DataFrame.*toPandas"):
+        dgauss.reconcile([noisy[0], uncollected], noise=[mech, mech], value="count")
 
 
 # ---- exactness ---------------------------------------------------------------------------------

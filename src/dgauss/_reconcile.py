@@ -193,6 +193,14 @@ def _frame_parents(frames: Sequence[Any], value: str) -> list[np.ndarray]:
     return parents
 
 
+#: DataFrames reconcile does not read, and how to make a pandas one of each.
+_COLLECT = {
+    "spark": "df.toPandas()",
+    "dask": "df.compute()",
+    "polars": "df.to_pandas(), after .collect() for a LazyFrame",
+}
+
+
 def _levels(levels, parents, noise, value) -> list[_Level]:
     if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence):
         raise TypeError("levels must be a list of tables, the detail table first")
@@ -210,6 +218,13 @@ def _levels(levels, parents, noise, value) -> list[_Level]:
             "noise[0] is None, but the detail table (levels[0]) must be released: without it "
             "the detail cells cannot be estimated"
         )
+    for i, table in enumerate(levels):
+        family = _bounding._family(table)
+        if family in _COLLECT:
+            raise TypeError(
+                f"levels[{i}] is a {family.capitalize()} DataFrame: collect it first "
+                f"({_COLLECT[family]}); a noisy table is small, and reconcile reads it whole"
+            )
     frames = [_is_frame(t) for t in levels]
     if any(frames):
         if not all(frames):
