@@ -180,3 +180,78 @@ def test_helmert_is_orthonormal_with_a_constant_first_row():
         q = _marginals.helmert(d)
         np.testing.assert_allclose(q @ q.T, np.eye(d), atol=1e-14)
         np.testing.assert_allclose(q[0], 1 / math.sqrt(d))
+
+
+# ---- non-negative integers ----------------------------------------------------------------------
+
+
+def totals_case(seed: int):
+    """A random structure whose invariants are totals only (a margin over no variable), at
+    random levels, beside noisy margins (the detail always noisy)."""
+    rng = np.random.default_rng(seed)
+    levels = int(rng.integers(1, 4))
+    dims = tuple(int(d) for d in rng.integers(1, 4, size=int(rng.integers(0, 3))))
+    sizes, parents = structure(rng, levels, dims)
+    C = math.prod(dims)
+    x = rng.integers(0, 6, size=(sizes[0], C)).astype(float)
+    everything = tuple(range(len(dims)))
+    margins = []
+    for lv in range(levels):
+        for axes in {(), everything}:
+            M = margin_matrix(parents, sizes, dims, lv, axes)
+            truth = M @ x.reshape(-1)
+            shape = (sizes[lv], *[dims[i] for i in axes])
+            if axes == () and rng.random() < 0.5:
+                margins.append(Margin(lv, axes, truth.reshape(shape), 0.0))
+            elif lv == 0 and axes == everything or rng.random() < 0.6:
+                noisy = truth + rng.normal(0, 2.0, truth.size)
+                margins.append(Margin(lv, axes, noisy.reshape(shape), 4.0))
+    return parents, sizes, dims, margins, x
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_integers_are_non_negative_and_meet_every_invariant_total(seed):
+    parents, sizes, dims, margins, _ = totals_case(seed)
+    X = _marginals.integers(sizes, parents, dims, margins, seed=seed)
+    assert X.dtype == np.int64 and X.shape == (sizes[0], math.prod(dims)) and X.min() >= 0
+    for m in margins:
+        if m.variance == 0:
+            M = margin_matrix(parents, sizes, dims, m.level, m.axes)
+            np.testing.assert_array_equal(M @ X.reshape(-1), np.asarray(m.values).reshape(-1))
+    again = _marginals.integers(sizes, parents, dims, margins, seed=seed)
+    np.testing.assert_array_equal(X, again)  # deterministic given the seed
+
+
+def test_integers_of_noise_free_counts_are_the_counts():
+    """Released without noise (but not as invariants), every margin consistent: the
+    estimate is the truth, and the integers are it exactly, invariant totals or not."""
+    rng = np.random.default_rng(3)
+    sizes, parents = structure(rng, 3, (3, 2))
+    x = rng.integers(0, 9, size=(sizes[0], 6)).astype(float)
+    for invariant_level in (None, 0, 1, 2):
+        margins = [Margin(0, (0, 1), x.reshape(sizes[0], 3, 2), 1.0)]
+        for lv in range(3):
+            M = margin_matrix(parents, sizes, (3, 2), lv, ())
+            v = 0.0 if lv == invariant_level else 2.0
+            margins.append(Margin(lv, (), M @ x.reshape(-1), v))
+        X = _marginals.integers(sizes, parents, (3, 2), margins, seed=1)
+        np.testing.assert_array_equal(X, x)
+
+
+def test_integers_refuse_contradicting_or_cross_classified_invariants():
+    rng = np.random.default_rng(4)
+    sizes, parents = structure(rng, 2, (2,))
+    x = rng.integers(0, 9, size=(sizes[0], 2)).astype(float)
+    detail = Margin(0, (0,), x, 1.0)
+    leaves = margin_matrix(parents, sizes, (2,), 0, ()) @ x.reshape(-1)
+    tops = margin_matrix(parents, sizes, (2,), 1, ()) @ x.reshape(-1)
+    wrong = tops.copy()
+    wrong[0] += 1
+    with pytest.raises(ValueError, match="do not add up"):
+        _marginals.integers(
+            sizes, parents, (2,), [detail, Margin(0, (), leaves, 0), Margin(1, (), wrong, 0)]
+        )
+    with pytest.raises(ValueError, match="cross-classified"):
+        _marginals.integers(sizes, parents, (2,), [Margin(0, (0,), x, 0)])
+    with pytest.raises(ValueError, match="not of integers"):
+        _marginals.integers(sizes, parents, (2,), [detail, Margin(1, (), tops + 0.5, 0)])

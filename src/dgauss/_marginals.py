@@ -155,8 +155,29 @@ def solve(
 
     ``sizes[l]`` is the number of areas of level l; ``parents[l]`` maps each area of level l
     to its area of level l + 1 (ints in [0, sizes[l + 1])); the top level's areas are the
-    roots.  Inputs are trusted (checked
-    by the caller); invariants must be consistent (else the first one read wins)."""
+    roots.  Inputs are trusted (checked by the caller); invariants must be consistent (else
+    the first one read wins)."""
+    basis, x, V = _passes(sizes, parents, dims, margins)
+    out = []
+    for m in margins:
+        est = basis.outward(x[m.level], m.axes)
+        share = basis.share(m.axes)
+        used = share > 0
+        with np.errstate(invalid="ignore"):
+            var = basis.gain2(m.axes) * (V[m.level][:, used] * share[used]).sum(axis=1)
+        out.append((est, var))
+    return out
+
+
+def _passes(
+    sizes: Sequence[int],
+    parents: Sequence[np.ndarray],
+    dims: Sequence[int],
+    margins: Sequence[Margin],
+) -> tuple[_Basis, list[np.ndarray], list[np.ndarray]]:
+    """The basis, and for every level the estimate of each area's detail coefficients
+    (areas × size) and their variance per component (areas × components; ∞: not
+    estimable)."""
     basis = _Basis(dims)
     top = len(sizes) - 1
     ncomp, comp = basis.components, basis.component
@@ -253,12 +274,151 @@ def solve(
         x[lv] = u[lv] + w[:, comp] * (x[lv + 1] - U[lv + 1])[p]
         V[lv] = t1 + t2
 
-    out = []
-    for m in margins:
-        est = basis.outward(x[m.level], m.axes)
-        share = basis.share(m.axes)
-        used = share > 0
-        with np.errstate(invalid="ignore"):
-            var = basis.gain2(m.axes) * (V[m.level][:, used] * share[used]).sum(axis=1)
-        out.append((est, var))
+    return basis, x, V
+
+
+# ---- non-negative integers ---------------------------------------------------------------------
+
+
+def _totals(
+    sizes: Sequence[int], parents: Sequence[np.ndarray], margins: Sequence[Margin]
+) -> list[np.ndarray | None]:
+    """Each level's areas' exact totals, where invariants fix them: a level's own invariant
+    totals, else the sums of the nearest invariant level below (None above none).  Two
+    invariant levels must agree (a ValueError names them)."""
+    own: list[np.ndarray | None] = [None] * len(sizes)
+    for i, m in enumerate(margins):
+        if m.values is None or m.variance != 0:
+            continue
+        if m.axes:
+            raise ValueError(
+                f"margins[{i}] is an invariant over cross-classified cells: integers keep "
+                "invariant totals (a margin over no variable) only"
+            )
+        values = np.asarray(m.values, dtype=np.float64).reshape(-1)
+        if np.any(values != np.round(values)) or np.any(values < 0):
+            raise ValueError(f"margins[{i}] is an invariant that is not of integers >= 0")
+        ints = values.astype(np.int64)
+        before = own[m.level]
+        if before is not None and not np.array_equal(before, ints):
+            raise ValueError(f"margins[{i}] is an invariant that contradicts another at its level")
+        own[m.level] = ints
+    out: list[np.ndarray | None] = [None] * len(sizes)
+    below: np.ndarray | None = None
+    below_level = -1
+    for lv in range(len(sizes)):
+        if below is not None and lv > 0:
+            summed = np.zeros(sizes[lv], dtype=np.int64)
+            np.add.at(summed, parents[lv - 1], below)
+            below = summed
+        mine = own[lv]
+        if mine is not None:
+            if below is not None and not np.array_equal(below, mine):
+                raise ValueError(
+                    f"the invariant totals of level {below_level} do not add up to those of "
+                    f"level {lv}"
+                )
+            below, below_level = mine, lv
+        out[lv] = below
     return out
+
+
+def _ryser(
+    floor: np.ndarray, frac: np.ndarray, need: np.ndarray, demand: np.ndarray, keys: np.ndarray
+) -> np.ndarray:
+    """One parent's children × cells: ``floor`` plus a 0/1 matrix with row sums ``need`` and
+    column sums ``demand`` (Gale–Ryser's construction: each row, in the order of ``keys``,
+    takes the columns of largest remaining demand, the larger fractional part ``frac``
+    first among equals), which exists when a fractional one in [0, 1] does."""
+    out = floor.copy()
+    demand = demand.copy()
+    for b in np.argsort(keys, kind="stable"):
+        r = int(need[b])
+        if r == 0:
+            continue
+        order = np.lexsort((-frac[b], -demand))[:r]
+        if r > out.shape[1] or demand[order[-1]] <= 0:
+            raise ValueError("no non-negative integer table meets the invariant totals")
+        out[b, order] += 1
+        demand[order] -= 1
+    return out
+
+
+def integers(
+    sizes: Sequence[int],
+    parents: Sequence[np.ndarray],
+    dims: Sequence[int],
+    margins: Sequence[Margin],
+    seed: int = 0,
+) -> np.ndarray:
+    """A detail table of non-negative integers (leaves × cells, C order) near the estimate,
+    every invariant total met exactly; every margin of it is then of integers that add up.
+
+    Top-down: the roots' cells rounded (to their invariant total, if any, by the
+    projection and largest remainders of :mod:`dgauss._reconcile`); then each area's
+    integer cells split among its children: cell by cell as in ``_reconcile`` where the
+    children's totals are free, and where invariants fix them, as a children × cells table
+    with both margins fixed (iterative proportional fitting of the non-negative part of the
+    estimate, then Gale–Ryser's rounding: every entry the fit's floor or one more).
+    Invariants over cross-classified cells are refused (ValueError)."""
+    from dgauss._reconcile import _split_in_chunks, _tie_keys
+
+    totals = _totals(sizes, parents, margins)
+    basis, x, _ = _passes(sizes, parents, dims, margins)
+    everything = tuple(range(len(dims)))
+    size, top = basis.size, len(sizes) - 1
+    cells = [basis.outward(x[lv], everything).reshape(sizes[lv], size) for lv in range(top + 1)]
+    found: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * (top + 1)
+    fixed = totals[top]
+    if fixed is None:
+        found[top] = np.maximum(np.rint(cells[top]), 0).astype(np.int64)
+    else:
+        roots = np.repeat(np.arange(sizes[top]), size)
+        flat = cells[top].reshape(-1)
+        found[top] = _split_in_chunks(fixed, flat, np.ones_like(flat), roots, seed).reshape(
+            sizes[top], size
+        )
+    for lv in range(top - 1, -1, -1):
+        p, up = parents[lv], found[lv + 1]
+        fixed = totals[lv]
+        if fixed is None:
+            group = (p[:, None] * size + np.arange(size)).reshape(-1)
+            flat = cells[lv].reshape(-1)
+            found[lv] = _split_in_chunks(
+                up.reshape(-1), flat, np.ones_like(flat), group, seed + lv + 1
+            ).reshape(sizes[lv], size)
+            continue
+        # both margins fixed: fit, then round
+        w = np.maximum(cells[lv], 0.0) + 1e-9
+        row, col = fixed.astype(np.float64), up.astype(np.float64)
+        for _ in range(2000):
+            rs = w.sum(axis=1)
+            w *= np.divide(row, rs, out=np.zeros_like(rs), where=rs > 0)[:, None]
+            cs = _group_sum(p, w, sizes[lv + 1])
+            w *= np.divide(col, cs, out=np.zeros_like(cs), where=cs > 0)[p]
+            if np.abs(w.sum(axis=1) - row).max() <= 1e-9 * max(1.0, float(row.max(initial=0))):
+                break
+        # every entry the fit's floor or one more; a fit within 1e-7 of an integer is that
+        # integer (an integral estimate stays itself), unless that overshoots a margin
+        for floor in (
+            np.where(np.abs(w - np.rint(w)) < 1e-7, np.rint(w), np.floor(w)),
+            np.floor(w - 1e-7),
+        ):
+            floor = np.maximum(floor, 0).astype(np.int64)
+            need = fixed - floor.sum(axis=1)
+            demand = up.copy()
+            np.subtract.at(demand, p, floor)
+            if need.min(initial=0) >= 0 and demand.min(initial=0) >= 0:
+                break
+        keys = _tie_keys(np.arange(sizes[lv]), seed + lv + 1)
+        out = np.empty_like(floor)
+        order = np.argsort(p, kind="stable")
+        bounds = np.searchsorted(p[order], np.arange(sizes[lv + 1] + 1))
+        for a in range(sizes[lv + 1]):
+            kids = order[bounds[a] : bounds[a + 1]]
+            if len(kids):
+                out[kids] = _ryser(
+                    floor[kids], w[kids] - floor[kids], need[kids], demand[a], keys[kids]
+                )
+        found[lv] = out
+    return found[0]
