@@ -255,3 +255,14 @@ def test_integers_refuse_contradicting_or_cross_classified_invariants():
         _marginals.integers(sizes, parents, (2,), [Margin(0, (0,), x, 0)])
     with pytest.raises(ValueError, match="not of integers"):
         _marginals.integers(sizes, parents, (2,), [detail, Margin(1, (), tops + 0.5, 0)])
+
+
+def test_the_running_sum_transforms_are_the_helmert_matrix_and_its_transpose():
+    rng = np.random.default_rng(0)
+    for d in (1, 2, 3, 7, 40):
+        q = _marginals.helmert(d)
+        arr = rng.normal(size=(3, d, 2))
+        along = _marginals._helmert_along(arr, 1)
+        np.testing.assert_allclose(along, np.einsum("kj,ajb->akb", q, arr), atol=1e-12)
+        back = _marginals._helmert_back(arr, 1)
+        np.testing.assert_allclose(back, np.einsum("kj,akb->ajb", q, arr), atol=1e-12)

@@ -70,6 +70,35 @@ def helmert(d: int) -> np.ndarray:
     return q
 
 
+def _helmert_along(arr: np.ndarray, axis: int) -> np.ndarray:
+    """``helmert(d) @ v`` for every vector v of ``arr`` along ``axis``, in O(d) each
+    (running sums; no d × d matrix, so a variable of thousands of values costs no more)."""
+    v = np.moveaxis(arr, axis, -1)
+    d = v.shape[-1]
+    out = np.empty(v.shape)
+    running = np.cumsum(v, axis=-1)
+    out[..., 0] = running[..., -1] / math.sqrt(d)
+    if d > 1:
+        k = np.arange(1, d)
+        out[..., 1:] = (running[..., :-1] - k * v[..., 1:]) / np.sqrt(k * (k + 1.0))
+    return np.moveaxis(out, -1, axis)
+
+
+def _helmert_back(arr: np.ndarray, axis: int) -> np.ndarray:
+    """``helmert(d).T @ y`` along ``axis`` (the inverse of :func:`_helmert_along`), in O(d):
+    v_j = y_0/√d − j·y_j/√(j(j+1)) (j ≥ 1) + Σ_{k>j} y_k/√(k(k+1))."""
+    y = np.moveaxis(arr, axis, -1)
+    d = y.shape[-1]
+    out = np.broadcast_to(y[..., :1] / math.sqrt(d), y.shape).copy()
+    if d > 1:
+        k = np.arange(1, d)
+        scaled = y[..., 1:] / np.sqrt(k * (k + 1.0))
+        out[..., 1:] -= k * scaled
+        later = np.cumsum(scaled[..., ::-1], axis=-1)[..., ::-1]  # Σ_{k ≥ j} for j = 1..d-1
+        out[..., :-1] += later
+    return np.moveaxis(out, -1, axis)
+
+
 class _Basis:
     """The cross-classification's basis: the per-variable matrices, each coefficient's
     component (a bitmask of the variables where k_i ≠ 0), and the maps in and out."""
@@ -77,7 +106,6 @@ class _Basis:
     def __init__(self, dims: Sequence[int]):
         self.dims = tuple(int(d) for d in dims)
         self.size = math.prod(self.dims)
-        self.q = [helmert(d) for d in self.dims]
         component = np.zeros(self.dims, dtype=np.int64)
         for i, d in enumerate(self.dims):
             shape = [1] * len(self.dims)
@@ -100,8 +128,8 @@ class _Basis:
         """A margin's values (areas × its cells) as the detail's coefficients it observes,
         in the detail's units: shape (areas, size), 0 in the coefficients it does not."""
         arr = np.asarray(values, dtype=np.float64)
-        for j, i in enumerate(axes):
-            arr = np.moveaxis(np.tensordot(arr, self.q[i], axes=([j + 1], [1])), -1, j + 1)
+        for j in range(len(axes)):
+            arr = _helmert_along(arr, j + 1)
         full = np.zeros((arr.shape[0], *self.dims))
         full[self._slot(axes)] = arr / math.sqrt(self.gain2(axes))
         return full.reshape(arr.shape[0], self.size)
@@ -111,8 +139,8 @@ class _Basis:
         cells (areas × its cells) from the detail's coefficients (areas × size)."""
         full = coefficients.reshape(coefficients.shape[0], *self.dims)
         arr = full[self._slot(axes)] * math.sqrt(self.gain2(axes))
-        for j, i in enumerate(axes):
-            arr = np.moveaxis(np.tensordot(arr, self.q[i], axes=([j + 1], [0])), -1, j + 1)
+        for j in range(len(axes)):
+            arr = _helmert_back(arr, j + 1)
         return arr
 
     def observes(self, axes: tuple[int, ...]) -> np.ndarray:
