@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 
 import dgauss
-from dgauss import _reconcile, accounting
+from dgauss import _splits, accounting
 
 # ---- helpers ----------------------------------------------------------------------------------
 
@@ -336,7 +336,7 @@ def test_settle_makes_any_group_add_up():
     """The last step of a split: however far float rounding had left a group's integers
     from its total (here planted: short by 7, over by 9 with one child able to give it),
     every group then adds up exactly, and nothing goes below 0."""
-    from dgauss._reconcile import _settle
+    from dgauss._splits import _settle
 
     parent = np.array([0, 0, 0, 1, 1, 2])
     total = np.array([10, 3, 4], dtype=np.int64)
@@ -643,7 +643,7 @@ _HOSTILE = {
     "finer lacks a key": (
         _frame_call({"r": _R2, "k": [1, 2], "n": _N2}),
         ValueError,
-        r"levels\[0\] lacks the column\(s\) \['k'\]",
+        r"levels\[1\] has the key column\(s\) \['k'\] that the detail table \(levels\[0\]\) lacks",
     ),
     "orphan row": (
         _frame_call({"r": ["a", "c"], "n": _N2}),
@@ -739,8 +739,8 @@ def test_chunked_paths_match(monkeypatch):
         plain_ints = plain.integers()
         calls = []
         with monkeypatch.context() as m:
-            m.setattr(_reconcile, "_CHUNK", 7)
-            m.setattr(_reconcile, "_split", _counted(_reconcile._split, calls))
+            m.setattr(_splits, "_CHUNK", 7)
+            m.setattr(_splits, "_split", _counted(_splits._split, calls))
             chunked = dgauss.reconcile(values, parents, noise=variances)
             ints = chunked.integers()
         assert len(calls) > sizes[0] // 7  # chunks of about 7 children each
@@ -753,7 +753,7 @@ def test_chunked_paths_match(monkeypatch):
 def test_chunked_checks(monkeypatch):
     """The value checks read in chunks too: a NaN or a count >= 2^53 in a later chunk is
     found, and reported at its position."""
-    monkeypatch.setattr(_reconcile, "_CHUNK", 7)
+    monkeypatch.setattr(_splits, "_CHUNK", 7)
     y = np.arange(30, dtype=float)
     y[23] = np.nan
     with pytest.raises(ValueError, match=r"levels\[0\] .*position 23"):
@@ -800,7 +800,7 @@ def test_chunks_do_not_change_the_integers(monkeypatch):
     cells = rng.integers(2**49, 2**50, size=2 * roots).astype(np.float64)
     tops = np.bincount(parent, cells, minlength=roots) + rng.integers(-5, 6, size=roots)
     whole = dgauss.reconcile([cells, tops], [parent], noise=[9.0, 9.0]).integers()
-    monkeypatch.setattr(_reconcile, "_CHUNK", 3)
+    monkeypatch.setattr(_splits, "_CHUNK", 3)
     cut = dgauss.reconcile([cells, tops], [parent], noise=[9.0, 9.0]).integers()
     for a, b in zip(whole, cut, strict=True):
         np.testing.assert_array_equal(a, b)

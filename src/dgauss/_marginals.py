@@ -389,7 +389,7 @@ def integers(
     with both margins fixed (iterative proportional fitting of the non-negative part of the
     estimate, then Gale–Ryser's rounding: every entry the fit's floor or one more).
     Invariants over cross-classified cells are refused (ValueError)."""
-    from dgauss._reconcile import _split_in_chunks, _tie_keys
+    from dgauss._splits import _split_in_chunks, _tie_keys
 
     totals = _totals(sizes, parents, margins)
     basis, x, _ = _passes(sizes, parents, dims, margins)

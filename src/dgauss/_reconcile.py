@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
@@ -43,7 +43,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from dgauss import _bounding
+from dgauss import _bounding, _margin_frames, _marginals
+from dgauss._splits import _chunks, _split_in_chunks
 
 __all__ = ["reconcile", "Reconciliation"]
 
@@ -101,14 +102,6 @@ class _Level:
     parent: np.ndarray  # flat int64 positions in the next level (empty at the top)
     shape: tuple  # the input's shape (NumPy) or the frame (pandas)
     frame: Any = None  # the input DataFrame, or None
-
-
-_CHUNK = 1 << 18  # values a step of the passes reads at a time (bounds the temporaries)
-
-
-def _chunks(n: int):
-    for a in range(0, n, _CHUNK):
-        yield slice(a, min(a + _CHUNK, n))
 
 
 def _array(table: Any, where: str) -> np.ndarray:
@@ -353,119 +346,6 @@ def _blue(levels: list[_Level]) -> tuple[list[np.ndarray], list[np.ndarray]]:
 # ---- non-negative integers ------------------------------------------------------------------
 
 
-def _tie_keys(where: np.ndarray, seed: int) -> np.ndarray:
-    """A pseudo-random uint64 per position (SplitMix64's finaliser of position and seed):
-    the order among equal remainders, the same for the same positions and seed, favouring
-    no position (with integer counts and one variance a level, every child of a parent has
-    the same remainder, and "the earlier first" gave the first cells of every group the
-    +1s: +0.35 a cell nationally for the first age group in the census tree)."""
-    mix = (seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % (1 << 64)
-    return _bounding._mix(where.astype(np.uint64) + np.uint64(mix))  # a fresh array: in place
-
-
-def _split(
-    total: np.ndarray,
-    x: np.ndarray,
-    F: np.ndarray,
-    parent: np.ndarray,
-    where: np.ndarray,
-    seed: int,
-) -> np.ndarray:
-    """Each parent's integer ``total`` ≥ 0 split among its children into integers ≥ 0 that
-    add up to it: the children's estimates x projected onto {w ≥ 0, Σ w = total} in the norm
-    Σ (w − x)²/F, then rounded by largest remainders (remainders equal to 9 decimals in a
-    pseudo-random order of the children's level positions ``where``, :func:`_tie_keys`).
-
-    The projection is w_c = max(0, x_c − λ F_c), λ from the simplex-projection rule on the
-    children sorted by x_c / F_c, the largest first; each group's running sums are its own
-    (groups of one size at a time, as rows of a matrix), so no group's rounding depends on
-    another's or on how a level is cut into chunks."""
-    m, n = len(total), len(parent)
-    counts = np.bincount(parent, minlength=m)
-    starts = np.cumsum(counts) - counts
-    order = np.lexsort((-(x / F), parent))
-    tot = total.astype(np.float64)
-    w = np.zeros(n)
-    for size in np.unique(counts):
-        groups = np.flatnonzero((counts == size) & (total > 0))
-        if not groups.size:
-            continue
-        idx = order[starts[groups][:, None] + np.arange(size)]
-        xs, fs = x[idx], F[idx]
-        lam = (np.cumsum(xs, axis=1) - tot[groups][:, None]) / np.cumsum(fs, axis=1)
-        rho = np.maximum(np.count_nonzero(xs / fs > lam, axis=1), 1)  # ≥ 1: the total > 0
-        chosen = lam[np.arange(len(groups)), rho - 1]
-        w[idx] = np.maximum(xs - chosen[:, None] * fs, 0.0)
-    # largest remainders: Σ w is the total up to float rounding, so 0 ≤ short ≤ children
-    floor = np.floor(w)
-    ints = floor.astype(np.int64)
-    short = total - _sums(parent, ints, m)
-    order = np.lexsort((_tie_keys(where, seed), -np.round(w - floor, 9), parent))
-    rank = np.arange(n) - starts[parent[order]]
-    bump = rank < short[parent[order]]
-    ints[order[bump]] += 1
-    return _settle(total, ints, parent, m)
-
-
-def _sums(parent: np.ndarray, ints: np.ndarray, m: int) -> np.ndarray:
-    """Each group's sum of int64 values, exactly (np.add.at: no float weights)."""
-    sums = np.zeros(m, dtype=np.int64)
-    np.add.at(sums, parent, ints)
-    return sums
-
-
-def _settle(total: np.ndarray, ints: np.ndarray, parent: np.ndarray, m: int) -> np.ndarray:
-    """Make every group add up to its total ≥ 0, should float rounding have left one off
-    (only conceivable with totals near 2^53; one pass over each such group): a shortfall
-    spread evenly (the remainder to the earlier children), an excess taken from the largest
-    children first, never below 0 (possible: the group holds total + excess)."""
-    diff = total - _sums(parent, ints, m)
-    for g in np.flatnonzero(diff):
-        members = np.flatnonzero(parent == g)
-        d = int(diff[g])
-        if d > 0:
-            ints[members] += d // len(members)
-            ints[members[: d % len(members)]] += 1
-            continue
-        excess = -d
-        for c in members[np.argsort(-ints[members], kind="stable")]:
-            taken = min(int(ints[c]), excess)
-            ints[c] -= taken
-            excess -= taken
-            if excess == 0:
-                break
-    return ints
-
-
-def _split_in_chunks(
-    total: np.ndarray, x: np.ndarray, F: np.ndarray, parent: np.ndarray, seed: int
-) -> np.ndarray:
-    """:func:`_split` over runs of consecutive parents holding about _CHUNK children each:
-    a slice when the children come ordered by parent, else found by a scan (no sort, whose
-    index array would be as large as the detail table)."""
-    n, m = len(parent), len(total)
-    if n <= _CHUNK:
-        return _split(total, x, F, parent, np.arange(n), seed)
-    ordered = all(
-        np.all(parent[p.start + 1 : p.stop + 1] >= parent[p.start : min(p.stop, n - 1)])
-        for p in _chunks(n)
-    )
-    ends = np.cumsum(np.bincount(parent, minlength=m))
-    ints = np.empty(n, dtype=np.int64)
-    first = 0
-    while first < m:
-        start = int(ends[first - 1]) if first else 0
-        last = max(int(np.searchsorted(ends, start + _CHUNK, side="right")), first + 1)
-        stop = int(ends[last - 1])
-        idx: Any = (
-            slice(start, stop) if ordered else np.flatnonzero((parent >= first) & (parent < last))
-        )
-        where = np.arange(start, stop) if ordered else idx
-        ints[idx] = _split(total[first:last], x[idx], F[idx], parent[idx] - first, where, seed)
-        first = last
-    return ints
-
-
 def _integers(
     levels: list[_Level], x: list[np.ndarray], F: list[np.ndarray], seed: int
 ) -> list[np.ndarray]:
@@ -500,10 +380,19 @@ class Reconciliation:
     non-negative integer tables (each a list with one entry per level, the detail first, in
     the form of the input: arrays of its shapes, or copies of its DataFrames)."""
 
-    def __init__(self, levels: list[_Level], value: str | None):
+    def __init__(
+        self,
+        levels: list[_Level],
+        value: str | None,
+        solved: tuple[list, list, Callable[[int], list]] | None = None,
+    ):
         self._levels = levels
         self._value = value
-        self._x, self._F = _blue(levels)
+        if solved is None:  # a chain of groupings: the passes here
+            self._x, self._F = _blue(levels)
+            self._integers = lambda seed: _integers(levels, self._x, self._F, seed)
+        else:  # marginal tables of one detail (dgauss._margin_frames)
+            self._x, self._F, self._integers = solved
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{len(lv.values):,}" for lv in self._levels)
@@ -570,12 +459,19 @@ class Reconciliation:
         group) gets the +1s: the same input and seed give the same tables.  O(n log n).
         Not unbiased: a cell whose estimate is near zero is pushed up (docs/reconcile.md
         measures how much, by cell and area size).  OverflowError when an estimate reaches
-        2^53."""
+        2^53.
+
+        Marginal tables of one detail: a non-negative integer detail table is built
+        top-down (each area's integer cells split among its children cell by cell as
+        above; where invariant totals fix the children's totals, the children × cells table
+        is fitted to both margins and rounded so that each entry is the fit's floor or one
+        more), and every table is its margin: all add up, invariant totals kept exactly.
+        An invariant over cross-classified cells is refused (ValueError)."""
         seed = int(_checked(seed, numbers.Integral, "seed", "an int >= 0"))
         if seed < 0:
             raise ValueError(f"seed must be an int >= 0, got {seed!r}")
         # computed anew at each call and not kept: the caller owns the tables
-        return self._shaped(_integers(self._levels, self._x, self._F, seed), True, copy=False)
+        return self._shaped(self._integers(seed), True, copy=False)
 
 
 def reconcile(
@@ -595,6 +491,17 @@ def reconcile(
         before (every value of ``levels[l]`` is the noisy sum of a group of values of
         ``levels[l - 1]``); the last may hold one grand total or several (a forest).  Either
         arrays (any shape, read in C order) or pandas DataFrames.
+
+        DataFrames may also be **marginal tables of one detail**: every table's key columns
+        are some of the detail's (``levels[0]``), its values the noisy group-by sums of the
+        detail over them.  The detail's key columns are read as a geography, the columns
+        that nest (town within province within region: each value of a finer one within one
+        value of a coarser one), and a cross-classification, the columns that cross every
+        other (age, sex: the detail holds every combination in every area, once); each
+        table holds every combination of its keys once.  Then tables need not be a chain
+        (province × age × sex beside town totals), the detail need not be released, and a
+        table may be an **invariant**: published without noise (``noise`` 0), reproduced
+        exactly by the estimates and the integers.
     parents
         Arrays only: ``parents[l]`` (an integer array with one entry per value of
         ``levels[l]``) gives each value's parent's flat position in ``levels[l + 1]``; one
@@ -605,7 +512,10 @@ def reconcile(
         :class:`~dgauss.LaplaceMechanism` that released it (its exact noise variance is
         used, in the values' units when it has a granularity), a number (the variance of
         each value's noise); every variance in [2^-200, 2^200].  Or None for a level that
-        was not released (its values are ignored; the detail table must be released).
+        was not released (its values are ignored; the detail table must be released, but
+        for marginal tables).  For marginal tables, 0: an invariant, a table published
+        exactly (nothing protects it: it is not a private release).  Integers keep
+        invariants that are totals (tables of no cross-classified column).
     value
         DataFrames only: the column of noisy counts.  Every other column of ``levels[l + 1]``
         is a key, and must be a column of ``levels[l]`` too: a row's parent is the row of
@@ -631,4 +541,54 @@ def reconcile(
     public structure and the mechanisms' parameters: post-processing, so the release keeps
     exactly the privacy of the noisy tables.
     """
+    margins = _margins(levels, parents, noise, value)
+    if margins is not None:
+        return margins
     return Reconciliation(_levels(levels, parents, noise, value), value)
+
+
+def _margins(levels, parents, noise, value) -> Reconciliation | None:
+    """The reconciliation of marginal tables of one detail (:mod:`dgauss._margin_frames`),
+    for pandas tables that are not a chain of groupings or that have an invariant or an
+    unreleased detail; None for the other inputs (:func:`_levels` reads and checks them)."""
+    if (
+        value is None
+        or parents is not None
+        or not isinstance(levels, Sequence)
+        or not isinstance(noise, Sequence)
+        or isinstance(noise, (str, bytes))
+        or len(noise) != len(levels)
+        or not levels
+        or not all(_is_frame(t) and value in t.columns for t in levels)
+        or not _margin_frames.wanted(levels, noise, value)
+    ):
+        return None
+    variances = [
+        0.0 if _margin_frames.is_invariant(n) else _noise_variance(n, i)
+        for i, n in enumerate(noise)
+    ]
+    structure = _margin_frames.read(
+        levels, variances, value, lambda frame, i, released: _flat_values(frame, i, released, value)
+    )
+    args = (structure.sizes, structure.parents, structure.dims, structure.margins())
+    solved = _marginals.solve(*args)
+    x = structure.rows([est for est, _ in solved])
+    F = structure.rows([var for _, var in solved])
+
+    def integers(seed: int) -> list[np.ndarray]:
+        detail = _marginals.integers(*args, seed=seed)
+        return structure.rows(
+            [structure.margin_of(detail, t.margin.level, t.margin.axes) for t in structure.tables]
+        )
+
+    tables = [
+        _Level(
+            _flat_values(t.frame, i, not math.isinf(variances[i]), value),
+            variances[i],
+            np.zeros(0, dtype=np.int64),
+            (),
+            t.frame,
+        )
+        for i, t in enumerate(structure.tables)
+    ]
+    return Reconciliation(tables, value, (x, F, integers))
