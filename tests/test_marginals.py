@@ -185,23 +185,25 @@ def test_helmert_is_orthonormal_with_a_constant_first_row():
 # ---- non-negative integers ----------------------------------------------------------------------
 
 
-def totals_case(seed: int):
-    """A random structure whose invariants are totals only (a margin over no variable), at
-    random levels, beside noisy margins (the detail always noisy)."""
+def totals_case(seed: int, nested: bool = False):
+    """A random structure whose invariants are totals (a margin over no variable), or with
+    ``nested`` margins over the first j variables (j random: they nest), at random levels,
+    beside noisy margins (the detail always noisy)."""
     rng = np.random.default_rng(seed)
     levels = int(rng.integers(1, 4))
-    dims = tuple(int(d) for d in rng.integers(1, 4, size=int(rng.integers(0, 3))))
+    dims = tuple(int(d) for d in rng.integers(1, 4, size=int(rng.integers(0, 4 if nested else 3))))
     sizes, parents = structure(rng, levels, dims)
     C = math.prod(dims)
     x = rng.integers(0, 6, size=(sizes[0], C)).astype(float)
     everything = tuple(range(len(dims)))
     margins = []
     for lv in range(levels):
-        for axes in {(), everything}:
+        prefix = tuple(range(int(rng.integers(0, len(dims) + 1)))) if nested else ()
+        for axes in dict.fromkeys([prefix, (), everything]):
             M = margin_matrix(parents, sizes, dims, lv, axes)
             truth = M @ x.reshape(-1)
             shape = (sizes[lv], *[dims[i] for i in axes])
-            if axes == () and rng.random() < 0.5:
+            if axes == prefix and rng.random() < 0.5:
                 margins.append(Margin(lv, axes, truth.reshape(shape), 0.0))
             elif lv == 0 and axes == everything or rng.random() < 0.6:
                 noisy = truth + rng.normal(0, 2.0, truth.size)
@@ -210,8 +212,9 @@ def totals_case(seed: int):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_integers_are_non_negative_and_meet_every_invariant_total(seed):
-    parents, sizes, dims, margins, _ = totals_case(seed)
+@pytest.mark.parametrize("nested", [False, True])
+def test_integers_are_non_negative_and_meet_every_invariant(seed, nested):
+    parents, sizes, dims, margins, _ = totals_case(seed, nested)
     X = _marginals.integers(sizes, parents, dims, margins, seed=seed)
     assert X.dtype == np.int64 and X.shape == (sizes[0], math.prod(dims)) and X.min() >= 0
     for m in margins:
@@ -251,8 +254,20 @@ def test_integers_refuse_contradicting_or_cross_classified_invariants():
         _marginals.integers(
             sizes, parents, (2,), [detail, Margin(0, (), leaves, 0), Margin(1, (), wrong, 0)]
         )
-    with pytest.raises(ValueError, match="cross-classified"):
-        _marginals.integers(sizes, parents, (2,), [Margin(0, (0,), x, 0)])
+    cross = (
+        margin_matrix(parents, sizes, (2, 2), 1, (0,)),
+        margin_matrix(parents, sizes, (2, 2), 0, (1,)),
+    )
+    y = rng.integers(0, 9, size=(sizes[0], 4)).astype(float)
+    crossing = [
+        Margin(0, (0, 1), y.reshape(sizes[0], 2, 2), 1.0),
+        Margin(1, (0,), (cross[0] @ y.reshape(-1)).reshape(sizes[1], 2), 0),
+        Margin(0, (1,), (cross[1] @ y.reshape(-1)).reshape(sizes[0], 2), 0),
+    ]
+    with pytest.raises(
+        ValueError, match=r"margins\[1\] and margins\[2\] are invariants over crossing"
+    ):
+        _marginals.integers(sizes, parents, (2, 2), crossing)
     with pytest.raises(ValueError, match="not of integers"):
         _marginals.integers(sizes, parents, (2,), [detail, Margin(1, (), tops + 0.5, 0)])
 

@@ -308,46 +308,114 @@ def _passes(
 # ---- non-negative integers ---------------------------------------------------------------------
 
 
-def _totals(
-    sizes: Sequence[int], parents: Sequence[np.ndarray], margins: Sequence[Margin]
-) -> list[np.ndarray | None]:
-    """Each level's areas' exact totals, where invariants fix them: a level's own invariant
-    totals, else the sums of the nearest invariant level below (None above none).  Two
-    invariant levels must agree (a ValueError names them)."""
-    own: list[np.ndarray | None] = [None] * len(sizes)
+@dataclass(frozen=True)
+class _Fixed:
+    """What invariants fix at one level: each area's margin over ``axes`` (int64, areas ×
+    cells of axes in C order), named for messages by ``name``."""
+
+    axes: tuple[int, ...]
+    values: np.ndarray
+    name: str
+
+
+def _coarser(fixed: _Fixed, axes: tuple[int, ...], dims: Sequence[int]) -> np.ndarray:
+    """``fixed``'s values summed over its variables not in ``axes`` (a subset)."""
+    arr = fixed.values.reshape(len(fixed.values), *[dims[i] for i in fixed.axes])
+    drop = tuple(1 + j for j, i in enumerate(fixed.axes) if i not in axes)
+    return (arr.sum(axis=drop) if drop else arr).reshape(len(fixed.values), -1)
+
+
+def _finer(a: _Fixed, b: _Fixed, dims: Sequence[int]) -> _Fixed:
+    """Of two invariants of one level, the one over more variables, once checked that the
+    other is its margin; invariants over crossing variables are refused."""
+    if not set(a.axes) <= set(b.axes):
+        a, b = b, a
+    if not set(a.axes) <= set(b.axes):
+        raise ValueError(
+            f"{a.name} and {b.name} are invariants over crossing variables: integers keep "
+            "invariants whose cross-classified variables nest (a total, then one variable, "
+            "then two, ...)"
+        )
+    if not np.array_equal(_coarser(b, a.axes, dims), a.values):
+        raise ValueError(f"the invariants {a.name} and {b.name} do not add up to each other")
+    return b
+
+
+def _fixed(
+    sizes: Sequence[int],
+    parents: Sequence[np.ndarray],
+    dims: Sequence[int],
+    margins: Sequence[Margin],
+) -> list[_Fixed | None]:
+    """What invariants fix at each level: the finest of its own invariants and of the sums
+    of those below it (None where none is at or below the level)."""
+    own: list[_Fixed | None] = [None] * len(sizes)
     for i, m in enumerate(margins):
         if m.values is None or m.variance != 0:
             continue
-        if m.axes:
-            raise ValueError(
-                f"margins[{i}] is an invariant over cross-classified cells: integers keep "
-                "invariant totals (a margin over no variable) only"
-            )
-        values = np.asarray(m.values, dtype=np.float64).reshape(-1)
+        values = np.asarray(m.values, dtype=np.float64).reshape(sizes[m.level], -1)
         if np.any(values != np.round(values)) or np.any(values < 0):
             raise ValueError(f"margins[{i}] is an invariant that is not of integers >= 0")
-        ints = values.astype(np.int64)
+        fixed = _Fixed(tuple(m.axes), values.astype(np.int64), f"margins[{i}]")
         before = own[m.level]
-        if before is not None and not np.array_equal(before, ints):
-            raise ValueError(f"margins[{i}] is an invariant that contradicts another at its level")
-        own[m.level] = ints
-    out: list[np.ndarray | None] = [None] * len(sizes)
-    below: np.ndarray | None = None
-    below_level = -1
+        own[m.level] = fixed if before is None else _finer(before, fixed, dims)
+    out: list[_Fixed | None] = [None] * len(sizes)
+    below: _Fixed | None = None
     for lv in range(len(sizes)):
         if below is not None and lv > 0:
-            summed = np.zeros(sizes[lv], dtype=np.int64)
-            np.add.at(summed, parents[lv - 1], below)
-            below = summed
+            summed = np.zeros((sizes[lv], below.values.shape[1]), dtype=np.int64)
+            np.add.at(summed, parents[lv - 1], below.values)
+            below = _Fixed(below.axes, summed, below.name)
         mine = own[lv]
         if mine is not None:
-            if below is not None and not np.array_equal(below, mine):
-                raise ValueError(
-                    f"the invariant totals of level {below_level} do not add up to those of "
-                    f"level {lv}"
-                )
-            below, below_level = mine, lv
+            below = mine if below is None else _finer(below, mine, dims)
         out[lv] = below
+    return out
+
+
+def _two_margins(
+    estimate: np.ndarray,
+    row: np.ndarray,
+    col: np.ndarray,
+    group: np.ndarray,
+    keys: np.ndarray,
+) -> np.ndarray:
+    """Non-negative integers (rows × columns) near ``estimate`` whose rows sum to ``row`` and
+    whose rows of each ``group`` sum, column by column, to that group's row of ``col``:
+    iterative proportional fitting of the estimate's non-negative part to both margins,
+    then each entry the fit's floor or one more (:func:`_ryser`, group by group)."""
+    w = np.maximum(estimate, 0.0) + 1e-9
+    rowf, colf = row.astype(np.float64), col.astype(np.float64)
+    for _ in range(2000):
+        rs = w.sum(axis=1)
+        w *= np.divide(rowf, rs, out=np.zeros_like(rs), where=rs > 0)[:, None]
+        cs = _group_sum(group, w, len(col))
+        w *= np.divide(colf, cs, out=np.zeros_like(cs), where=cs > 0)[group]
+        if np.abs(w.sum(axis=1) - rowf).max(initial=0) <= 1e-9 * max(
+            1.0, float(rowf.max(initial=0))
+        ):
+            break
+    # a fit within 1e-7 of an integer is that integer (an integral estimate stays itself),
+    # unless that overshoots a margin
+    for floor in (
+        np.where(np.abs(w - np.rint(w)) < 1e-7, np.rint(w), np.floor(w)),
+        np.floor(w - 1e-7),
+    ):
+        floor = np.maximum(floor, 0).astype(np.int64)
+        need = row - floor.sum(axis=1)
+        demand = col.copy()
+        np.subtract.at(demand, group, floor)
+        if need.min(initial=0) >= 0 and demand.min(initial=0) >= 0:
+            break
+    out = np.empty_like(floor)
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(col) + 1))
+    for a in range(len(col)):
+        rows = order[bounds[a] : bounds[a + 1]]
+        if len(rows):
+            out[rows] = _ryser(
+                floor[rows], w[rows] - floor[rows], need[rows], demand[a], keys[rows]
+            )
     return out
 
 
@@ -380,73 +448,67 @@ def integers(
     seed: int = 0,
 ) -> np.ndarray:
     """A detail table of non-negative integers (leaves × cells, C order) near the estimate,
-    every invariant total met exactly; every margin of it is then of integers that add up.
+    every invariant met exactly; every margin of it is then of integers that add up.
 
-    Top-down: the roots' cells rounded (to their invariant total, if any, by the
-    projection and largest remainders of :mod:`dgauss._reconcile`); then each area's
-    integer cells split among its children: cell by cell as in ``_reconcile`` where the
-    children's totals are free, and where invariants fix them, as a children × cells table
-    with both margins fixed (iterative proportional fitting of the non-negative part of the
-    estimate, then Gale–Ryser's rounding: every entry the fit's floor or one more).
-    Invariants over cross-classified cells are refused (ValueError)."""
+    What invariants fix at a level is the finest of its own and of the sums of those below
+    (their variables must nest: a total, then age, then age × sex; crossing ones, age at
+    one table and sex at another, are refused with a ValueError naming them).  Top-down:
+    each root's cells rounded to what is fixed (its margin kept, split over the other
+    variables by the projection and largest remainders of :mod:`dgauss._splits`); then each
+    area's integer cells split among its children: cell by cell where the children are not
+    fixed, and where they are, for each cell of the fixed variables, a children × (other
+    variables) table with both margins fixed (iterative proportional fitting of the
+    estimate's non-negative part, then every entry the fit's floor or one more: Gale and
+    Ryser's construction, which exists whenever the fit does)."""
     from dgauss._splits import _split_in_chunks, _tie_keys
 
-    totals = _totals(sizes, parents, margins)
+    fixed = _fixed(sizes, parents, dims, margins)
     basis, x, _ = _passes(sizes, parents, dims, margins)
     everything = tuple(range(len(dims)))
-    size, top = basis.size, len(sizes) - 1
-    cells = [basis.outward(x[lv], everything).reshape(sizes[lv], size) for lv in range(top + 1)]
+    top = len(sizes) - 1
+    cells = [basis.outward(x[lv], everything) for lv in range(top + 1)]  # areas × dims
     found: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * (top + 1)
-    fixed = totals[top]
-    if fixed is None:
+    ones = np.ones  # the split's weights: every cell alike
+
+    def grouped(arr: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        """areas × dims as (areas · cells of axes) × cells of the other variables."""
+        rest = tuple(i for i in everything if i not in axes)
+        moved = np.transpose(arr, (0, *[1 + i for i in axes], *[1 + i for i in rest]))
+        return moved.reshape(arr.shape[0] * math.prod(dims[i] for i in axes), -1)
+
+    def ungrouped(arr: np.ndarray, axes: tuple[int, ...], areas: int) -> np.ndarray:
+        rest = tuple(i for i in everything if i not in axes)
+        order = (*axes, *rest)
+        shaped = arr.reshape(areas, *[dims[i] for i in order])
+        back = np.argsort((0, *[1 + i for i in order]))
+        return np.transpose(shaped, back)
+
+    f = fixed[top]
+    if f is None:
         found[top] = np.maximum(np.rint(cells[top]), 0).astype(np.int64)
-    else:
-        roots = np.repeat(np.arange(sizes[top]), size)
-        flat = cells[top].reshape(-1)
-        found[top] = _split_in_chunks(fixed, flat, np.ones_like(flat), roots, seed).reshape(
-            sizes[top], size
-        )
+    else:  # each root's margin over f.axes kept, split over the other variables
+        est = grouped(cells[top], f.axes)
+        parent = np.repeat(np.arange(est.shape[0]), est.shape[1])
+        flat = est.reshape(-1)
+        ints = _split_in_chunks(f.values.reshape(-1), flat, ones(flat.size), parent, seed)
+        found[top] = ungrouped(ints, f.axes, sizes[top])
     for lv in range(top - 1, -1, -1):
-        p, up = parents[lv], found[lv + 1]
-        fixed = totals[lv]
-        if fixed is None:
+        p, up, f = parents[lv], found[lv + 1], fixed[lv]
+        if f is None:  # cell by cell: each parent's integer split among its children
+            size = basis.size
             group = (p[:, None] * size + np.arange(size)).reshape(-1)
             flat = cells[lv].reshape(-1)
             found[lv] = _split_in_chunks(
-                up.reshape(-1), flat, np.ones_like(flat), group, seed + lv + 1
-            ).reshape(sizes[lv], size)
+                up.reshape(-1), flat, ones(flat.size), group, seed + lv + 1
+            ).reshape(sizes[lv], *dims)
             continue
-        # both margins fixed: fit, then round
-        w = np.maximum(cells[lv], 0.0) + 1e-9
-        row, col = fixed.astype(np.float64), up.astype(np.float64)
-        for _ in range(2000):
-            rs = w.sum(axis=1)
-            w *= np.divide(row, rs, out=np.zeros_like(rs), where=rs > 0)[:, None]
-            cs = _group_sum(p, w, sizes[lv + 1])
-            w *= np.divide(col, cs, out=np.zeros_like(cs), where=cs > 0)[p]
-            if np.abs(w.sum(axis=1) - row).max() <= 1e-9 * max(1.0, float(row.max(initial=0))):
-                break
-        # every entry the fit's floor or one more; a fit within 1e-7 of an integer is that
-        # integer (an integral estimate stays itself), unless that overshoots a margin
-        for floor in (
-            np.where(np.abs(w - np.rint(w)) < 1e-7, np.rint(w), np.floor(w)),
-            np.floor(w - 1e-7),
-        ):
-            floor = np.maximum(floor, 0).astype(np.int64)
-            need = fixed - floor.sum(axis=1)
-            demand = up.copy()
-            np.subtract.at(demand, p, floor)
-            if need.min(initial=0) >= 0 and demand.min(initial=0) >= 0:
-                break
-        keys = _tie_keys(np.arange(sizes[lv]), seed + lv + 1)
-        out = np.empty_like(floor)
-        order = np.argsort(p, kind="stable")
-        bounds = np.searchsorted(p[order], np.arange(sizes[lv + 1] + 1))
-        for a in range(sizes[lv + 1]):
-            kids = order[bounds[a] : bounds[a + 1]]
-            if len(kids):
-                out[kids] = _ryser(
-                    floor[kids], w[kids] - floor[kids], need[kids], demand[a], keys[kids]
-                )
-        found[lv] = out
-    return found[0]
+        # the children's margins over f.axes fixed, and the parent's cells: for each cell of
+        # f.axes, a children × (other variables) table with both margins fixed
+        n_s = math.prod(dims[i] for i in f.axes)
+        est = grouped(cells[lv], f.axes)
+        col = grouped(up, f.axes)
+        group = (p[:, None] * n_s + np.arange(n_s)).reshape(-1)
+        keys = _tie_keys(np.arange(est.shape[0]), seed + lv + 1)
+        ints = _two_margins(est, f.values.reshape(-1), col, group, keys)
+        found[lv] = ungrouped(ints, f.axes, sizes[lv])
+    return found[0].reshape(sizes[0], basis.size)

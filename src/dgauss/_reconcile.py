@@ -463,10 +463,11 @@ class Reconciliation:
 
         Marginal tables of one detail: a non-negative integer detail table is built
         top-down (each area's integer cells split among its children cell by cell as
-        above; where invariant totals fix the children's totals, the children × cells table
-        is fitted to both margins and rounded so that each entry is the fit's floor or one
-        more), and every table is its margin: all add up, invariant totals kept exactly.
-        An invariant over cross-classified cells is refused (ValueError)."""
+        above; where invariants fix the children's totals or margins, the children × cells
+        table is fitted to both margins and rounded so that each entry is the fit's floor or one
+        more), and every table is its margin: all add up, invariants kept exactly.
+        Invariants whose cross-classified columns cross (age in one, sex in another) are
+        refused (ValueError naming them)."""
         seed = int(_checked(seed, numbers.Integral, "seed", "an int >= 0"))
         if seed < 0:
             raise ValueError(f"seed must be an int >= 0, got {seed!r}")
@@ -514,8 +515,9 @@ def reconcile(
         each value's noise); every variance in [2^-200, 2^200].  Or None for a level that
         was not released (its values are ignored; the detail table must be released, but
         for marginal tables).  For marginal tables, 0: an invariant, a table published
-        exactly (nothing protects it: it is not a private release).  Integers keep
-        invariants that are totals (tables of no cross-classified column).
+        exactly (nothing protects it: it is not a private release).  Integers keep every
+        invariant whose cross-classified columns nest (a total, then sex, then age × sex);
+        crossing ones (age in one, sex in another) are refused by ``integers()``.
     value
         DataFrames only: the column of noisy counts.  Every other column of ``levels[l + 1]``
         is a key, and must be a column of ``levels[l]`` too: a row's parent is the row of
