@@ -122,6 +122,9 @@ def read(
 
     keys = [[c for c in f.columns if c != value] for f in frames]
     detail = frames[0]
+    for i, f in enumerate(frames):
+        if len(f) == 0:
+            raise ValueError(f"levels[{i}] is empty: every table holds at least one row")
     for i, k in enumerate(keys):
         missing = [c for c in k if c not in keys[0]]
         if missing:
