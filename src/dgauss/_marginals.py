@@ -346,6 +346,7 @@ def _fixed(
     parents: Sequence[np.ndarray],
     dims: Sequence[int],
     margins: Sequence[Margin],
+    names: Sequence[str],
 ) -> list[_Fixed | None]:
     """What invariants fix at each level: the finest of its own invariants and of the sums
     of those below it (None where none is at or below the level)."""
@@ -355,8 +356,8 @@ def _fixed(
             continue
         values = np.asarray(m.values, dtype=np.float64).reshape(sizes[m.level], -1)
         if np.any(values != np.round(values)) or np.any(values < 0):
-            raise ValueError(f"margins[{i}] is an invariant that is not of integers >= 0")
-        fixed = _Fixed(tuple(m.axes), values.astype(np.int64), f"margins[{i}]")
+            raise ValueError(f"{names[i]} is an invariant that is not of integers >= 0")
+        fixed = _Fixed(tuple(m.axes), values.astype(np.int64), names[i])
         before = own[m.level]
         own[m.level] = fixed if before is None else _finer(before, fixed, dims)
     out: list[_Fixed | None] = [None] * len(sizes)
@@ -383,7 +384,9 @@ def _two_margins(
     """Non-negative integers (rows × columns) near ``estimate`` whose rows sum to ``row`` and
     whose rows of each ``group`` sum, column by column, to that group's row of ``col``:
     iterative proportional fitting of the estimate's non-negative part to both margins,
-    then each entry the fit's floor or one more (:func:`_ryser`, group by group)."""
+    then each entry the fit's floor or one more (:func:`_ryser`, group by group).  Where the
+    fit falls short of a group's margins (it converges slowly when the estimate is far from
+    them), that group's table is :func:`_transport`'s."""
     w = np.maximum(estimate, 0.0) + 1e-9
     rowf, colf = row.astype(np.float64), col.astype(np.float64)
     for _ in range(2000):
@@ -412,10 +415,37 @@ def _two_margins(
     bounds = np.searchsorted(group[order], np.arange(len(col) + 1))
     for a in range(len(col)):
         rows = order[bounds[a] : bounds[a + 1]]
-        if len(rows):
+        if not len(rows):
+            continue
+        try:
+            if need[rows].min() < 0 or demand[a].min() < 0:
+                raise ValueError("the fit's floor overshoots a margin")
             out[rows] = _ryser(
                 floor[rows], w[rows] - floor[rows], need[rows], demand[a], keys[rows]
             )
+        except ValueError:
+            out[rows] = _transport(w[rows], row[rows], col[a], keys[rows])
+    return out
+
+
+def _transport(w: np.ndarray, need: np.ndarray, demand: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Non-negative integers (rows × columns) with row sums ``need`` and column sums
+    ``demand`` (both ≥ 0, of equal sums): each row, in the order of ``keys``, takes what
+    remains of the columns' demand, its largest entries of ``w`` first.  It always succeeds
+    (the demand left is the need left); the fallback of :func:`_two_margins`."""
+    out = np.zeros(w.shape, dtype=np.int64)
+    left = demand.astype(np.int64)
+    for b in np.argsort(keys, kind="stable"):
+        r = int(need[b])
+        for c in np.argsort(-w[b], kind="stable"):
+            if r == 0:
+                break
+            take = min(r, int(left[c]))
+            out[b, c] += take
+            left[c] -= take
+            r -= take
+        if r:
+            raise ValueError("no non-negative integer table meets the invariant totals")
     return out
 
 
@@ -446,6 +476,7 @@ def integers(
     dims: Sequence[int],
     margins: Sequence[Margin],
     seed: int = 0,
+    names: Sequence[str] | None = None,
 ) -> np.ndarray:
     """A detail table of non-negative integers (leaves × cells, C order) near the estimate,
     every invariant met exactly; every margin of it is then of integers that add up.
@@ -459,14 +490,26 @@ def integers(
     fixed, and where they are, for each cell of the fixed variables, a children × (other
     variables) table with both margins fixed (iterative proportional fitting of the
     estimate's non-negative part, then every entry the fit's floor or one more: Gale and
-    Ryser's construction, which exists whenever the fit does)."""
+    Ryser's construction, which exists whenever the fit does; should the fit fall short, a
+    table meeting both margins taken greedily, the largest estimates first).  ``names``
+    names the margins in messages (default ``margins[i]``); an OverflowError when an
+    estimate reaches 2^53 (beyond it, integers are not exact in float64 and int64 sums
+    may wrap)."""
     from dgauss._splits import _split_in_chunks, _tie_keys
 
-    fixed = _fixed(sizes, parents, dims, margins)
+    if names is None:
+        names = [f"margins[{i}]" for i in range(len(margins))]
+    fixed = _fixed(sizes, parents, dims, margins, names)
     basis, x, _ = _passes(sizes, parents, dims, margins)
     everything = tuple(range(len(dims)))
     top = len(sizes) - 1
     cells = [basis.outward(x[lv], everything) for lv in range(top + 1)]  # areas × dims
+    for lv, est in enumerate(cells):
+        if np.any(np.abs(est) >= 2.0**53):
+            raise OverflowError(
+                f"the estimates of level {lv} of the tree reach a magnitude of 2^53 or more, "
+                "which integer tables cannot carry exactly"
+            )
     found: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * (top + 1)
     ones = np.ones  # the split's weights: every cell alike
 
