@@ -576,9 +576,19 @@ def _margins(levels, parents, noise, value) -> Reconciliation | None:
     solved = _marginals.solve(*args)
     x = structure.rows([est for est, _ in solved])
     F = structure.rows([var for _, var in solved])
+    names = [f"levels[{i}]" for i in range(len(levels))]
+    for i, t in enumerate(structure.tables):
+        if variances[i] == 0:  # an invariant is its own estimate, exactly (not up to rounding)
+            x[i] = np.asarray(t.margin.values, dtype=np.float64).reshape(-1)[t.place]
 
     def integers(seed: int) -> list[np.ndarray]:
-        detail = _marginals.integers(*args, seed=seed)
+        for i, est in enumerate(x):
+            if np.any(np.abs(est) >= 2.0**53):
+                raise OverflowError(
+                    f"{names[i]}'s estimates reach a magnitude of 2^53 or more (sums of the "
+                    "values below), which integer tables cannot carry exactly"
+                )
+        detail = _marginals.integers(*args, seed=seed, names=names)
         return structure.rows(
             [structure.margin_of(detail, t.margin.level, t.margin.axes) for t in structure.tables]
         )
