@@ -180,3 +180,30 @@ def test_bad_structures_are_refused_naming_the_table(case):
     mutate, match = BAD[case]
     with pytest.raises(ValueError, match=match):
         _bad(mutate)()
+
+
+def test_integer_area_totals_stay_near_their_estimates():
+    """A province's cells are split among its towns only after the towns' totals are
+    split from the province's: a small town's negative cells clamped to 0 must not pull
+    the mass out of its neighbours' totals (each town's integer total within 1 of its
+    estimate, clamped at 0, here)."""
+    towns_of = {"big": ("p", 100), "tiny": ("p", 0), "other": ("q", 50)}
+    rows = list(itertools.product(list(towns_of), range(18), "FM"))
+    detail = pd.DataFrame(
+        {
+            "town": [t for t, _, _ in rows],
+            "province": [towns_of[t][0] for t, _, _ in rows],
+            "age": [a for _, a, _ in rows],
+            "sex": [s for _, _, s in rows],
+            "n": [towns_of[t][1] for t, _, _ in rows],
+        }
+    )
+    towns = detail.groupby("town", as_index=False)["n"].sum()
+    provinces = detail.groupby(["province", "age", "sex"], as_index=False)["n"].sum()
+    rng, variances = np.random.default_rng(0), [36.0, 1.0, 1.0]
+    given = noisy([detail, towns, provinces], rng, variances)
+    r = dgauss.reconcile(given, noise=variances, value="n")
+    estimate = np.maximum(r.estimates[1]["n"].to_numpy(), 0)
+    for seed in range(4):
+        ints = r.integers(seed=seed)[1]["n"].to_numpy()
+        assert np.abs(ints - estimate).max() <= 1

@@ -491,7 +491,10 @@ def integers(
     variables) table with both margins fixed (iterative proportional fitting of the
     estimate's non-negative part, then every entry the fit's floor or one more: Gale and
     Ryser's construction, which exists whenever the fit does; should the fit fall short, a
-    table meeting both margins taken greedily, the largest estimates first).  ``names``
+    table meeting both margins taken greedily, the largest estimates first).  Where nothing
+    fixes them, each root's total is its estimate's nearest integer >= 0 and the children's
+    totals are their parent's split among them near their estimates (as in a chain), before
+    the cells, so that an area's total stays near its estimate.  ``names``
     names the margins in messages (default ``margins[i]``); an OverflowError when an
     estimate reaches 2^53 (beyond it, integers are not exact in float64 and int64 sums
     may wrap)."""
@@ -526,25 +529,29 @@ def integers(
         back = np.argsort((0, *[1 + i for i in order]))
         return np.transpose(shaped, back)
 
+    def totals_split(total: np.ndarray, est: np.ndarray, parent: np.ndarray, s: int) -> _Fixed:
+        """Children's totals where nothing fixes them: each parent's integer total split
+        among its children near their estimated totals (so that no child's total drifts
+        from its estimate while its cells are rounded), as what the step then keeps."""
+        flat = est.reshape(len(est), -1).sum(axis=1)
+        ints = _split_in_chunks(total, flat, ones(flat.size), parent, s)
+        return _Fixed((), ints.reshape(-1, 1), "")
+
     f = fixed[top]
-    if f is None:
-        found[top] = np.maximum(np.rint(cells[top]), 0).astype(np.int64)
-    else:  # each root's margin over f.axes kept, split over the other variables
-        est = grouped(cells[top], f.axes)
-        parent = np.repeat(np.arange(est.shape[0]), est.shape[1])
-        flat = est.reshape(-1)
-        ints = _split_in_chunks(f.values.reshape(-1), flat, ones(flat.size), parent, seed)
-        found[top] = ungrouped(ints, f.axes, sizes[top])
+    if f is None:  # each root's total: the nearest integer >= 0 to its estimate
+        roots = np.rint(cells[top].reshape(sizes[top], -1).sum(axis=1))
+        f = _Fixed((), np.maximum(roots, 0).astype(np.int64).reshape(-1, 1), "")
+    # each root's margin over f.axes kept, split over the other variables
+    est = grouped(cells[top], f.axes)
+    parent = np.repeat(np.arange(est.shape[0]), est.shape[1])
+    flat = est.reshape(-1)
+    ints = _split_in_chunks(f.values.reshape(-1), flat, ones(flat.size), parent, seed)
+    found[top] = ungrouped(ints, f.axes, sizes[top])
     for lv in range(top - 1, -1, -1):
         p, up, f = parents[lv], found[lv + 1], fixed[lv]
-        if f is None:  # cell by cell: each parent's integer split among its children
-            size = basis.size
-            group = (p[:, None] * size + np.arange(size)).reshape(-1)
-            flat = cells[lv].reshape(-1)
-            found[lv] = _split_in_chunks(
-                up.reshape(-1), flat, ones(flat.size), group, seed + lv + 1
-            ).reshape(sizes[lv], *dims)
-            continue
+        if f is None:  # the children's totals first, from their parent's
+            total = up.reshape(len(up), -1).sum(axis=1)
+            f = totals_split(total, cells[lv], p, seed + lv + 1)
         # the children's margins over f.axes fixed, and the parent's cells: for each cell of
         # f.axes, a children × (other variables) table with both margins fixed
         n_s = math.prod(dims[i] for i in f.axes)

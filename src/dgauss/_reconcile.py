@@ -462,10 +462,11 @@ class Reconciliation:
         2^53.
 
         Marginal tables of one detail: a non-negative integer detail table is built
-        top-down (each area's integer cells split among its children cell by cell as
-        above; where invariants fix the children's totals or margins, the children × cells
-        table is fitted to both margins and rounded so that each entry is the fit's floor or one
-        more), and every table is its margin: all add up, invariants kept exactly.
+        top-down (each area's children get their totals first, split from their parent's
+        as above unless invariants fix them, then their cells: the children × cells table
+        fitted to both margins and rounded, each entry the fit's floor or one more, or
+        filled greedily should the fit fall short), and every table is its margin: all add
+        up, invariants kept exactly.
         Invariants whose cross-classified columns cross (age in one, sex in another) are
         refused (ValueError naming them)."""
         seed = int(_checked(seed, numbers.Integral, "seed", "an int >= 0"))
