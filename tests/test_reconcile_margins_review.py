@@ -6,7 +6,6 @@ whose fit to two invariant margins converges slowly, and refusals that name the 
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pytest
@@ -14,43 +13,22 @@ import pytest
 import dgauss
 from dgauss import _marginals
 from test_marginals import dense
+from test_reconcile_margins import AGES, PROVINCE_OF, TOWNS
+from test_reconcile_margins import census as census_with_truth
+from test_reconcile_margins import noisy as noisy_with
 
 pd = pytest.importorskip("pandas")
-
-TOWNS, AGES = 6, 3
-PROVINCE_OF = [0, 0, 1, 1, 1, 2]
 
 
 def census(seed: int = 0):
     """The true detail (town × age × sex, with its province), town totals, province × age
-    × sex and the nation."""
-    rng = np.random.default_rng(seed)
-    x = rng.integers(0, 30, size=(TOWNS, AGES, 2))
-    rows = list(itertools.product(range(TOWNS), range(AGES), "FM"))
-    detail = pd.DataFrame(
-        {
-            "town": [f"t{t}" for t, _, _ in rows],
-            "province": [f"p{PROVINCE_OF[t]}" for t, _, _ in rows],
-            "age": [a for _, a, _ in rows],
-            "sex": [s for _, _, s in rows],
-            "n": x.reshape(-1),
-        }
-    )
-    towns = detail.groupby("town", as_index=False)["n"].sum()
-    provinces = detail.groupby(["province", "age", "sex"], as_index=False)["n"].sum()
-    nation = pd.DataFrame({"n": [int(x.sum())]})
-    return [detail, towns, provinces, nation]
+    × sex and the nation: test_reconcile_margins's tables."""
+    return census_with_truth(seed)[1]
 
 
 def noisy(tables, variances, seed=1):
-    rng = np.random.default_rng(seed)
-    out = []
-    for t, v in zip(tables, variances, strict=True):
-        t = t.copy()
-        if v not in (None, 0):
-            t["n"] = t["n"] + rng.normal(0, math.sqrt(v), len(t))
-        out.append(t)
-    return out
+    """The tables with normal noise of each variance (None, 0: as they are)."""
+    return noisy_with(tables, np.random.default_rng(seed), variances)
 
 
 def dense_census(given, variances, parents, sizes, shapes):
