@@ -308,7 +308,7 @@ def test_refusals_name_the_table():
         (
             [detail, towns.assign(town=[None, *towns["town"][1:]]), provinces, nation],
             variances,
-            r"levels\[1\] has the key nan",
+            r"levels\[1\] has a missing key in column 'town' \(row 0\)",
         ),
         ([detail, towns.set_index("town"), provinces, nation], variances, r"levels\[1\]"),
     ]

@@ -97,8 +97,12 @@ class Structure:
 
 
 def _codes(column: Any, categories: Any, where: str) -> np.ndarray:
-    """Each value's position among ``categories`` (a pandas Index); a value not there is a
-    ValueError naming ``where``."""
+    """Each value's position among ``categories`` (a pandas Index); a missing value (None,
+    NaN, NA) or a value not there is a ValueError naming ``where``."""
+    missing = column.isna().to_numpy()
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise ValueError(f"{where} has a missing key in column {column.name!r} (row {row})")
     codes = categories.get_indexer(column)
     if np.any(codes < 0):
         row = int(np.flatnonzero(codes < 0)[0])
