@@ -579,6 +579,16 @@ def mean_error(values, true, mask) -> float:
     return float((values[mask] - true[mask]).mean()) if mask.any() else float("nan")
 
 
+def bias_by_size(values, true, size_masks, var_cell: float, raw: bool) -> list[str]:
+    """The signed mean error of the detail cells in each true-size bin and in all, each
+    with ± the standard error of its mean (from a cell's noise variance) when ``raw``."""
+    cells = []
+    for _, mask in [*size_masks, ("all", np.ones(true.size, dtype=bool))]:
+        err = signed(mean_error(values, true, mask))
+        cells.append(f"{err} ±{np.sqrt(var_cell / mask.sum()):.2f}" if raw else err)
+    return cells
+
+
 def signed(x: float) -> str:
     return f"{x:+.2f}"
 
@@ -664,12 +674,7 @@ def reconcile_report(qs, tree: Tree, recs: dict) -> list[str]:
     for n, r in recs.items():
         var_cell = r["variance"][0]
         for v in VERSIONS:
-            d = r[v][0]
-            cells = [n, v]
-            for _, m in [*size_masks, ("all", np.ones(true.size, dtype=bool))]:
-                err = signed(mean_error(d, true, m))
-                cells.append(f"{err} ±{np.sqrt(var_cell / m.sum()):.2f}" if v == "raw" else err)
-            rows.append(cells)
+            rows.append([n, v, *bias_by_size(r[v][0], true, size_masks, var_cell, v == "raw")])
     lines += [
         "Bias: signed mean error (estimate - truth) of the detail cells by true cell size "
         "(raw: ± the standard error of its mean, from the noise's variance):",
@@ -860,12 +865,8 @@ def marginal_report(qs, m: Margins, noisy: dict, chains: dict, margs: dict, titl
     for n, v in vs.items():
         var_cell = chains[n]["variance"][0]  # a detail cell's noise variance
         for name, tables in v.items():
-            d = tables["detail"]
-            cells = [n, name]
-            for _, mk in [*size_masks, ("all", np.ones(true.size, dtype=bool))]:
-                err = signed(mean_error(d, true, mk))
-                cells.append(f"{err} ±{np.sqrt(var_cell / mk.sum()):.2f}" if name == "raw" else err)
-            rows.append(cells)
+            detail = tables["detail"]
+            rows.append([n, name, *bias_by_size(detail, true, size_masks, var_cell, name == "raw")])
     lines += [
         "Bias: signed mean error (estimate - truth) of the detail cells by true cell size "
         "(raw: ± the standard error of its mean):",
