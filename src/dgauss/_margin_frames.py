@@ -85,15 +85,25 @@ class Structure:
     def margin_of(self, detail: np.ndarray, level: int, axes: tuple[int, ...]) -> np.ndarray:
         """The exact margin of an integer detail table (leaves × cells): int64, areas of
         ``level`` × cells of ``axes``, flat."""
-        arr = detail.reshape(detail.shape[0], *self.dims)
-        drop = tuple(1 + i for i in range(len(self.dims)) if i not in axes)
+        everything = tuple(range(len(self.dims)))
+        shaped = detail.reshape(detail.shape[0], *self.dims)
+        return self.coarsened(shaped, 0, everything, level, axes).reshape(-1)
+
+    def coarsened(
+        self, values: np.ndarray, level: int, axes: tuple[int, ...], to: int, kept: tuple[int, ...]
+    ) -> np.ndarray:
+        """A margin's ``values`` (areas of ``level`` × cells of ``axes``) summed to the areas
+        of level ``to`` and the variables ``kept`` (coarser: ``to`` >= ``level``, ``kept`` a
+        subset of ``axes``), in ``values``' dtype: areas × cells of ``kept``."""
+        arr = np.asarray(values)
+        drop = tuple(1 + j for j, i in enumerate(axes) if i not in kept)
         arr = arr.sum(axis=drop) if drop else arr
         arr = arr.reshape(arr.shape[0], -1)
-        for lv in range(level):
-            up = np.zeros((self.sizes[lv + 1], arr.shape[1]), dtype=np.int64)
+        for lv in range(level, to):
+            up = np.zeros((self.sizes[lv + 1], arr.shape[1]), dtype=arr.dtype)
             np.add.at(up, self.parents[lv], arr)
             arr = up
-        return arr.reshape(-1)
+        return arr
 
 
 def _codes(column: Any, categories: Any, where: str) -> np.ndarray:
@@ -208,7 +218,7 @@ def read(
                     if c == finest:
                         continue
                     got = _codes(frame[c], categories[c], where)
-                    want = _area_code(parents, codes, classes, level, level_of[c], area)
+                    want = _area_code(parents, level, level_of[c], area)
                     if np.any(got != want):
                         row = int(np.flatnonzero(got != want)[0])
                         raise ValueError(
@@ -258,7 +268,8 @@ def _full(place: np.ndarray, expected: int, i: int) -> None:
         )
 
 
-def _area_code(parents, codes, classes, level: int, to: int, area: np.ndarray) -> np.ndarray:
+def _area_code(parents, level: int, to: int, area: np.ndarray) -> np.ndarray:
+    """The areas of level ``to`` holding ``area`` (areas of ``level``)."""
     for lv in range(level, to):
         area = parents[lv][area]
     return area
@@ -272,21 +283,14 @@ def _check_invariants(structure: Structure) -> None:
         for b in range(a + 1, len(inv)):
             (i, m), (j, k) = inv[a], inv[b]
             level, axes = max(m.level, k.level), tuple(x for x in m.axes if x in k.axes)
-            one, two = _coarsen(structure, m, level, axes), _coarsen(structure, k, level, axes)
+            one, two = (
+                structure.coarsened(
+                    np.asarray(t.values, dtype=np.float64), t.level, t.axes, level, axes
+                )
+                for t in (m, k)
+            )
             if not np.allclose(one, two, rtol=1e-12, atol=0):
                 raise ValueError(
                     f"the invariants levels[{i}] and levels[{j}] disagree: their common margin "
                     "(the coarser level, the variables both keep) differs"
                 )
-
-
-def _coarsen(structure: Structure, m, level: int, axes: tuple[int, ...]) -> np.ndarray:
-    arr = np.asarray(m.values, dtype=np.float64)
-    drop = tuple(1 + m.axes.index(x) for x in m.axes if x not in axes)
-    arr = arr.sum(axis=drop) if drop else arr
-    arr = arr.reshape(arr.shape[0], -1)
-    for lv in range(m.level, level):
-        up = np.zeros((structure.sizes[lv + 1], arr.shape[1]))
-        np.add.at(up, structure.parents[lv], arr)
-        arr = up
-    return arr
