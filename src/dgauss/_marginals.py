@@ -43,6 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dgauss._splits import _CHUNK
+
 __all__: list[str] = []
 
 
@@ -143,6 +145,13 @@ class _Basis:
             arr = _helmert_back(arr, j + 1)
         return arr
 
+    def outward_rows(self, coefficients: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        """:meth:`outward`, a block of areas at a time (its temporaries stay small)."""
+        out = np.empty((len(coefficients), *[self.dims[i] for i in axes]))
+        for rows in _rows(len(coefficients), self.size):
+            out[rows] = self.outward(coefficients[rows], axes)
+        return out
+
     def observes(self, axes: tuple[int, ...]) -> np.ndarray:
         """Which components a margin over ``axes`` observes (A ⊆ S), as a boolean array."""
         mask = sum(1 << i for i in axes)
@@ -188,13 +197,54 @@ def solve(
     basis, x, V = _passes(sizes, parents, dims, margins)
     out = []
     for m in margins:
-        est = basis.outward(x[m.level], m.axes)
+        est = basis.outward_rows(x[m.level], m.axes)
         share = basis.share(m.axes)
         used = share > 0
         with np.errstate(invalid="ignore"):
             var = basis.gain2(m.axes) * (V[m.level][:, used] * share[used]).sum(axis=1)
         out.append((est, var))
     return out
+
+
+def _rows(areas: int, width: int):
+    """Slices of about _CHUNK values of an areas × width table: the passes work a block of
+    areas at a time, so their temporaries stay small beside the level's own arrays."""
+    step = max(1, _CHUNK // max(1, width))
+    for a in range(0, areas, step):
+        yield slice(a, min(a + step, areas))
+
+
+def _own(basis: _Basis, areas: int, margins: Sequence[Margin]) -> tuple[np.ndarray, np.ndarray]:
+    """One level's released margins combined: the value of each area's coefficients (areas ×
+    size: the precision-weighted mean of the noisy observations, or an invariant's value)
+    and their variance per component (0: fixed by an invariant; ∞: not observed)."""
+    ncomp, comp = basis.components, basis.component
+    precision = np.zeros(ncomp)
+    exact = np.zeros(ncomp, dtype=bool)
+    noisy, fixed = [], []
+    for m in margins:
+        seen = basis.observes(m.axes)
+        values = np.asarray(m.values, dtype=np.float64)
+        if m.variance == 0:
+            fixed.append((values, m.axes, (seen & ~exact)[comp]))
+            exact |= seen
+        else:
+            noise = m.variance / basis.gain2(m.axes)
+            noisy.append((values, m.axes, 1 / noise))
+            precision[seen] += 1 / noise
+    with np.errstate(divide="ignore"):
+        var = np.where(precision > 0, 1 / precision, np.inf)
+    scale = np.where(precision > 0, var, 0.0)[comp]  # Σ coef/noise × var: the weighted mean
+    var[exact] = 0.0
+    value = np.zeros((areas, basis.size))
+    for rows in _rows(areas, basis.size):
+        out = value[rows]
+        for values, axes, weight in noisy:  # inward is 0 in the coefficients not observed
+            out += basis.inward(values[rows], axes) * weight
+        out *= scale
+        for values, axes, cols in fixed:
+            out[:, cols] = basis.inward(values[rows], axes)[:, cols]
+    return value, var
 
 
 def _passes(
@@ -205,41 +255,14 @@ def _passes(
 ) -> tuple[_Basis, list[np.ndarray], list[np.ndarray]]:
     """The basis, and for every level the estimate of each area's detail coefficients
     (areas × size) and their variance per component (areas × components; ∞: not
-    estimable)."""
+    estimable).
+
+    Memory: beside the returned arrays, the levels above the leaves and one block of areas'
+    temporaries (:func:`_rows`); the leaves' variance terms k and f are the same for every
+    leaf (one row, broadcast), and the estimate is computed in place of the up pass's."""
     basis = _Basis(dims)
     top = len(sizes) - 1
     ncomp, comp = basis.components, basis.component
-
-    # each level's own observations, combined: value per coefficient, variance per component
-    own_value: list[np.ndarray] = []
-    own_var: list[np.ndarray] = []
-    for lv in range(top + 1):
-        num = np.zeros((sizes[lv], basis.size))
-        precision = np.zeros(ncomp)
-        exact = np.zeros(ncomp, dtype=bool)
-        exact_value = np.zeros((sizes[lv], basis.size))
-        for m in margins:
-            if m.level != lv or m.values is None:
-                continue
-            seen = basis.observes(m.axes)
-            coef = basis.inward(m.values, m.axes)
-            if m.variance == 0:
-                new = seen & ~exact
-                cols = new[comp]
-                exact_value[:, cols] = coef[:, cols]
-                exact |= seen
-            else:
-                noise = m.variance / basis.gain2(m.axes)
-                cols = seen[comp]
-                num[:, cols] += coef[:, cols] / noise
-                precision[seen] += 1 / noise
-        with np.errstate(divide="ignore", invalid="ignore"):
-            var = np.where(precision > 0, 1 / precision, np.inf)
-            value = np.where((precision > 0)[comp], num * var[comp], 0.0)
-        var[exact] = 0.0
-        value[:, exact[comp]] = exact_value[:, exact[comp]]
-        own_value.append(value)
-        own_var.append(var)
 
     # up: each area's estimate from its subtree, u, with variance k·λ + f (per component)
     u: list[np.ndarray] = [np.empty(0)] * (top + 1)
@@ -248,17 +271,19 @@ def _passes(
     U: list[np.ndarray] = [np.empty(0)] * (top + 1)  # children's sums, for the down pass
     K: list[np.ndarray] = [np.empty(0)] * (top + 1)
     F: list[np.ndarray] = [np.empty(0)] * (top + 1)
-    r0: np.ndarray = own_var[0]
-    seen0 = np.isfinite(r0)
-    u[0] = own_value[0]
-    k[0] = np.broadcast_to(np.where(seen0, 0, 1), (sizes[0], ncomp)).astype(np.int64)
-    f[0] = np.broadcast_to(np.where(seen0, r0, 0.0), (sizes[0], ncomp)).copy()
-    for lv in range(1, top + 1):
+    for lv in range(top + 1):
+        own = [m for m in margins if m.level == lv and m.values is not None]
+        own_value, r = _own(basis, sizes[lv], own)
+        if lv == 0:
+            seen = np.isfinite(r)
+            u[0] = own_value
+            k[0] = np.broadcast_to(np.where(seen, 0, 1).astype(np.int64), (sizes[0], ncomp))
+            f[0] = np.broadcast_to(np.where(seen, r, 0.0), (sizes[0], ncomp))
+            continue
         parent, areas = parents[lv - 1], sizes[lv]
         U[lv] = _group_sum(parent, u[lv - 1], areas)
-        K[lv] = np.rint(_group_sum(parent, k[lv - 1].astype(np.float64), areas)).astype(np.int64)
+        K[lv] = np.rint(_group_sum(parent, k[lv - 1], areas)).astype(np.int64)
         F[lv] = _group_sum(parent, f[lv - 1], areas)
-        r = own_var[lv]
         kk, ff, uu = K[lv].copy(), F[lv].copy(), U[lv].copy()
         for a in range(ncomp):
             cols = comp == a
@@ -271,7 +296,7 @@ def _passes(
             exact_below = (kk[:, a] == 0) & (ff[:, a] == 0)
             take &= ~exact_below | (r[a] == 0)
             both = ~take & ~exact_below
-            ov = own_value[lv][:, cols]
+            ov = own_value[:, cols]
             uu[np.ix_(take, cols)] = ov[take]
             kk[take, a], ff[take, a] = 0, r[a]
             if both.any():
@@ -282,25 +307,28 @@ def _passes(
                 ff[both, a] = r[a] * fb / (r[a] + fb)
         u[lv], k[lv], f[lv] = uu, kk, ff
 
-    # down: the final estimate x and its variance (inf where not estimable)
-    x: list[np.ndarray] = [np.empty(0)] * (top + 1)
-    V: list[np.ndarray] = [np.empty(0)] * (top + 1)
-    x[top] = u[top]
+    # down: the final estimate x (in place of u) and its variance (inf where not estimable)
+    x, V = u, [np.empty(0)] * (top + 1)
     V[top] = np.where(k[top] > 0, np.inf, f[top])
     for lv in range(top - 1, -1, -1):
         p = parents[lv]
-        Ka, Fa = K[lv + 1][p], F[lv + 1][p]
-        kb, fb = k[lv], f[lv]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            w = np.where(Ka > 0, kb / np.maximum(Ka, 1), np.where(Fa > 0, fb / Fa, 0.0))
-            t1 = np.where(
-                Ka == 0,
-                np.where(Fa > 0, fb * (Fa - fb) / Fa, 0.0),
-                np.where(kb > 0, np.where(kb == Ka, Fa - fb, np.inf), fb),
-            )
-            t2 = np.where(w > 0, w * w * V[lv + 1][p], 0.0)
-        x[lv] = u[lv] + w[:, comp] * (x[lv + 1] - U[lv + 1])[p]
-        V[lv] = t1 + t2
+        step = x[lv + 1] - U[lv + 1]  # each parent's correction, shared by its children
+        V[lv] = np.empty((sizes[lv], ncomp))
+        for rows in _rows(sizes[lv], basis.size):
+            pr = p[rows]
+            Ka, Fa = K[lv + 1][pr], F[lv + 1][pr]
+            kb, fb = k[lv][rows], f[lv][rows]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                w = np.where(Ka > 0, kb / np.maximum(Ka, 1), np.where(Fa > 0, fb / Fa, 0.0))
+                t1 = np.where(
+                    Ka == 0,
+                    np.where(Fa > 0, fb * (Fa - fb) / Fa, 0.0),
+                    np.where(kb > 0, np.where(kb == Ka, Fa - fb, np.inf), fb),
+                )
+                t2 = np.where(w > 0, w * w * V[lv + 1][pr], 0.0)
+            x[lv][rows] += w[:, comp] * step[pr]
+            V[lv][rows] = t1 + t2
+        U[lv + 1] = K[lv + 1] = F[lv + 1] = np.empty(0)
 
     return basis, x, V
 
@@ -506,13 +534,17 @@ def integers(
     basis, x, _ = _passes(sizes, parents, dims, margins)
     everything = tuple(range(len(dims)))
     top = len(sizes) - 1
-    cells = [basis.outward(x[lv], everything) for lv in range(top + 1)]  # areas × dims
-    for lv, est in enumerate(cells):
-        if np.any(np.abs(est) >= 2.0**53):
+    cells = []  # each level's estimated cells (areas × dims), in place of its coefficients
+    for lv, coef in enumerate(x):
+        for rows in _rows(sizes[lv], basis.size):
+            coef[rows] = basis.outward(coef[rows], everything).reshape(-1, basis.size)
+        if coef.size and max(-coef.min(), coef.max()) >= 2.0**53:
             raise OverflowError(
                 f"the estimates of level {lv} of the tree reach a magnitude of 2^53 or more, "
                 "which integer tables cannot carry exactly"
             )
+        cells.append(coef.reshape(sizes[lv], *dims))
+    del x
     found: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * (top + 1)
     ones = np.ones  # the split's weights: every cell alike
 
@@ -553,12 +585,24 @@ def integers(
             total = up.reshape(len(up), -1).sum(axis=1)
             f = totals_split(total, cells[lv], p, seed + lv + 1)
         # the children's margins over f.axes fixed, and the parent's cells: for each cell of
-        # f.axes, a children × (other variables) table with both margins fixed
+        # f.axes, a children × (other variables) table with both margins fixed; a block of
+        # parents at a time (their children taken in order of parent)
         n_s = math.prod(dims[i] for i in f.axes)
-        est = grouped(cells[lv], f.axes)
-        col = grouped(up, f.axes)
-        group = (p[:, None] * n_s + np.arange(n_s)).reshape(-1)
-        keys = _tie_keys(np.arange(est.shape[0]), seed + lv + 1)
-        ints = _two_margins(est, f.values.reshape(-1), col, group, keys)
-        found[lv] = ungrouped(ints, f.axes, sizes[lv])
+        found[lv] = np.empty((sizes[lv], *dims), dtype=np.int64)
+        order = np.argsort(p, kind="stable")
+        ends = np.cumsum(np.bincount(p, minlength=sizes[lv + 1]))
+        start, first = 0, 0
+        while start < sizes[lv]:
+            reach = int(np.searchsorted(ends, start + max(1, _CHUNK // basis.size)))
+            last = min(max(reach, first) + 1, len(ends))
+            stop = int(ends[last - 1])
+            areas = order[start:stop]
+            est = grouped(cells[lv][areas], f.axes)
+            col = grouped(up[first:last], f.axes)
+            group = ((p[areas] - first)[:, None] * n_s + np.arange(n_s)).reshape(-1)
+            keys = _tie_keys((areas[:, None] * n_s + np.arange(n_s)).reshape(-1), seed + lv + 1)
+            ints = _two_margins(est, f.values[areas].reshape(-1), col, group, keys)
+            found[lv][areas] = ungrouped(ints, f.axes, len(areas))
+            start, first = stop, last
+        found[lv + 1] = cells[lv + 1] = np.empty(0)
     return found[0].reshape(sizes[0], basis.size)
