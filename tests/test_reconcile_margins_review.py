@@ -324,10 +324,25 @@ def test_integers_name_the_tables_they_refuse():
     np.testing.assert_array_equal(r.estimates[0]["n"], half["n"])
     with pytest.raises(ValueError, match=r"levels\[0\] is an invariant that is not of integers"):
         r.integers()
-    ages = detail.groupby(["province", "age"], as_index=False)["n"].sum()
-    sexes = detail.groupby(["town", "sex"], as_index=False)["n"].sum()
-    r = dgauss.reconcile([detail, ages, sexes], noise=[1.0, 0, 0], value="n")
-    with pytest.raises(
-        ValueError, match=r"levels\[1\] and levels\[2\] are invariants over crossing"
-    ):
-        r.integers()
+
+
+def test_integers_meet_invariants_over_crossing_variables():
+    """Province × age and town × sex both exact (and then the nation's age × sex too): the
+    integers meet every one, in the tables returned and in the detail's own margins."""
+    detail, *_ = census()
+    exact = [
+        detail.groupby(["province", "age"], as_index=False)["n"].sum(),
+        detail.groupby(["town", "sex"], as_index=False)["n"].sum(),
+        detail.groupby(["age", "sex"], as_index=False)["n"].sum(),
+    ]
+    for invariants in (exact[:2], exact):
+        tables = [detail.assign(n=detail["n"] + 0.4), *invariants]
+        r = dgauss.reconcile(tables, noise=[1.0] + [0] * len(invariants), value="n")
+        got = r.integers()
+        assert got[0]["n"].min() >= 0
+        for table, mine in zip(invariants, got[1:], strict=True):
+            keys = [c for c in table.columns if c != "n"]
+            np.testing.assert_array_equal(mine["n"], table["n"])
+            summed = got[0].groupby(keys, as_index=False)["n"].sum()
+            merged = table.merge(summed, on=keys, suffixes=("", "_detail"))
+            np.testing.assert_array_equal(merged["n"], merged["n_detail"])

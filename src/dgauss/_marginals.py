@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgauss._splits import _CHUNK
+from dgauss._splits import _CHUNK, _split_in_chunks, _tie_keys
 
 __all__: list[str] = []
 
@@ -339,11 +339,18 @@ def _passes(
 @dataclass(frozen=True)
 class _Fixed:
     """What invariants fix at one level: each area's margin over ``axes`` (int64, areas ×
-    cells of axes in C order), named for messages by ``name``."""
+    cells of axes in C order), from the invariants ``names`` (for messages); ``chosen``
+    when it is a table picked to meet several invariants over crossing variables (one of
+    many that would)."""
 
     axes: tuple[int, ...]
     values: np.ndarray
-    name: str
+    names: tuple[str, ...] = ()
+    chosen: bool = False
+
+
+def _listed(names: Sequence[str]) -> str:
+    return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _coarser(fixed: _Fixed, axes: tuple[int, ...], dims: Sequence[int]) -> np.ndarray:
@@ -353,20 +360,48 @@ def _coarser(fixed: _Fixed, axes: tuple[int, ...], dims: Sequence[int]) -> np.nd
     return (arr.sum(axis=drop) if drop else arr).reshape(len(fixed.values), -1)
 
 
-def _finer(a: _Fixed, b: _Fixed, dims: Sequence[int]) -> _Fixed:
-    """Of two invariants of one level, the one over more variables, once checked that the
-    other is its margin; invariants over crossing variables are refused."""
-    if not set(a.axes) <= set(b.axes):
-        a, b = b, a
-    if not set(a.axes) <= set(b.axes):
-        raise ValueError(
-            f"{a.name} and {b.name} are invariants over crossing variables: integers keep "
-            "invariants whose cross-classified variables nest (a total, then one variable, "
-            "then two, ...)"
-        )
-    if not np.array_equal(_coarser(b, a.axes, dims), a.values):
-        raise ValueError(f"the invariants {a.name} and {b.name} do not add up to each other")
-    return b
+def _together(a: _Fixed, b: _Fixed, est: np.ndarray, dims: Sequence[int], seed: int) -> _Fixed:
+    """What two invariants of one level fix together, once checked that they agree on the
+    variables they share: the one over more variables where the other's nest in it; where
+    they cross (age in one, sex in the other), a table over both's variables chosen to meet
+    both, near the level's estimated cells ``est`` (areas × dims): for each area and each
+    cell of the shared variables, a 2-way table with fixed margins (:func:`_two_margins`,
+    which always finds one)."""
+    shared = tuple(i for i in a.axes if i in b.axes)
+    if not np.array_equal(_coarser(a, shared, dims), _coarser(b, shared, dims)):
+        names = _listed([*a.names, *b.names])
+        if a.chosen or b.chosen:
+            raise ValueError(
+                f"no non-negative integer table was found that meets the invariants {names} "
+                "together: invariants over crossing variables at several levels may admit "
+                "none, and finding one when they do is a hard combinatorial problem"
+            )
+        raise ValueError(f"the invariants {names} do not add up to each other")
+    if shared == a.axes:
+        return b
+    if shared == b.axes:
+        return a
+    only_a = tuple(i for i in a.axes if i not in shared)
+    only_b = tuple(i for i in b.axes if i not in shared)
+    union = tuple(sorted(a.axes + only_b))
+    areas = len(a.values)
+    n_s, n_a, n_b = (math.prod(dims[i] for i in axes) for axes in (shared, only_a, only_b))
+
+    def arranged(values: np.ndarray, axes: tuple[int, ...], order: tuple[int, ...]):
+        arr = values.reshape(areas, *[dims[i] for i in axes])
+        return np.transpose(arr, (0, *[1 + axes.index(i) for i in order]))
+
+    every = tuple(range(len(dims)))
+    cells = est.sum(axis=tuple(1 + i for i in every if i not in union))
+    cells = arranged(cells, union, shared + only_a + only_b).reshape(-1, n_b)
+    row = arranged(a.values, a.axes, shared + only_a).reshape(-1)
+    col = arranged(b.values, b.axes, shared + only_b).reshape(-1, n_b)
+    group = np.repeat(np.arange(areas * n_s), n_a)
+    ints = _two_margins(cells, row, col, group, _tie_keys(np.arange(len(row)), seed))
+    ints = ints.reshape(areas, *[dims[i] for i in shared + only_a + only_b])
+    back = np.argsort((0, *[1 + i for i in shared + only_a + only_b]))
+    values = np.ascontiguousarray(np.transpose(ints, back)).reshape(areas, -1)
+    return _Fixed(union, values, (*a.names, *b.names), chosen=True)
 
 
 def _fixed(
@@ -375,29 +410,32 @@ def _fixed(
     dims: Sequence[int],
     margins: Sequence[Margin],
     names: Sequence[str],
+    cells: Sequence[np.ndarray],
+    seed: int,
 ) -> list[_Fixed | None]:
-    """What invariants fix at each level: the finest of its own invariants and of the sums
-    of those below it (None where none is at or below the level)."""
-    own: list[_Fixed | None] = [None] * len(sizes)
+    """What invariants fix at each level (None where none is at or below it), from the
+    leaves up: the sums of what is fixed below, with the level's own invariants, two at a
+    time (:func:`_together`, near the level's estimated ``cells``)."""
+    own: list[list[_Fixed]] = [[] for _ in sizes]
     for i, m in enumerate(margins):
         if m.values is None or m.variance != 0:
             continue
         values = np.asarray(m.values, dtype=np.float64).reshape(sizes[m.level], -1)
         if np.any(values != np.round(values)) or np.any(values < 0):
             raise ValueError(f"{names[i]} is an invariant that is not of integers >= 0")
-        fixed = _Fixed(tuple(m.axes), values.astype(np.int64), names[i])
-        before = own[m.level]
-        own[m.level] = fixed if before is None else _finer(before, fixed, dims)
+        own[m.level].append(_Fixed(tuple(m.axes), values.astype(np.int64), (names[i],)))
     out: list[_Fixed | None] = [None] * len(sizes)
     below: _Fixed | None = None
     for lv in range(len(sizes)):
         if below is not None and lv > 0:
             summed = np.zeros((sizes[lv], below.values.shape[1]), dtype=np.int64)
             np.add.at(summed, parents[lv - 1], below.values)
-            below = _Fixed(below.axes, summed, below.name)
-        mine = own[lv]
-        if mine is not None:
-            below = mine if below is None else _finer(below, mine, dims)
+            below = _Fixed(below.axes, summed, below.names, below.chosen)
+        for j, mine in enumerate(own[lv]):
+            if below is None:
+                below = mine
+            else:
+                below = _together(below, mine, cells[lv], dims, seed + 7919 * (lv + 1) + j)
         out[lv] = below
     return out
 
@@ -509,9 +547,14 @@ def integers(
     """A detail table of non-negative integers (leaves × cells, C order) near the estimate,
     every invariant met exactly; every margin of it is then of integers that add up.
 
-    What invariants fix at a level is the finest of its own and of the sums of those below
-    (their variables must nest: a total, then age, then age × sex; crossing ones, age at
-    one table and sex at another, are refused with a ValueError naming them).  Top-down:
+    What invariants fix at a level is read from the leaves up: the sums of what is fixed
+    below, with the level's own invariants, the finer where their variables nest (a total,
+    then age, then age × sex); where they cross (age at one, sex at another), a table over
+    both's variables that meets both, chosen near the estimate (:func:`_together`: one
+    always exists for two invariants at a level).  A third crossing invariant at a level,
+    or invariants above a chosen table that fix more of it, may admit no table at all:
+    then, or should the one chosen not be extended, a ValueError naming the invariants not
+    met together.  Top-down:
     each root's cells rounded to what is fixed (its margin kept, split over the other
     variables by the projection and largest remainders of :mod:`dgauss._splits`); then each
     area's integer cells split among its children: cell by cell where the children are not
@@ -526,11 +569,8 @@ def integers(
     names the margins in messages (default ``margins[i]``); an OverflowError when an
     estimate reaches 2^53 (beyond it, integers are not exact in float64 and int64 sums
     may wrap)."""
-    from dgauss._splits import _split_in_chunks, _tie_keys
-
     if names is None:
         names = [f"margins[{i}]" for i in range(len(margins))]
-    fixed = _fixed(sizes, parents, dims, margins, names)
     basis, x, _ = _passes(sizes, parents, dims, margins)
     everything = tuple(range(len(dims)))
     top = len(sizes) - 1
@@ -545,6 +585,7 @@ def integers(
             )
         cells.append(coef.reshape(sizes[lv], *dims))
     del x
+    fixed = _fixed(sizes, parents, dims, margins, names, cells, seed)
     found: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * (top + 1)
     ones = np.ones  # the split's weights: every cell alike
 
@@ -567,12 +608,12 @@ def integers(
         from its estimate while its cells are rounded), as what the step then keeps."""
         flat = est.reshape(len(est), -1).sum(axis=1)
         ints = _split_in_chunks(total, flat, ones(flat.size), parent, s)
-        return _Fixed((), ints.reshape(-1, 1), "")
+        return _Fixed((), ints.reshape(-1, 1))
 
     f = fixed[top]
     if f is None:  # each root's total: the nearest integer >= 0 to its estimate
         roots = np.rint(cells[top].reshape(sizes[top], -1).sum(axis=1))
-        f = _Fixed((), np.maximum(roots, 0).astype(np.int64).reshape(-1, 1), "")
+        f = _Fixed((), np.maximum(roots, 0).astype(np.int64).reshape(-1, 1))
     # each root's margin over f.axes kept, split over the other variables
     est = grouped(cells[top], f.axes)
     parent = np.repeat(np.arange(est.shape[0]), est.shape[1])

@@ -516,9 +516,11 @@ def reconcile(
         each value's noise); every variance in [2^-200, 2^200].  Or None for a level that
         was not released (its values are ignored; the detail table must be released, but
         for marginal tables).  For marginal tables, 0: an invariant, a table published
-        exactly (nothing protects it: it is not a private release).  Integers keep every
-        invariant whose cross-classified columns nest (a total, then sex, then age × sex);
-        crossing ones (age in one, sex in another) are refused by ``integers()``.
+        exactly (nothing protects it: it is not a private release).  Integers meet every
+        invariant whose cross-classified columns nest (a total, then sex, then age × sex),
+        and any two that cross (age in one, sex in another); with more crossing ones, a
+        table may not exist, and ``integers()`` raises a ValueError naming those it could
+        not meet together.
     value
         DataFrames only: the column of noisy counts.  Every other column of ``levels[l + 1]``
         is a key, and must be a column of ``levels[l]`` too: a row's parent is the row of
