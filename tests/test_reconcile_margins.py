@@ -207,3 +207,28 @@ def test_integer_area_totals_stay_near_their_estimates():
     for seed in range(4):
         ints = r.integers(seed=seed)[1]["n"].to_numpy()
         assert np.abs(ints - estimate).max() <= 1
+
+
+def test_keys_left_in_the_index_are_pointed_out():
+    """A group-by's result without as_index=False holds its keys in the index: whichever
+    error that causes says so, naming the table, on both the marginal and the chain path."""
+    _, (detail, towns, provinces, nation) = census()
+    by = ["province", "age", "sex"]
+    cases = [
+        ([detail, towns, provinces.set_index(by)], "levels[2]", ["province", "age", "sex"]),
+        ([detail, towns.set_index("town"), provinces], "levels[1]", ["town"]),
+        ([detail.set_index(["town", "age", "sex"]), towns, provinces], "levels[0]", None),
+        ([detail, towns.set_index("town"), nation], "levels[1]", ["town"]),  # a chain
+    ]
+    for tables, name, held in cases:
+        with pytest.raises(ValueError) as caught:
+            dgauss.reconcile(tables, noise=[1.0] * len(tables), value="n")
+        message = str(caught.value)
+        assert f"{name}'s index holds" in message and ".reset_index()" in message
+        if held is not None:
+            assert str(held) in message
+    # no hint where the index holds no names (the default RangeIndex, or any unnamed one)
+    shuffled = towns.sample(frac=1, random_state=0)
+    with pytest.raises(ValueError) as caught:
+        dgauss.reconcile([detail, shuffled.iloc[1:], nation], noise=[1.0] * 3, value="n")
+    assert "index holds" not in str(caught.value)

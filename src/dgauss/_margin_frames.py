@@ -145,10 +145,13 @@ def read(
             raise ValueError(
                 f"levels[{i}] has the key column(s) {missing} that the detail table "
                 "(levels[0]) lacks: every table must be a marginal (a group-by sum) of the "
-                "detail, which carries every key column"
+                "detail, which carries every key column" + index_hint(detail, "levels[0]")
             )
     if not keys[0]:
-        raise ValueError("levels[0] (the detail table) has no key columns beside the value")
+        raise ValueError(
+            "levels[0] (the detail table) has no key columns beside the value"
+            + index_hint(detail, "levels[0]")
+        )
     categories = {}
     codes = {}
     for c in keys[0]:
@@ -196,7 +199,12 @@ def read(
     # the detail: every area of the finest level × every combination of the variables, once
     leaf = codes[classes[0][0]] if classes else np.zeros(len(detail), dtype=np.int64)
     cell = _flat_cell([codes[c] for c in variables], dims, len(detail))
-    _full(leaf * math.prod(dims) + cell, sizes[0] * math.prod(dims), 0)
+    _full(
+        leaf * math.prod(dims) + cell,
+        sizes[0] * math.prod(dims),
+        0,
+        index_hint(detail, "levels[0]"),
+    )
 
     tables = []
     for i, frame in enumerate(frames):
@@ -235,7 +243,7 @@ def read(
             )
         ncells = math.prod(dims[j] for j in axes)
         place = area * ncells + cells
-        _full(place, sizes[level] * ncells, i)
+        _full(place, sizes[level] * ncells, i, index_hint(frame, f"levels[{i}]"))
         released = not math.isinf(variances[i])
         flat = flat_values(frame, i, released)
         arranged = np.zeros(sizes[level] * ncells)
@@ -256,15 +264,25 @@ def _flat_cell(codes: list[np.ndarray], dims: tuple[int, ...], rows: int) -> np.
     return np.ravel_multi_index(tuple(codes), dims).astype(np.int64)
 
 
-def _full(place: np.ndarray, expected: int, i: int) -> None:
+def index_hint(frame: Any, name: str) -> str:
+    """Where a table's keys are in its index (a group-by's result without as_index=False),
+    a word on how to pass them; else nothing."""
+    held = [n for n in frame.index.names if n is not None]
+    if not held:
+        return ""
+    return f" ({name}'s index holds {held}: pass it with .reset_index(), the keys as columns)"
+
+
+def _full(place: np.ndarray, expected: int, i: int, hint: str = "") -> None:
     """Every position of the product once: else a ValueError naming levels[i]."""
     counts = np.bincount(place, minlength=expected)
     if np.any(counts > 1):
-        raise ValueError(f"levels[{i}] has two rows with the same keys")
+        raise ValueError(f"levels[{i}] has two rows with the same keys{hint}")
     if len(place) != expected:
         raise ValueError(
             f"levels[{i}] has {len(place):,} rows, but its areas times its cross-classified "
-            f"values make {expected:,}: a table must hold every combination of its keys once"
+            f"values make {expected:,}: a table must hold every combination of its keys "
+            f"once{hint}"
         )
 
 

@@ -161,19 +161,24 @@ def _frame_parents(frames: Sequence[Any], value: str) -> list[np.ndarray]:
             raise ValueError(
                 f"levels[{level}] lacks the column(s) {missing} that identify its rows' "
                 f"parents in levels[{level + 1}] (a finer table must carry the coarser keys)"
+                + _margin_frames.index_hint(fine, f"levels[{level}]")
             )
         if not keys:
             if len(coarse) != 1:
                 raise ValueError(
                     f"levels[{level + 1}] has no key columns, so it must have one row (a "
                     f"grand total), got {len(coarse)}"
+                    + _margin_frames.index_hint(coarse, f"levels[{level + 1}]")
                 )
             parents.append(np.zeros(len(fine), dtype=np.int64))
             continue
         index = coarse.set_index(keys).index
         if index.has_duplicates:
             dup = index[index.duplicated()][0]
-            raise ValueError(f"levels[{level + 1}] has two rows with the keys {keys} = {dup}")
+            raise ValueError(
+                f"levels[{level + 1}] has two rows with the keys {keys} = {dup}"
+                + _margin_frames.index_hint(coarse, f"levels[{level + 1}]")
+            )
         parent = index.get_indexer(fine.set_index(keys).index)
         if np.any(parent < 0):
             row = int(np.flatnonzero(parent < 0)[0])
