@@ -45,12 +45,52 @@ def tree(towns: int, branching: int | None, rng) -> tuple[list[int], list[np.nda
     return [*sizes, 1], parents
 
 
+def frames_cases(sizes, parents, margins) -> tuple[dict, int]:
+    """The same release as pandas DataFrames (key columns level0 (the towns), level1, ...,
+    age, sex; value n), and what ``dgauss.reconcile`` does with them; their memory."""
+    import pandas as pd
+
+    import dgauss
+
+    top = len(sizes) - 1
+    area = [np.arange(sizes[0])]
+    for p in parents[:-1]:
+        area.append(p[area[-1]])
+    tables = []
+    for m in margins:
+        shape = m.values.shape
+        idx = np.indices(shape).reshape(len(shape), -1)
+        columns = {}
+        if m.level < top:
+            for lv in range(m.level, top if m.level == 0 else m.level + 1):
+                columns[f"level{lv}"] = area[lv - m.level][idx[0]] if m.level == 0 else idx[0]
+        for j, name in zip(m.axes, ("age", "sex"), strict=False):
+            columns[name] = idx[1 + m.axes.index(j)]
+        columns["n"] = m.values.reshape(-1)
+        tables.append(pd.DataFrame(columns))
+    noise = [m.variance for m in margins]
+
+    def reconcile():
+        r = dgauss.reconcile(tables, noise=noise, value="n")
+        return r.estimates, r.variances
+
+    solved = dgauss.reconcile(tables, noise=noise, value="n")
+    cases = {
+        "DataFrames: reconcile, .estimates and .variances": reconcile,
+        "DataFrames: .integers()": solved.integers,
+    }
+    return cases, sum(int(t.memory_usage(index=True, deep=True).sum()) for t in tables)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--towns", type=int, default=7901)
     parser.add_argument("--branching", type=int, default=None)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--memory", action="store_true", help="peak new memory, not time")
+    parser.add_argument(
+        "--frames", action="store_true", help="through dgauss.reconcile on pandas DataFrames"
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     sizes, parents = tree(args.towns, args.branching, rng)
@@ -96,6 +136,8 @@ def main() -> None:
         ),
     }
     given = sum(m.values.nbytes for m in margins)
+    if args.frames:
+        cases, given = frames_cases(sizes, parents, margins)
     for name, run in cases.items():
         if args.memory:
             tracemalloc.start()

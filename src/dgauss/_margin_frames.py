@@ -162,16 +162,26 @@ def read(
         categories[c] = pd.Index(categories[c])
     n = {c: len(categories[c]) for c in keys[0]}
 
-    def pairs(a: str, b: str) -> int:
-        return len(np.unique(codes[a] * n[b] + codes[b]))
+    def crosses(a: str, b: str) -> bool:
+        """Every value of a meets every value of b in some row (a bitmap of the pairs, no
+        larger than the detail: more pairs than rows cannot all be there)."""
+        if n[a] * n[b] > len(detail):
+            return False
+        seen = np.zeros(n[a] * n[b], dtype=bool)
+        seen[codes[a].astype(np.int64) * n[b] + codes[b]] = True
+        return bool(seen.all())
+
+    def determines(a: str, b: str) -> bool:
+        """Each value of a meets one value of b only (a functional dependency)."""
+        one = np.empty(n[a], dtype=np.int64)
+        one[codes[a]] = codes[b]  # some b of each a; every row must agree with it
+        return bool(np.array_equal(one[codes[a]], codes[b]))
 
     # a cross-classifying column meets every value of every other key column; the rest are
     # geography, where a finer column determines a coarser one
-    together = {(a, b): pairs(a, b) for a in keys[0] for b in keys[0] if a < b}
-    met = {**together, **{(b, a): v for (a, b), v in together.items()}}
-    variables = [c for c in keys[0] if all(met[c, b] == n[c] * n[b] for b in keys[0] if b != c)]
+    variables = [c for c in keys[0] if all(crosses(c, b) for b in keys[0] if b != c)]
     geo = [c for c in keys[0] if c not in variables]
-    fd = {(a, b): met[a, b] == n[a] for a in geo for b in geo if a != b}
+    fd = {(a, b): determines(a, b) for a in geo for b in geo if a != b}
     # levels: classes of one-to-one columns, finest (most areas) first, each nesting in the next
     classes: list[list[str]] = []
     for c in sorted(geo, key=lambda c: (-n[c], keys[0].index(c))):
