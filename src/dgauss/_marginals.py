@@ -350,6 +350,8 @@ class _Fixed:
 
 
 def _listed(names: Sequence[str]) -> str:
+    """Names as a phrase, in their order (``levels[2]`` before ``levels[10]``)."""
+    names = sorted(set(names), key=lambda name: (len(name), name))
     return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
