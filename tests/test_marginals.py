@@ -358,4 +358,3 @@ def test_the_running_sum_transforms_are_the_helmert_matrix_and_its_transpose():
         np.testing.assert_allclose(along, np.einsum("kj,ajb->akb", q, arr), atol=1e-12)
         back = _marginals._helmert_back(arr, 1)
         np.testing.assert_allclose(back, np.einsum("kj,akb->ajb", q, arr), atol=1e-12)
-
