@@ -24,6 +24,30 @@ def _vector(sensitivity) -> tuple[int, ...]:
     return cf._sensitivity(sensitivity)
 
 
+def _kept_hash(release) -> int:
+    """The hash of a release's fields, computed once and kept (an Accountant's ledger looks
+    its kinds up at every release; a Fraction's hash is not cheap)."""
+    kept = release.__dict__.get("_hash")
+    if kept is None:
+        kept = hash((release.__class__.__name__, *_fields(release)))
+        release.__dict__["_hash"] = kept
+    return kept
+
+
+def _fields(release) -> tuple:
+    if isinstance(release, Gaussian):
+        return release.sigma2, release.sensitivity, release.k
+    return release.scale, release.sensitivity, release.k
+
+
+def _state(release) -> dict:
+    """A release's pickled state: its fields (and ρ, ε once computed), never the kept hash,
+    which another process (another string-hash seed) would compute differently."""
+    state = dict(release.__dict__)
+    state.pop("_hash", None)
+    return state
+
+
 @dataclass(frozen=True, init=False)
 class Gaussian:
     """A release with N_Z(0, σ²) noise on each coordinate, answered ``k`` times.
@@ -47,6 +71,9 @@ class Gaussian:
     def rho(self) -> Fraction:
         """ρ = k‖μ‖²/(2σ²), exactly (Theorems 4, 14; the largest ‖μ‖ of a ball)."""
         return self.k * norm2(self.sensitivity) / (2 * self.sigma2)
+
+    __hash__ = _kept_hash
+    __getstate__ = _state
 
     def __repr__(self) -> str:
         return f"Gaussian(sigma2={_show(self.sigma2)}{_sens_k(self)})"
@@ -79,6 +106,9 @@ class Laplace:
         """ρ = ε₀²/2 per query (pure ε₀-DP implies ε₀²/2-zCDP), times k; exact."""
         eps0 = Fraction(sum(abs(x) for x in self.sensitivity)) / self.scale
         return self.k * eps0 * eps0 / 2
+
+    __hash__ = _kept_hash
+    __getstate__ = _state
 
     def __repr__(self) -> str:
         return f"Laplace(scale={_show(self.scale)}{_sens_k(self)})"
