@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import functools
 import json
 import math
 import threading
@@ -14,8 +15,9 @@ from fractions import Fraction
 from typing import Any
 
 import gmpy2
+import numpy as np
 
-from dgauss import _params, _table_release
+from dgauss import _inputs, _params, _table_release
 from dgauss import accounting as _acc
 from dgauss._dispatch import release as _release
 from dgauss._mechanism import (
@@ -379,26 +381,54 @@ def _unit(release):
     return release if release.k == 1 else dataclasses.replace(release, k=1)
 
 
+def _plus(total: tuple[int, int], q: tuple[int, int]) -> tuple[int, int]:
+    """The exact sum ``total`` (numerator, common denominator) plus ``q`` (numerator,
+    denominator), over a common denominator again (the lcm when ``q``'s does not divide it;
+    never reduced: read it as ``Fraction(*total)``, which is)."""
+    num, den = total
+    if den % q[1] == 0:
+        return num + q[0] * (den // q[1]), den
+    common = math.lcm(den, q[1])
+    return num * (common // den) + q[0] * (common // q[1]), common
+
+
+def _exact(q: Fraction) -> tuple[int, int]:
+    return q.numerator, q.denominator
+
+
 class _Program:
     """A program of releases grouped by kind: identical releases (the same noise, exact
-    parameter and sensitivity) are one k-fold release; with the running exact totals."""
+    parameter and sensitivity) are one k-fold release; with the running exact totals, each
+    kept as an integer numerator over a common denominator (``_rho``, ``_pure``: adding a
+    release of a kind seen before is an integer addition; ``rho`` and ``pure`` read them as
+    Fractions)."""
 
-    __slots__ = ("counts", "rho", "pure", "gaussians")
+    __slots__ = ("counts", "_rho", "_pure", "gaussians")
 
     def __init__(self) -> None:
         self.counts: dict = {}  # each kind (a release with k = 1) -> how many times
-        self.rho = Fraction(0)  # Σ ρ
-        self.pure = Fraction(0)  # Σ ε of the Laplace releases
+        self._rho = (0, 1)  # Σ ρ, as (numerator, common denominator)
+        self._pure = (0, 1)  # Σ ε of the Laplace releases, likewise
         self.gaussians = 0  # how many Gaussian releases (times k)
+
+    @property
+    def rho(self) -> Fraction:
+        """Σ ρ, exactly."""
+        return Fraction(*self._rho)
+
+    @property
+    def pure(self) -> Fraction:
+        """Σ ε of the Laplace releases, exactly."""
+        return Fraction(*self._pure)
 
     def add(self, unit, count: int = 1) -> None:
         """Add ``count`` releases of the kind ``unit`` (or one release ``unit`` with any k)."""
         if unit.k != 1:
             unit, count = _unit(unit), unit.k * count
         self.counts[unit] = self.counts.get(unit, 0) + count
-        self.rho += unit.rho * count
+        self._rho = _plus(self._rho, _exact(unit.rho * count))
         if isinstance(unit, _acc.Laplace):
-            self.pure += unit.epsilon * count
+            self._pure = _plus(self._pure, _exact(unit.epsilon * count))
         else:
             self.gaussians += count
 
@@ -406,7 +436,7 @@ class _Program:
         """A copy, with ``release`` added."""
         new = _Program()
         new.counts = dict(self.counts)
-        new.rho, new.pure, new.gaussians = self.rho, self.pure, self.gaussians
+        new._rho, new._pure, new.gaussians = self._rho, self._pure, self.gaussians
         if release is not None:
             new.add(release)
         return new
@@ -436,7 +466,8 @@ class _Program:
         return self.counts, self.rho, self.pure, self.gaussians
 
     def __setstate__(self, state: tuple) -> None:
-        self.counts, self.rho, self.pure, self.gaussians = state
+        self.counts, rho, pure, self.gaussians = state
+        self._rho, self._pure = _exact(rho), _exact(pure)
 
 
 @dataclass(frozen=True)
@@ -447,6 +478,63 @@ class _Certificate:
     program: _Program
     delta: float
     log_delta: float
+
+
+#: The argument types an Accountant remembers a release's set-up for (None: not given):
+#: values of these types are equal only when they mean the same (:data:`_params.EXACT_TYPES`).
+_EXACT_ARGUMENTS = (type(None), *_params.EXACT_TYPES)
+
+#: Most releases (exact arguments) an Accountant remembers, and most sizes one remembers
+#: the accounting release of (an ℓ2 ball is cut to the number of values noised).
+_KNOWN_MAX = 256
+_SIZES_MAX = 64
+
+
+class _Known:
+    """A release an :class:`Accountant` was asked for before, by its exact arguments: the
+    mechanism set up from them (its settings are immutable; it never counts a release here)
+    and, per number of values noised, its accounting release with the exact ρ and ε, so that
+    the same call again is admitted on the running exact sums and drawn the lean way
+    without setting a mechanism up again.  Facts about the arguments only: whether a release
+    fits is decided at every call."""
+
+    __slots__ = ("mech", "laplace", "one", "sizes", "take")
+
+    def __init__(self, mech) -> None:
+        self.mech = mech
+        self.laplace = isinstance(mech, LaplaceMechanism)
+        # (release, ρ, ε or None), ρ and ε as (numerator, denominator); an ℓ2 ball's
+        # release depends on how many values are noised (it is cut to them): one per size
+        sens = getattr(mech, "_sensitivity", None)
+        self.one = None if isinstance(sens, _acc.NeighbourSet) else self._facts(None)
+        self.sizes: dict = {}
+        self.take: Any = None  # take(size): spend a release on size values (the Accountant's)
+
+    def _facts(self, size: int | None) -> tuple:
+        unit = self.mech._accounting_release(size)
+        return unit, _exact(unit.rho), _exact(unit.epsilon) if self.laplace else None
+
+    def facts(self, size: int) -> tuple:
+        """(release, ρ, ε or None) of a call on ``size`` values, as the mechanism's
+        ``_accounting_release(size)`` gives it."""
+        found = self.one
+        if found is not None:
+            return found
+        found = self.sizes.get(size)
+        if found is None:
+            found = self._facts(size)
+            if len(self.sizes) >= _SIZES_MAX:
+                self.sizes.clear()
+            self.sizes[size] = found
+        return found
+
+
+def _step(den: int, q: tuple[int, int]) -> int | None:
+    """``q`` (numerator, denominator) as a numerator over ``den``; None when ``den`` is not
+    a multiple of ``q``'s denominator."""
+    if den % q[1]:
+        return None
+    return q[0] * (den // q[1])
 
 
 class Accountant:
@@ -523,6 +611,7 @@ class Accountant:
         """Set the whole state: the budget, the releases made (admitted already) and a
         certified larger program (or None); everything else is derived from them."""
         self._budget = budget
+        self._bound = _exact(budget[1])  # the budget's ρ or ε, (numerator, denominator)
         self._releases: list = []
         self._program = _Program()
         for r in releases:
@@ -550,6 +639,7 @@ class Accountant:
         self._prepared: tuple | None = None
         self._prepared_bases: tuple = ()
         self._spent: PrivacyLoss | None = None  # built when read
+        self._known: dict = {}  # the releases asked for before, by exact arguments (_Known)
         self._lock = threading.Lock()
 
     # ---- copying and saving ----------------------------------------------------------
@@ -1110,23 +1200,100 @@ class Accountant:
                     f"this release ({release!r}) does not fit in what is left of the budget "
                     f"({self._brief()}); {why}nothing was drawn and the budget is unchanged"
                 )
-            self._releases.append(release)
             self._program.add(_unit(release), release.k)
-            certificate = self._certificate
-            if certificate is not None and not self._program.within_at(
-                certificate.program, _unit(release)
-            ):
-                self._certificate = None  # left behind: the releases are no longer inside it
-            self._refused.clear()
-            self._spent = None
-            self._admitted_here += 1
+            self._admitted(release)
+
+    def _admitted(self, release) -> None:
+        """(The lock held.)  Record ``release``, admitted and already added to the program."""
+        self._releases.append(release)
+        certificate = self._certificate
+        if certificate is not None and not self._program.within_at(
+            certificate.program, _unit(release)
+        ):
+            self._certificate = None  # left behind: the releases are no longer inside it
+        self._refused.clear()
+        self._spent = None
+        self._admitted_here += 1
+        if self._budget[0] == "approx":  # (the only budget prepared ahead)
             self._prepare_ahead()
-            if self._preparing is not None:  # give it time: offers may follow back to back
-                self._preparing.join(_PREPARE_PACE)
+        if self._preparing is not None:  # give it time: offers may follow back to back
+            self._preparing.join(_PREPARE_PACE)
 
     def _brief(self) -> str:
         n = len(self._releases)
         return f"Accountant({self._budget_text()}; {n} release{'s' if n != 1 else ''} made)"
+
+    # ---- a release asked for before, admitted on the running exact sums ---------------
+
+    def _remember(self, key: tuple, mech) -> None:
+        """Keep ``mech`` (just set up from the arguments in ``key``) for the same call again
+        (:class:`_Known`): when every argument is of an exact type, and its releases are
+        drawn the lean way (no granularity)."""
+        if mech.granularity is not None or mech.k != 1:
+            return
+        if all(type(value) in _EXACT_ARGUMENTS for value in key[2::2]) and key not in self._known:
+            if len(self._known) >= _KNOWN_MAX:
+                self._known.clear()
+            known = _Known(mech)
+            known.take = functools.partial(self._take_known, known)
+            self._known[key] = known
+
+    def _known_release(self, key: tuple, values: np.ndarray):
+        """The lean release (:func:`dgauss._inputs._lean_release`) of the call ``key`` asked
+        for before, spent by :meth:`_take_known`; None when it was not asked for, or must go
+        the general way (not an int64 array of 1 to LEAN_MAX values; nothing spent then)."""
+        try:
+            known = self._known.get(key)
+        except TypeError:  # an unhashable argument: the general way says what is wrong
+            return None
+        if known is None:
+            return None
+        return _inputs._lean_release(known.mech, values, known.take)
+
+    def _take_known(self, known: _Known, size: int) -> None:
+        """``take()`` of a release asked for before (:class:`_Known`) on ``size`` values:
+        admitted at once when the running exact sums show that it fits (:meth:`_fits_at_once`),
+        else spent as any release is (:meth:`_spend` decides, admits, or refuses in its own
+        words)."""
+        found = known.one
+        unit, rho, eps = found if found is not None else known.facts(size)
+        with self._lock:
+            program = self._program
+            num, den = program._rho
+            step = None if den % rho[1] else rho[0] * (den // rho[1])  # (_step, inline)
+            if step is not None and self._fits_at_once(program, num + step, den, eps):
+                counts = program.counts
+                counts[unit] = counts.get(unit, 0) + 1
+                program._rho = (num + step, den)
+                if eps is None:
+                    program.gaussians += 1
+                else:
+                    program._pure = _plus(program._pure, eps)
+                self._admitted(unit)
+                return
+        self._spend(unit)
+
+    def _fits_at_once(self, program: _Program, num: int, den: int, eps) -> bool:
+        """(The lock held.)  Whether a release with ε ``eps`` (a Laplace one; None for a
+        Gaussian) that takes ``program``'s ρ to ``num``/``den`` fits by one of the first tests
+        of :meth:`_admits`, in its order: the exact ρ total of a ρ budget; the pure ε total
+        while every release is Laplace; the zCDP route at the exact total ρ (its answers
+        kept as :meth:`_admits` keeps them).  False when none admits it (:meth:`_admits` then
+        decides, asking the same first questions again: the same answers, nothing changed)."""
+        way, (top, bottom) = self._budget[0], self._bound
+        if way == "rho":
+            return num * bottom <= top * den
+        if eps is not None and program.gaussians == 0:
+            pure_num, pure_den = program._pure
+            step = _step(pure_den, eps)
+            if step is not None and (pure_num + step) * bottom <= top * pure_den:
+                return True
+        if way == "pure":
+            return False
+        fits = self._zcdp_fits
+        if fits is not None and num * fits.denominator <= fits.numerator * den:
+            return True  # (_zcdp_certifies's first answer, on integers)
+        return self._zcdp_certifies(Fraction(num, den))
 
     # ---- what is used and left -------------------------------------------------------
 
@@ -1346,6 +1513,37 @@ class Accountant:
         (a value + noise beyond int64 or float64) leaves the release spent: the error
         depends on the values and the noise.
         """
+        key = None
+        if (  # the lean way's keywords (_inputs._release_defaults; overflow only a str)
+            type(values) is np.ndarray
+            and rng is None
+            and out is None
+            and clip is None
+            and workers is None
+            and columns is None
+            and type(overflow) is str
+            and overflow == "raise"
+        ):
+            key = (
+                "gaussian",
+                type(sigma2),
+                sigma2,
+                type(rho),
+                rho,
+                type(epsilon),
+                epsilon,
+                type(delta),
+                delta,
+                type(sensitivity),
+                sensitivity,
+                type(accounting),
+                accounting,
+                type(granularity),
+                granularity,
+            )
+            noised = self._known_release(key, values)  # the same call again
+            if noised is not None:
+                return noised
         sensitivity, granularity = _table_release.settings(values, sensitivity, granularity)
         mech = GaussianMechanism(
             sigma2=sigma2,
@@ -1356,6 +1554,8 @@ class Accountant:
             accounting=accounting,
             granularity=granularity,
         )
+        if key is not None:
+            self._remember(key, mech)
 
         take = self._taker(mech)
         return _release(mech, values, take, rng, out, clip, overflow, workers, columns)
@@ -1379,6 +1579,33 @@ class Accountant:
         """Noise ``values`` with a :class:`LaplaceMechanism` (the keywords as there; one
         release) and spend its privacy, admitted, checked and charged as for
         :meth:`add_gaussian_noise`."""
+        key = None
+        if (  # the lean way's keywords (_inputs._release_defaults; overflow only a str)
+            type(values) is np.ndarray
+            and rng is None
+            and out is None
+            and clip is None
+            and workers is None
+            and columns is None
+            and type(overflow) is str
+            and overflow == "raise"
+        ):
+            key = (
+                "laplace",
+                type(scale),
+                scale,
+                type(epsilon),
+                epsilon,
+                type(delta),
+                delta,
+                type(sensitivity),
+                sensitivity,
+                type(granularity),
+                granularity,
+            )
+            noised = self._known_release(key, values)  # the same call again
+            if noised is not None:
+                return noised
         sensitivity, granularity = _table_release.settings(values, sensitivity, granularity)
         mech = LaplaceMechanism(
             scale=scale,
@@ -1387,6 +1614,8 @@ class Accountant:
             sensitivity=sensitivity,
             granularity=granularity,
         )
+        if key is not None:
+            self._remember(key, mech)
 
         take = self._taker(mech)
         return _release(mech, values, take, rng, out, clip, overflow, workers, columns)
