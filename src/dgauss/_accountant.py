@@ -537,6 +537,20 @@ def _step(den: int, q: tuple[int, int]) -> int | None:
     return q[0] * (den // q[1])
 
 
+def _known_key(values, drawing: tuple, arguments: tuple) -> tuple | None:
+    """The key an :class:`Accountant` remembers a release's set-up by (:class:`_Known`):
+    each of ``arguments`` (the kind, then the mechanism's keywords) with its type, when the
+    call is one the lean way draws: an ndarray, and ``drawing`` (rng, out, clip, workers,
+    columns, overflow) at their defaults (:func:`dgauss._inputs._release_defaults`;
+    overflow only the str "raise"); else None."""
+    *defaults, overflow = drawing
+    if type(values) is not np.ndarray or any(d is not None for d in defaults):
+        return None
+    if type(overflow) is not str or overflow != "raise":
+        return None
+    return (arguments[0], *[x for a in arguments[1:] for x in (type(a), a)])
+
+
 class Accountant:
     """One privacy budget spent over several releases, composed exactly.
 
@@ -1513,34 +1527,12 @@ class Accountant:
         (a value + noise beyond int64 or float64) leaves the release spent: the error
         depends on the values and the noise.
         """
-        key = None
-        if (  # the lean way's keywords (_inputs._release_defaults; overflow only a str)
-            type(values) is np.ndarray
-            and rng is None
-            and out is None
-            and clip is None
-            and workers is None
-            and columns is None
-            and type(overflow) is str
-            and overflow == "raise"
-        ):
-            key = (
-                "gaussian",
-                type(sigma2),
-                sigma2,
-                type(rho),
-                rho,
-                type(epsilon),
-                epsilon,
-                type(delta),
-                delta,
-                type(sensitivity),
-                sensitivity,
-                type(accounting),
-                accounting,
-                type(granularity),
-                granularity,
-            )
+        key = _known_key(
+            values,
+            (rng, out, clip, workers, columns, overflow),
+            ("gaussian", sigma2, rho, epsilon, delta, sensitivity, accounting, granularity),
+        )
+        if key is not None:
             noised = self._known_release(key, values)  # the same call again
             if noised is not None:
                 return noised
@@ -1579,30 +1571,12 @@ class Accountant:
         """Noise ``values`` with a :class:`LaplaceMechanism` (the keywords as there; one
         release) and spend its privacy, admitted, checked and charged as for
         :meth:`add_gaussian_noise`."""
-        key = None
-        if (  # the lean way's keywords (_inputs._release_defaults; overflow only a str)
-            type(values) is np.ndarray
-            and rng is None
-            and out is None
-            and clip is None
-            and workers is None
-            and columns is None
-            and type(overflow) is str
-            and overflow == "raise"
-        ):
-            key = (
-                "laplace",
-                type(scale),
-                scale,
-                type(epsilon),
-                epsilon,
-                type(delta),
-                delta,
-                type(sensitivity),
-                sensitivity,
-                type(granularity),
-                granularity,
-            )
+        key = _known_key(
+            values,
+            (rng, out, clip, workers, columns, overflow),
+            ("laplace", scale, epsilon, delta, sensitivity, granularity),
+        )
+        if key is not None:
             noised = self._known_release(key, values)  # the same call again
             if noised is not None:
                 return noised
