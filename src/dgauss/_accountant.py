@@ -537,18 +537,24 @@ def _step(den: int, q: tuple[int, int]) -> int | None:
     return q[0] * (den // q[1])
 
 
-def _known_key(values, drawing: tuple, arguments: tuple) -> tuple | None:
+def _known_key(values, rng, out, clip, workers, columns, overflow, arguments: tuple):
     """The key an :class:`Accountant` remembers a release's set-up by (:class:`_Known`):
-    each of ``arguments`` (the kind, then the mechanism's keywords) with its type, when the
-    call is one the lean way draws: an ndarray, and ``drawing`` (rng, out, clip, workers,
-    columns, overflow) at their defaults (:func:`dgauss._inputs._release_defaults`;
-    overflow only the str "raise"); else None."""
-    *defaults, overflow = drawing
-    if type(values) is not np.ndarray or any(d is not None for d in defaults):
+    ``arguments`` (the kind, then the mechanism's keywords) and their types, when the call
+    is one the lean way draws: an ndarray, every other keyword at its default
+    (:func:`dgauss._inputs._release_defaults`; ``overflow`` only the str "raise"); else
+    None.  (Plain tests, no loop: this runs at every call.)"""
+    if (
+        type(values) is not np.ndarray
+        or rng is not None
+        or out is not None
+        or clip is not None
+        or workers is not None
+        or columns is not None
+        or type(overflow) is not str
+        or overflow != "raise"
+    ):
         return None
-    if type(overflow) is not str or overflow != "raise":
-        return None
-    return (arguments[0], *[x for a in arguments[1:] for x in (type(a), a)])
+    return arguments, tuple(map(type, arguments))
 
 
 class Accountant:
@@ -1245,7 +1251,7 @@ class Accountant:
         drawn the lean way (no granularity)."""
         if mech.granularity is not None or mech.k != 1:
             return
-        if all(type(value) in _EXACT_ARGUMENTS for value in key[2::2]) and key not in self._known:
+        if all(t in _EXACT_ARGUMENTS for t in key[1][1:]) and key not in self._known:
             if len(self._known) >= _KNOWN_MAX:
                 self._known.clear()
             known = _Known(mech)
@@ -1529,7 +1535,12 @@ class Accountant:
         """
         key = _known_key(
             values,
-            (rng, out, clip, workers, columns, overflow),
+            rng,
+            out,
+            clip,
+            workers,
+            columns,
+            overflow,
             ("gaussian", sigma2, rho, epsilon, delta, sensitivity, accounting, granularity),
         )
         if key is not None:
@@ -1573,7 +1584,12 @@ class Accountant:
         :meth:`add_gaussian_noise`."""
         key = _known_key(
             values,
-            (rng, out, clip, workers, columns, overflow),
+            rng,
+            out,
+            clip,
+            workers,
+            columns,
+            overflow,
             ("laplace", scale, epsilon, delta, sensitivity, granularity),
         )
         if key is not None:
