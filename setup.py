@@ -74,6 +74,7 @@ CORE_SOURCES = ["src/dgauss/_core.pyx"] + [
     "csrc/dg_exp.c",
     "csrc/dg_inv.c",
     "csrc/dg_chacha.c",
+    "csrc/dg_ahead.c",
 ]
 #: Written beside the generated C once Cython has made it: a digest of everything it was made
 #: from.  A later build in the same tree (a second ``pip install .``, say for another extra)
@@ -138,6 +139,7 @@ def extensions():
             "csrc/dg_exp.h",
             "csrc/dg_inv.h",
             "csrc/dg_chacha.h",
+            "csrc/dg_ahead.h",
         ],
         include_dirs=["csrc", numpy_include, *gmp_include],
         library_dirs=gmp_lib,
@@ -148,7 +150,9 @@ def extensions():
         # debug information (Python's own flags ask for -g), which took half of the C
         # compiler's time on the 3.5 MB the core's Cython becomes (docs/performance.md,
         # *Building from source*)
-        extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-g0"],
+        extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-g0", "-pthread"],
+        # the OS source's reader thread (csrc/dg_ahead.c): libpthread before glibc 2.34
+        extra_link_args=["-pthread"],
     )
     if reuse:
         return [core]

@@ -685,6 +685,7 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
         # be now: "inversion" or "rejection" is resolved without the batch's size
         jobs, key = _thread_jobs(), (kind, num, den, mu, high_bits, fixed_point, method)
         job = _kept_job(jobs, key, out.shape[0])
+        job.ahead_ok = source is None  # one call's own stream of the OS: reads ahead
         try:
             job.run(out)
             used = dg_bits_used(&job.s.rng) + (dg_bits_used(&job.s.rng2) if job.s.lanes else 0)
@@ -694,6 +695,8 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
         _keep_job(jobs, key, job)  # (an error above drops the job: it is not put back)
         return used
     job = _new_job(kind, num, den, mu, source, high_bits, fixed_point, method, out.shape[0])
+    job.ahead_ok = next_slice is None and (
+        source is None or isinstance(source, _sources.ScriptedOS) and source.read_ahead)
     if isinstance(source, np.random.BitGenerator):
         with source.lock:
             job.run(out)

@@ -20,6 +20,8 @@ cdef extern from "dg_rng.h" nogil:
 
     ctypedef struct dg_decider
     ctypedef struct dg_rng:
+        dg_fill_fn fill
+        void *ctx
         int status
         int os_errno
         uint64_t bits_taken
@@ -47,6 +49,13 @@ cdef extern from "dg_rng.h" nogil:
     uint64_t dg_bits_used(const dg_rng *rng)
     int dg_bit(dg_rng *rng)
     uint64_t dg_bits(dg_rng *rng, unsigned k)
+
+cdef extern from "dg_ahead.h" nogil:
+    ctypedef struct dg_ahead
+    int dg_ahead_cpus()
+    dg_ahead *dg_ahead_start(dg_fill_fn fill, void *ctx, uint64_t expected)
+    int dg_fill_ahead(void *ctx, uint64_t *words, size_t n)
+    void dg_ahead_stop(dg_ahead *a)
 
 cdef extern from "dg_chacha.h" nogil:
     ctypedef struct dg_chacha:

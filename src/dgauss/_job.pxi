@@ -1,6 +1,34 @@
 # Included by _core.pyx.  One public call's job (_Job): its parameters, scratch space, bit
 # streams and the batch fill with the GIL released.
 
+# A batch of at least this many samples reads its source ahead on a thread of its own
+# (_Job.start_ahead: about 1 ms of drawing or more, so the thread's start, ~50 us, is small
+# beside it); -1: never.
+cdef Py_ssize_t READ_AHEAD_FROM = 1 << 16
+cdef uint64_t _ahead_runs = 0  # batches that read ahead (read_ahead_runs)
+
+
+def read_ahead_from(Py_ssize_t samples):
+    """Set the smallest batch that reads the OS ahead (-1: none; for tests and benchmarks)
+    and return the value it had."""
+    global READ_AHEAD_FROM
+    if samples < -1:
+        raise ValueError(f"samples must be -1 or a count >= 0, got {samples}")
+    old, READ_AHEAD_FROM = READ_AHEAD_FROM, samples
+    return old
+
+
+def read_ahead_runs():
+    """For tests: how many batches have read their source ahead in this process."""
+    return _ahead_runs
+
+
+def cpus():
+    """How many CPUs this process may run on (sched_getaffinity): a batch reads ahead only
+    where there are two or more."""
+    return dg_ahead_cpus()
+
+
 cdef class _Job:
     """Everything one public call needs: parameters, scratch space, its bit stream (two, its
     lanes, for an int64 batch by inversion from the OS)."""
@@ -26,6 +54,10 @@ cdef class _Job:
     cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
     cdef uint64_t last_bits     # OS bits its last call read, and how many samples it drew
     cdef uint64_t last_samples  # (0: none yet): restart_os sizes the first read by them
+    cdef bint ahead_ok          # a large batch may read ahead (start_ahead)
+    cdef dg_fill_fn own_fill, own_fill2   # the streams' own source while they read ahead
+    cdef void *own_ctx
+    cdef void *own_ctx2
 
     def __cinit__(self):
         _work_init(&self.s.w)
@@ -374,20 +406,63 @@ cdef class _Job:
         return 0
 
     cdef int run_into(self, char *data, Py_ssize_t n, bint is_bool) except -1:
-        """Fill n int64 (or bool) values at `data`, in chunks, the GIL released for each."""
+        """Fill n int64 (or bool) values at `data`, in chunks, the GIL released for each;
+        a large batch reads its source ahead on a thread of its own (start_ahead)."""
         cdef Py_ssize_t i = 0, m, done = 0
         cdef Py_ssize_t item = 1 if is_bool else 8
         cdef int rc = DG_OK
-        while i < n and rc == DG_OK:
-            m = min(CHUNK, n - i)
-            self.reserve()
-            with nogil:
-                if self.s.inversion and self.s.mu_small and not is_bool:
-                    rc = fill_inversion(&self.s, <int64_t *>(data + i * item), m, &done)
-                else:
-                    rc = fill_native(&self.s, data + i * item, is_bool, m, &done)
-            i += done
-            PyErr_CheckSignals()
+        cdef dg_ahead *ahead = self.start_ahead(n)
+        try:
+            while i < n and rc == DG_OK:
+                m = min(CHUNK, n - i)
+                self.reserve()
+                with nogil:
+                    if self.s.inversion and self.s.mu_small and not is_bool:
+                        rc = fill_inversion(&self.s, <int64_t *>(data + i * item), m, &done)
+                    else:
+                        rc = fill_native(&self.s, data + i * item, is_bool, m, &done)
+                i += done
+                PyErr_CheckSignals()
+        finally:
+            self.stop_ahead(ahead)
         if rc != DG_OK:
             self.raise_status(rc)
         return 0
+
+    cdef dg_ahead *start_ahead(self, Py_ssize_t n):
+        """For a batch of at least READ_AHEAD_FROM samples of a job that may (ahead_ok: one
+        call's own stream of the OS, not a worker's slices), on a machine where this process
+        has two CPUs or more: a reader thread filling the job's streams from their source
+        while the batch computes (csrc/dg_ahead.h), or NULL (the streams read their source
+        themselves).  Both lanes take their next words from it, in order.  It reads ahead
+        about the words the batch needs at the job's last rate, a quarter more (unlimited
+        before a first call), then only as asked."""
+        global _ahead_runs
+        cdef dg_ahead *ahead
+        cdef uint64_t rate, expected = UINT64_MAX
+        if not self.ahead_ok or READ_AHEAD_FROM < 0 or n < READ_AHEAD_FROM or dg_ahead_cpus() < 2:
+            return NULL
+        rate = self.last_bits // self.last_samples + 1 if self.last_samples > 0 else 0
+        if 0 < rate < (<uint64_t>1 << 24) and <uint64_t>n < (<uint64_t>1 << 32):
+            expected = rate * <uint64_t>n * 5 // (4 * 64)
+        ahead = dg_ahead_start(self.s.rng.fill, self.s.rng.ctx, expected)
+        if ahead != NULL:
+            _ahead_runs += 1
+            self.own_fill, self.own_ctx = self.s.rng.fill, self.s.rng.ctx
+            self.s.rng.fill, self.s.rng.ctx = dg_fill_ahead, ahead
+            if self.s.lanes:
+                self.own_fill2, self.own_ctx2 = self.s.rng2.fill, self.s.rng2.ctx
+                self.s.rng2.fill, self.s.rng2.ctx = dg_fill_ahead, ahead
+        return ahead
+
+    cdef void stop_ahead(self, dg_ahead *ahead):
+        """Stop start_ahead's reader (NULL: none) and point the streams back at their own
+        source: the words read ahead and not used are dropped (zeroed), as a stream's unread
+        words are when its call ends."""
+        if ahead == NULL:
+            return
+        self.s.rng.fill, self.s.rng.ctx = self.own_fill, self.own_ctx
+        if self.s.lanes:
+            self.s.rng2.fill, self.s.rng2.ctx = self.own_fill2, self.own_ctx2
+        with nogil:
+            dg_ahead_stop(ahead)

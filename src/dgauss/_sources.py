@@ -160,6 +160,10 @@ class ScriptedOS:
     ``lanes=1`` draws such a batch from the first stream alone.  ``prefix`` = (first, second)
     replaces the first fake words of each lane's stream by the given 64-bit words (so that a
     test can place a chosen word, say one that ties a threshold, in either lane).
+
+    With ``read_ahead=True`` a batch as large as those the OS source reads ahead for
+    (``dgauss._core.read_ahead_from``) reads this script ahead too, on the reader thread
+    (csrc/dg_ahead.h), both lanes taking their words from the first lane's script in turn.
     """
 
     def __init__(
@@ -171,6 +175,7 @@ class ScriptedOS:
         fake: bool = False,
         lanes: int = 2,
         prefix: tuple[Sequence[int], Sequence[int]] = ((), ()),
+        read_ahead: bool = False,
     ):
         for name, value in (
             ("fail_after", fail_after),
@@ -184,6 +189,7 @@ class ScriptedOS:
         self.fail_after, self.fail_count, self.fail_errno = fail_after, fail_count, fail_errno
         self.fake = bool(fake)
         self.lanes = lanes
+        self.read_ahead = bool(read_ahead)
         if len(prefix) != 2:
             raise ValueError("prefix must be two sequences of words, one a lane")
         self.prefix = tuple(_words(w, "prefix") for w in prefix)

@@ -1,0 +1,195 @@
+"""Reading the OS ahead: a large batch takes its words from a reader thread's ring.
+
+csrc/dg_ahead.h: a batch of at least ``_core.read_ahead_from`` samples from the OS starts a
+thread that reads the source in 16 KiB chunks while the batch computes, and the batch's
+streams take their next words from it.  Only *when* words are read changes: the words and
+their order are the source's, so a scripted source read ahead gives exactly the samples it
+gives read directly (one lane; with two, both lanes take the first lane's words in turn,
+deterministically), its failures surface as the same OSError, nothing read stays in memory,
+and the laws are the laws.  Each test checks that the reader really ran (a count of batches
+read ahead), so none passes by reading directly.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import dgauss
+from dgauss import _core
+from dgauss._sources import ScriptedOS
+
+pytestmark = pytest.mark.skipif(_core.cpus() < 2, reason="reads ahead only with two CPUs")
+
+SAMPLERS = {"gaussian": dgauss.sample_gaussian, "laplace": dgauss.sample_laplace}
+#: (distribution, parameter, method): tables plain, blocked and enveloped, and the loops.
+CASES = [
+    ("gaussian", Fraction(10), "inversion"),
+    ("gaussian", Fraction(10**6), "inversion"),
+    ("gaussian", Fraction(10**8), "inversion"),
+    ("gaussian", Fraction(2**100), "inversion"),
+    ("gaussian", Fraction(7, 3), "rejection"),
+    ("laplace", Fraction(30001, 3), "inversion"),
+    ("laplace", Fraction(2**40), "inversion"),
+    ("laplace", Fraction(5, 2), "rejection"),
+]
+FROM = 1000  # the smallest batch read ahead here (the default is 65,536: too slow for tests)
+
+
+@pytest.fixture(autouse=True)
+def small_batches_read_ahead():
+    old = _core.read_ahead_from(FROM)
+    yield
+    _core.read_ahead_from(old)
+
+
+def draws(kind, param, n, method, **script):
+    """(samples read ahead, samples read directly, how many batches read ahead)."""
+    runs = _core.read_ahead_runs()
+    ahead = SAMPLERS[kind](param, n, rng=ScriptedOS(read_ahead=True, **script), method=method)
+    ran = _core.read_ahead_runs() - runs
+    direct = SAMPLERS[kind](param, n, rng=ScriptedOS(**script), method=method)
+    assert _core.read_ahead_runs() - runs == ran  # (the direct call did not)
+    return ahead, direct, ran
+
+
+@pytest.mark.parametrize("kind, param, method", CASES, ids=str)
+@pytest.mark.parametrize("n", [FROM, 4099, 60001])
+def test_one_lane_read_ahead_draws_what_it_draws_read_directly(kind, param, method, n):
+    """The words, in order, are the source's: the same samples both ways (60,001 samples
+    cross many 16 KiB chunks of the ring, and a chunk's end inside a read)."""
+    ahead, direct, ran = draws(kind, param, n, method, fake=True, lanes=1)
+    assert ran == 1
+    assert ahead.tolist() == direct.tolist()
+
+
+def test_a_batch_below_the_size_reads_directly():
+    runs = _core.read_ahead_runs()
+    dgauss.sample_gaussian(10**8, FROM - 1, rng=ScriptedOS(fake=True, read_ahead=True))
+    dgauss.sample_gaussian(10**8, FROM - 1)
+    assert _core.read_ahead_runs() == runs
+    dgauss.sample_gaussian(10**8, FROM)
+    assert _core.read_ahead_runs() == runs + 1
+
+
+def test_two_lanes_take_one_stream_in_turn_deterministically():
+    """Two lanes read ahead take their words from the first lane's script as each refills:
+    the same samples every time, not those of two separate streams, and the lanes differ."""
+    n = 20001
+    first, direct, ran = draws("gaussian", Fraction(10**8), n, "inversion", fake=True)
+    again = dgauss.sample_gaussian(
+        10**8, n, rng=ScriptedOS(fake=True, read_ahead=True), method="inversion"
+    )
+    assert ran == 1
+    assert first.tolist() == again.tolist()
+    assert first.tolist() != direct.tolist()  # (lane 1 read its own stream directly)
+    assert first[0::2].tolist() != first[1::2].tolist()
+
+
+@pytest.mark.parametrize("fail_after", [0, 1, 2, 5])
+@pytest.mark.parametrize("kind, param, method", [CASES[2], CASES[3], CASES[4], CASES[6]], ids=str)
+def test_a_failed_read_ahead_raises_the_sources_oserror(kind, param, method, fail_after):
+    """The OS refusing on the reader thread raises the OSError (with its errno) the direct
+    read raises, wherever in the batch it happens; and the next call draws again."""
+    script = dict(fail_after=fail_after, fail_count=1 << 20, fail_errno=errno.EIO, lanes=1)
+    runs = _core.read_ahead_runs()
+    with pytest.raises(OSError) as caught:
+        SAMPLERS[kind](param, 60001, rng=ScriptedOS(read_ahead=True, **script), method=method)
+    assert caught.value.errno == errno.EIO
+    assert "could not read randomness" in str(caught.value)
+    assert _core.read_ahead_runs() == runs + 1
+    assert SAMPLERS[kind](param, 60001, method=method).shape == (60001,)
+
+
+def test_nothing_read_ahead_stays_in_the_kept_jobs():
+    """The words of a batch read ahead are zeroed with the job's own (cached_jobs counts the
+    non-zero words of the kept jobs' buffers)."""
+    runs = _core.read_ahead_runs()
+    for param in (10**8, 2**40):
+        dgauss.sample_gaussian(param, 50001, method="inversion")
+        dgauss.sample_laplace(param, 50001, method="rejection")
+    assert _core.read_ahead_runs() == runs + 4
+    assert _core.cached_jobs()[1] == 0
+
+
+@pytest.mark.parametrize("kind, param", [("gaussian", 10**8), ("laplace", 2**40)])
+def test_the_os_read_ahead_draws_the_law(kind, param):
+    """200,000 samples from the OS read ahead: mean and variance within 5 standard errors
+    of the law's (variance σ² for the Gaussian; 2e^{1/t}/(e^{1/t}-1)^2 ≈ 2t² for the
+    Laplace at large t), and the mass within one scale of 0."""
+    n = 200_000
+    runs = _core.read_ahead_runs()
+    x = SAMPLERS[kind](param, n).astype(np.float64)
+    assert _core.read_ahead_runs() == runs + 1
+    var = float(param) if kind == "gaussian" else 2.0 * float(param) ** 2
+    sd = var**0.5
+    assert abs(x.mean()) < 5 * sd / n**0.5
+    kurtosis = 3.0 if kind == "gaussian" else 6.0
+    assert abs(x.var() / var - 1) < 5 * ((kurtosis - 1) / n) ** 0.5
+    # P[|X| <= σ] = erf(1/√2) for the Gaussian, P[|X| <= t] = 1 - 1/e for the Laplace (to
+    # far below the tolerance at these scales)
+    within = float(np.mean(np.abs(x) <= (sd if kind == "gaussian" else float(param))))
+    p = 0.6826894921370859 if kind == "gaussian" else 1 - np.exp(-1.0)
+    assert abs(within - p) < 5 * (p * (1 - p) / n) ** 0.5
+
+
+def test_threads_each_read_ahead_their_own_batches():
+    """Four threads drawing large batches at once each start their own reader: every batch
+    is whole, of the law's scale, and no two are equal."""
+    out: dict[int, np.ndarray] = {}
+
+    def work(i):
+        out[i] = dgauss.sample_gaussian(10**8, 30001)
+
+    runs = _core.read_ahead_runs()
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert _core.read_ahead_runs() == runs + 4
+    assert len({tuple(v[:50].tolist()) for v in out.values()}) == 4
+    assert all(0.9 < v.astype(float).std() / 10**4 < 1.1 for v in out.values())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_while_a_batch_reads_ahead_draws_afresh():
+    """Fork while another thread's batch is reading ahead: the child draws (no reader of
+    its own is needed, none is left waiting), and not the parent's samples."""
+    started = threading.Event()
+    result = {}
+
+    def work():
+        started.set()
+        result["x"] = dgauss.sample_gaussian(2**100, 400_001)
+
+    t = threading.Thread(target=work)
+    t.start()
+    started.wait()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: draw, report, leave at once
+        try:
+            os.close(r)
+            y = dgauss.sample_gaussian(2**100, 100_001)
+            os.write(w, y[:8].tobytes())
+        finally:
+            os._exit(0)
+    os.close(w)
+    child = np.frombuffer(os.read(r, 64), dtype=np.int64)
+    os.close(r)
+    os.waitpid(pid, 0)
+    t.join()
+    assert child.shape == (8,)
+    assert result["x"].shape == (400_001,)
+    assert child.tolist() != result["x"][:8].tolist()
+
+
+def test_read_ahead_from_checks_its_argument():
+    with pytest.raises(ValueError, match="samples must be -1 or a count"):
+        _core.read_ahead_from(-2)
