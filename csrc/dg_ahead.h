@@ -31,12 +31,18 @@
 #include "dg_rng.h"
 
 #define DG_AHEAD_CHUNK_WORDS 2048 /* 16 KiB a read (the OS source's largest single read) */
-#define DG_AHEAD_CHUNKS 8         /* at most 128 KiB read ahead */
+#define DG_AHEAD_CHUNKS 64        /* at most 1 MiB read ahead */
 
 typedef struct dg_ahead dg_ahead;
 
 /* How many CPUs this process may run on (sched_getaffinity; 1 when it cannot tell). */
 int dg_ahead_cpus(void);
+
+/* Whether a reader thread would find a CPU of its own now: two or more CPUs, and fewer
+ * threads runnable on the machine (the caller among them, /proc/loadavg) than CPUs; 1 when
+ * the load cannot be read.  Where every CPU is busy the reader would take turns with the
+ * sampler on one, and reading ahead costs more than it saves. */
+int dg_ahead_idle_cpu(void);
 
 /* Start reading `fill(ctx, ...)` ahead: a reader thread fills chunks of DG_AHEAD_CHUNK_WORDS
  * words, at most DG_AHEAD_CHUNKS ahead of the consumer, and no more than `expected` words in

@@ -43,9 +43,9 @@ FROM = 1000  # the smallest batch read ahead here (the default is 65,536: too sl
 
 @pytest.fixture(autouse=True)
 def small_batches_read_ahead():
-    old = _core.read_ahead_from(FROM)
+    old = _core.read_ahead(FROM, when_busy=True)  # (a test run keeps every CPU busy)
     yield
-    _core.read_ahead_from(old)
+    _core.read_ahead(**old)
 
 
 def draws(kind, param, n, method, **script):
@@ -190,6 +190,33 @@ def test_a_child_forked_while_a_batch_reads_ahead_draws_afresh():
     assert child.tolist() != result["x"][:8].tolist()
 
 
-def test_read_ahead_from_checks_its_argument():
+def test_read_ahead_checks_its_argument():
     with pytest.raises(ValueError, match="samples must be -1 or a count"):
-        _core.read_ahead_from(-2)
+        _core.read_ahead(-2)
+
+
+def test_where_every_cpu_is_busy_a_batch_reads_directly(monkeypatch):
+    """Without when_busy, a batch reads ahead only while a CPU is idle: two threads kept
+    spinning on a two-CPU machine make the next batch read directly."""
+    if _core.cpus() != 2:
+        pytest.skip("the busy machine is made for two CPUs")
+    _core.read_ahead(FROM, when_busy=False)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            sum(range(1000))
+
+    spinners = [threading.Thread(target=spin) for _ in range(2)]
+    for t in spinners:
+        t.start()
+    try:
+        busy = not _core.idle_cpu()
+        runs = _core.read_ahead_runs()
+        dgauss.sample_gaussian(10**8, 2 * FROM)
+        read_ahead = _core.read_ahead_runs() - runs
+    finally:
+        stop.set()
+        for t in spinners:
+            t.join()
+    assert busy and read_ahead == 0

@@ -53,6 +53,7 @@ cdef extern from "dg_rng.h" nogil:
 cdef extern from "dg_ahead.h" nogil:
     ctypedef struct dg_ahead
     int dg_ahead_cpus()
+    int dg_ahead_idle_cpu()
     dg_ahead *dg_ahead_start(dg_fill_fn fill, void *ctx, uint64_t expected)
     int dg_fill_ahead(void *ctx, uint64_t *words, size_t n)
     void dg_ahead_stop(dg_ahead *a)

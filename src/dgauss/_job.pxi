@@ -1,20 +1,24 @@
 # Included by _core.pyx.  One public call's job (_Job): its parameters, scratch space, bit
 # streams and the batch fill with the GIL released.
 
-# A batch of at least this many samples reads its source ahead on a thread of its own
+# A batch of at least READ_AHEAD_FROM samples reads its source ahead on a thread of its own
 # (_Job.start_ahead: about 1 ms of drawing or more, so the thread's start, ~50 us, is small
-# beside it); -1: never.
+# beside it), -1: never; where every CPU is busy only if READ_AHEAD_BUSY.
 cdef Py_ssize_t READ_AHEAD_FROM = 1 << 16
+cdef bint READ_AHEAD_BUSY = False
 cdef uint64_t _ahead_runs = 0  # batches that read ahead (read_ahead_runs)
 
 
-def read_ahead_from(Py_ssize_t samples):
-    """Set the smallest batch that reads the OS ahead (-1: none; for tests and benchmarks)
-    and return the value it had."""
-    global READ_AHEAD_FROM
+def read_ahead(Py_ssize_t samples=1 << 16, bint when_busy=False):
+    """Set when a batch from the OS reads it ahead (for tests and benchmarks): from
+    `samples` samples on (-1: never), and with `when_busy` also where every CPU is busy
+    (still only with two CPUs or more).  Returns the settings it replaced, as keywords
+    (``read_ahead(**old)`` puts them back)."""
+    global READ_AHEAD_FROM, READ_AHEAD_BUSY
     if samples < -1:
         raise ValueError(f"samples must be -1 or a count >= 0, got {samples}")
-    old, READ_AHEAD_FROM = READ_AHEAD_FROM, samples
+    old = {"samples": READ_AHEAD_FROM, "when_busy": READ_AHEAD_BUSY}
+    READ_AHEAD_FROM, READ_AHEAD_BUSY = samples, when_busy
     return old
 
 
@@ -27,6 +31,11 @@ def cpus():
     """How many CPUs this process may run on (sched_getaffinity): a batch reads ahead only
     where there are two or more."""
     return dg_ahead_cpus()
+
+
+def idle_cpu():
+    """Whether a reader thread would find a CPU of its own now (dg_ahead_idle_cpu)."""
+    return bool(dg_ahead_idle_cpu())
 
 
 cdef class _Job:
@@ -432,7 +441,7 @@ cdef class _Job:
     cdef dg_ahead *start_ahead(self, Py_ssize_t n):
         """For a batch of at least READ_AHEAD_FROM samples of a job that may (ahead_ok: one
         call's own stream of the OS, not a worker's slices), on a machine where this process
-        has two CPUs or more: a reader thread filling the job's streams from their source
+        has two CPUs or more and one of them idle (dg_ahead_idle_cpu): a reader thread filling the job's streams from their source
         while the batch computes (csrc/dg_ahead.h), or NULL (the streams read their source
         themselves).  Both lanes take their next words from it, in order.  It reads ahead
         about the words the batch needs at the job's last rate, a quarter more (unlimited
@@ -440,7 +449,9 @@ cdef class _Job:
         global _ahead_runs
         cdef dg_ahead *ahead
         cdef uint64_t rate, expected = UINT64_MAX
-        if not self.ahead_ok or READ_AHEAD_FROM < 0 or n < READ_AHEAD_FROM or dg_ahead_cpus() < 2:
+        if not self.ahead_ok or READ_AHEAD_FROM < 0 or n < READ_AHEAD_FROM:
+            return NULL
+        if not (dg_ahead_idle_cpu() or READ_AHEAD_BUSY and dg_ahead_cpus() >= 2):
             return NULL
         rate = self.last_bits // self.last_samples + 1 if self.last_samples > 0 else 0
         if 0 < rate < (<uint64_t>1 << 24) and <uint64_t>n < (<uint64_t>1 << 32):
