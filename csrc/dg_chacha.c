@@ -23,29 +23,65 @@ typedef uint32_t lanes_t __attribute__((vector_size(4 * LANES)));
         c += d; b ^= c; b = ROTL(b, 7);                                                      \
     } while (0)
 
-/* LANES blocks (counters counter .. counter + LANES - 1) into out, block after block: the
- * state's 16 rows each hold one word of every block, so each step is one vector operation
- * (GCC and Clang vector extensions; a compiler without them is not supported).  With GCC on
- * x86-64 glibc, built for AVX-512, AVX2 and the baseline (SSE2) and chosen at load time (an
- * ifunc: musl has none); elsewhere for the target the compiler is given. */
+/* Vector shuffles with constant indices into the 2 LANES words of a and b. */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define SHUFFLE(a, b, ...) __builtin_shuffle(a, b, (lanes_t){__VA_ARGS__})
+#endif
+
+/* Transpose the 8 x 8 words r[0..7] (r[i][l]: word i of block l) in place, so that r[l]
+ * holds block l's 8 words in order: three rounds of interleaves, each one AVX2 instruction
+ * a pair of rows (unpack 32-bit words, unpack 64-bit words, exchange 128-bit halves).  GCC
+ * compiles the plain loop `out[16 l + i] = r[i][l]` into one scalar extract a word. */
+static inline void transpose8(lanes_t r[8])
+{
+    lanes_t t[8], u[8];
+    int i;
+    for (i = 0; i < 8; i += 2) { /* t[i]: words i, i + 1 of blocks 0, 1, 4, 5; t[i + 1]: of 2, 3, 6, 7 */
+        t[i] = SHUFFLE(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = SHUFFLE(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (i = 0; i < 8; i += 4) { /* u[i + j]: words i .. i + 3 of blocks j, j + 4 */
+        u[i] = SHUFFLE(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 1] = SHUFFLE(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[i + 2] = SHUFFLE(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 3] = SHUFFLE(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    for (i = 0; i < 4; i++) { /* r[j]: words 0-7 of block j */
+        r[i] = SHUFFLE(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = SHUFFLE(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+/* LANES blocks (counters counter .. counter + LANES - 1) in RFC 8439's byte order (block
+ * after block, little-endian words).  The state's 16 rows each hold one word of every
+ * block, so each step is one vector operation (GCC and Clang vector extensions; a compiler
+ * without them is not supported); the rows are transposed back to blocks at the end and
+ * written by whole-vector stores.  With key_out NULL, the 64 LANES bytes go to out; else
+ * block 0's first 32 bytes go to key_out (which may be key: it is written last) and the
+ * other 64 LANES - 32 bytes to out.  With GCC on x86-64 glibc, built for AVX-512, AVX2 and
+ * the baseline (SSE2) and chosen at load time (an ifunc: musl has none); elsewhere for the
+ * target the compiler is given. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 static void chacha_lanes(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
-                         uint32_t *out)
+                         uint32_t *key_out, unsigned char *out)
 {
     static const uint32_t sigma[4] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
-    lanes_t x[16], in[16];
-    int i, l;
-    for (i = 0; i < 16; i++) {
-        uint32_t v = i < 4 ? sigma[i] : i < 12 ? key[i - 4] : i == 12 ? 0 : nonce[i - 13];
-        for (l = 0; l < LANES; l++)
-            in[i][l] = v;
-    }
-    for (l = 0; l < LANES; l++)
-        in[12][l] = counter + (uint32_t)l;
-    for (i = 0; i < 16; i++)
-        x[i] = in[i];
+    const lanes_t zero = {0}, step = {0, 1, 2, 3, 4, 5, 6, 7};
+    const size_t skip = key_out != NULL ? 32 : 0;
+    lanes_t x[16];
+    int i;
+    size_t l;
+    for (i = 0; i < 4; i++)
+        x[i] = zero + sigma[i];
+    for (i = 0; i < 8; i++)
+        x[4 + i] = zero + key[i];
+    x[12] = step + counter;
+    for (i = 0; i < 3; i++)
+        x[13 + i] = zero + nonce[i];
     for (i = 0; i < 10; i++) { /* 20 rounds: a column round and a diagonal round each */
         QUARTER(x[0], x[4], x[8], x[12]);
         QUARTER(x[1], x[5], x[9], x[13]);
@@ -56,15 +92,28 @@ static void chacha_lanes(const uint32_t key[8], uint32_t counter, const uint32_t
         QUARTER(x[2], x[7], x[8], x[13]);
         QUARTER(x[3], x[4], x[9], x[14]);
     }
-    for (i = 0; i < 16; i++)
-        x[i] += in[i];
-    for (l = 0; l < LANES; l++)
-        for (i = 0; i < 16; i++)
-            out[16 * l + i] = x[i][l];
+    /* plus the input (made again from the arguments: nothing else holds the key) */
+    for (i = 0; i < 4; i++)
+        x[i] += sigma[i];
+    for (i = 0; i < 8; i++)
+        x[4 + i] += key[i];
+    x[12] += step + counter;
+    for (i = 0; i < 3; i++)
+        x[13 + i] += nonce[i];
+    transpose8(x);     /* x[l]: words 0-7 of block l */
+    transpose8(x + 8); /* x[8 + l]: words 8-15 of block l */
+    if (key_out != NULL)
+        memcpy(key_out, &x[0], 32);
+    else
+        memcpy(out, &x[0], 32);
+    memcpy(out + 32 - skip, &x[8], 32);
+    for (l = 1; l < LANES; l++) { /* (a memcpy of a vector: one unaligned store) */
+        memcpy(out + 64 * l - skip, &x[l], 32);
+        memcpy(out + 64 * l + 32 - skip, &x[8 + l], 32);
+    }
     /* the working state held the key: wipe it (the compiler must not drop the stores) */
     memset(x, 0, sizeof x);
-    memset(in, 0, sizeof in);
-    __asm__ __volatile__("" : : "r"(x), "r"(in) : "memory");
+    __asm__ __volatile__("" : : "r"(x) : "memory");
 }
 
 void dg_chacha20_blocks(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
@@ -73,7 +122,7 @@ void dg_chacha20_blocks(const uint32_t key[8], uint32_t counter, const uint32_t 
     uint32_t batch[16 * LANES];
     while (nblocks > 0) {
         size_t k = nblocks < LANES ? nblocks : LANES;
-        chacha_lanes(key, counter, nonce, batch);
+        chacha_lanes(key, counter, nonce, NULL, (unsigned char *)batch);
         memcpy(out, batch, k * 64);
         out += 16 * k;
         counter += LANES;
@@ -143,28 +192,48 @@ int dg_fill_chacha(void *ctx, uint64_t *words, size_t n)
 {
     static const uint32_t nonce[3] = {0, 0, 0};
     dg_chacha *st = (dg_chacha *)ctx;
-    uint32_t batch[16 * LANES];
+    uint32_t batch[16 * LANES], key[8];
     unsigned char *dst = (unsigned char *)words;
     size_t left = n * sizeof(uint64_t);
-    int rc = DG_OK;
+    int rc = DG_OK, used_batch = 0;
+    uint32_t b;
 
+    /* A state keyed in another process (a child, where MADV_WIPEONFORK is missing) keys
+     * afresh.  Checked once a call: a fork during this call happens in another thread, and
+     * the child has only the forking thread, so this call never continues in a child. */
+    if (st->keyed && st->pid != (long)getpid())
+        st->keyed = 0;
     while (left > 0) {
-        if (!st->keyed || st->pid != (long)getpid() || st->blocks_left < LANES) {
+        if (!st->keyed || st->blocks_left < DG_CHACHA_KEY_BLOCKS) {
             rc = key_from_os(st);
             if (rc != DG_OK)
                 break;
         }
-        /* LANES blocks under the current key; the first 32 bytes are the next key */
-        chacha_lanes(st->key, 0, nonce, batch);
-        st->blocks_left -= LANES;
-        memcpy(st->key, batch, sizeof st->key);
-        size_t k = left < sizeof batch - 32 ? left : sizeof batch - 32;
-        memcpy(dst, (unsigned char *)batch + 32, k);
-        dst += k;
-        left -= k;
+        /* Up to DG_CHACHA_KEY_BLOCKS blocks under this key, LANES at a time, as many as the
+         * call needs: block 0's first 32 bytes replace the key (in st->key: never output)
+         * before anything is output; the rest is output, in order, straight into words
+         * where a whole batch fits, else through `batch` (wiped below) */
+        memcpy(key, st->key, sizeof key);
+        for (b = 0; b < DG_CHACHA_KEY_BLOCKS && left > 0; b += LANES) {
+            uint32_t *key_out = b == 0 ? st->key : NULL;
+            size_t out = b == 0 ? 64 * LANES - 32 : 64 * LANES;
+            st->blocks_left -= LANES;
+            if (left >= out) {
+                chacha_lanes(key, b, nonce, key_out, dst);
+                dst += out;
+                left -= out;
+            } else {
+                chacha_lanes(key, b, nonce, key_out, (unsigned char *)batch);
+                memcpy(dst, batch, left);
+                left = 0;
+                used_batch = 1;
+            }
+        }
     }
-    memset(batch, 0, sizeof batch);
-    __asm__ __volatile__("" : : "r"(batch) : "memory");
+    memset(key, 0, sizeof key);
+    if (used_batch)
+        memset(batch, 0, sizeof batch);
+    __asm__ __volatile__("" : : "r"(key), "r"(batch) : "memory");
     if (rc != DG_OK)
         memset(words, 0, n * sizeof(uint64_t));
     return rc;

@@ -9,10 +9,10 @@
  *
  *   - keyed from getrandom(2) (32 bytes) on first use, after a fork, after
  *     DG_CHACHA_RESEED_BLOCKS blocks and when asked (dg_chacha_forget);
- *   - fast key erasure: each batch of blocks is made under the current key (nonce 0,
- *     counter 0, 1, ...), its first 32 bytes become the next key and are never output, and
- *     the batch is wiped once copied out, so the state never holds what could recompute
- *     bits already handed out;
+ *   - fast key erasure: each key makes up to DG_CHACHA_KEY_BLOCKS blocks (nonce 0,
+ *     counters 0, 1, ...; as many as a fill needs), the first 32 bytes of block 0 become
+ *     the next key and are never output, and a fill's working copies are wiped when it
+ *     returns, so the state never holds what could recompute bits already handed out;
  *   - fork: the state lives on a page of its own marked MADV_WIPEONFORK (a child sees it
  *     zeroed, hence unkeyed), and the keying process's pid is checked on every fill as well;
  *   - threads: a state is never shared (dgauss.ChaCha20 keeps one per thread).
@@ -28,6 +28,11 @@
 /* Blocks (64 bytes) made under keys derived from one OS key before the next OS key: 2^20
  * blocks, 64 MiB. */
 #define DG_CHACHA_RESEED_BLOCKS (UINT64_C(1) << 20)
+
+/* Blocks (64 bytes) made under one key at most: 32 (2 KiB, of which 2016 bytes are output,
+ * the first 32 being the next key).  A fill stops where its words end: the rest of the
+ * key's blocks are never made, and the next fill starts under the next key. */
+#define DG_CHACHA_KEY_BLOCKS 32
 
 typedef struct dg_chacha {
     uint32_t key[8];

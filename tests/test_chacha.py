@@ -75,20 +75,25 @@ def test_every_lane_is_the_block_function(nblocks, counter):
 
 
 def _reference_fill(key: bytes, nwords: int) -> tuple[list[int], bytes]:
-    """Fast key erasure as docs/security.md states it: eight blocks under the key (nonce 0,
-    counters 0-7); their first 32 bytes are the next key, the other 480 are output; the
-    output read as 64-bit little-endian words.  (words, the key left)."""
+    """Fast key erasure as docs/security.md states it: up to 32 blocks under the key (nonce
+    0, counters 0-31), as many as the fill needs; block 0's first 32 bytes are the next key,
+    the rest (2016 bytes at most) is output, in order; the output read as 64-bit
+    little-endian words.  (words, the key left)."""
     out = b""
     while len(out) < 8 * nwords:
-        batch = b"".join(struct.pack("<16I", *_block(_words(key), c, [0, 0, 0])) for c in range(8))
-        key, out = batch[:32], out + batch[32:]
+        chunk = b"".join(struct.pack("<16I", *_block(_words(key), c, [0, 0, 0])) for c in range(32))
+        key, out = chunk[:32], out + chunk[32:]
     return list(struct.unpack(f"<{nwords}Q", out[: 8 * nwords])), key
 
 
-@pytest.mark.parametrize("sizes", [[1], [60], [61], [3, 200, 1, 59]])
+@pytest.mark.parametrize(
+    "sizes", [[1], [60], [61], [252], [253], [3, 200, 1, 59], [64, 188, 252, 520, 2048, 5]]
+)
 def test_the_fill_erases_each_key_and_continues_across_fills(sizes):
     """Words drawn in fills of several sizes are the reference's stream, each fill starting
-    a fresh batch under the key the last one left (so no key is ever reused)."""
+    under the key the last one left (so no key is ever reused): fills ending inside a key's
+    first 8 blocks (60, 61 words), on a key's last word (252), one past it (253), and fills
+    written straight into the output (whole 8-block batches: 64, 188 words) or not."""
     state = _core.ChaChaState()
     key = bytes(range(100, 132))
     state.set_key(key)
@@ -113,16 +118,16 @@ def test_forget_and_the_reseed_interval_key_afresh_from_the_os():
         state = _core.ChaChaState()
         state.set_key(key)
         first, left = _reference_fill(key, 60)
-        assert state.words(60).tolist() == first  # one batch: the key is now `left`
+        assert state.words(60).tolist() == first  # one key's: the key is now `left`
         continued, _ = _reference_fill(left, 60)
         if trigger == "forget":
             state.forget()
             assert not state.keyed
         else:
-            state.blocks_left = 7  # fewer than a batch's 8 blocks
+            state.blocks_left = 31  # fewer than a key's 32 blocks
         got = state.words(60).tolist()
         assert got != continued
-        assert state.keyed and state.blocks_left > 7
+        assert state.keyed and state.blocks_left > 31
     # and the control: without either, the stream continues as the reference says
     state = _core.ChaChaState()
     state.set_key(key)

@@ -24,11 +24,12 @@ class ChaCha20(KeyedSource):
     exact as with the OS source: the samplers are the same, only where the bits come from
     changes.
 
-    Guarantees (``docs/security.md``): **fast key erasure** (each batch of 8 ChaCha20 blocks
-    replaces the key with its first 32 bytes, which are never output, and is wiped once
-    copied out: the process never holds what could recompute bits already drawn);
+    Guarantees (``docs/security.md``): **fast key erasure** (a key makes at most 32 ChaCha20
+    blocks, 2 KiB, as many as a fill needs; the first 32 bytes of its block 0 replace it
+    and are never output, the rest is output, and the working copies are wiped: the
+    process never holds what could recompute bits already drawn);
     **fork safety** (a state lives on a page of its own that a forked child sees zeroed,
-    MADV_WIPEONFORK, and the keying process's id is checked on every refill: a child keys
+    MADV_WIPEONFORK, and the keying process's id is checked on every fill: a child keys
     afresh and never repeats its parent's bits); **thread safety** (one state per thread,
     never shared); **reseeding** (a fresh OS key after 64 MiB from one, and on
     :meth:`reseed`); a failure to read the OS raises :class:`OSError`, as the default
