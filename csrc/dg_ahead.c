@@ -35,6 +35,7 @@ struct dg_ahead {
     size_t pos;              /* words of chunk tail % N already handed out (CHUNK: none held) */
     int status;              /* the consumer's sticky error */
     int stop;                /* the reader must stop (under mu) */
+    int done;                /* the reader has stopped (under mu) */
     int reader_sleeps, consumer_sleeps; /* (under mu) */
     pthread_mutex_t mu;
     pthread_cond_t reader_cv, consumer_cv;
@@ -125,6 +126,11 @@ static void *reader(void *arg)
         if (rc != DG_OK)
             break; /* the consumer gets the error when it reaches this chunk */
     }
+    pthread_mutex_lock(&a->mu);
+    a->done = 1; /* (a consumer never waits past a failed chunk; this keeps it from hanging) */
+    if (a->consumer_sleeps)
+        pthread_cond_signal(&a->consumer_cv);
+    pthread_mutex_unlock(&a->mu);
     return NULL;
 }
 
@@ -174,25 +180,28 @@ dg_ahead *dg_ahead_start(dg_fill_fn fill, void *ctx, uint64_t expected)
     return a;
 }
 
-/* Wait until the reader has finished chunk `tail` (the consumer's next). */
-static void wait_for(dg_ahead *a, uint64_t tail)
+/* Wait until the reader has finished chunk `tail` (the consumer's next): 1, or 0 if the
+ * reader has stopped without it. */
+static int wait_for(dg_ahead *a, uint64_t tail)
 {
-    int spins = 0;
+    int spins = 0, found;
     while (load(&a->head) == tail && spins < SPINS) {
         relax();
         spins++;
     }
     if (load(&a->head) != tail)
-        return;
+        return 1;
     pthread_mutex_lock(&a->mu);
     if (a->reader_sleeps) /* it waits for room or to be asked: the consumer asks now */
         pthread_cond_signal(&a->reader_cv);
-    while (load(&a->head) == tail) {
+    while (load(&a->head) == tail && !a->done) {
         a->consumer_sleeps = 1;
         pthread_cond_wait(&a->consumer_cv, &a->mu);
     }
     a->consumer_sleeps = 0;
+    found = load(&a->head) != tail;
     pthread_mutex_unlock(&a->mu);
+    return found;
 }
 
 int dg_fill_ahead(void *ctx, uint64_t *words, size_t n)
@@ -203,7 +212,11 @@ int dg_fill_ahead(void *ctx, uint64_t *words, size_t n)
     while (n > 0 && a->status == DG_OK) {
         uint64_t tail = __atomic_load_n(&a->tail, __ATOMIC_RELAXED); /* (only this thread writes it) */
         if (a->pos == CHUNK) { /* the next chunk */
-            wait_for(a, tail);
+            if (!wait_for(a, tail)) {
+                a->status = DG_ERR_ENTROPY; /* (not reached: the reader stops only at an
+                                               error, which the chunk before says) */
+                break;
+            }
             a->pos = 0;
             if (a->rc[tail % NCHUNKS] != DG_OK) {
                 a->status = a->rc[tail % NCHUNKS];
