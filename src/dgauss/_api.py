@@ -4,21 +4,34 @@
 from __future__ import annotations
 
 from dgauss import _core
+from dgauss._chacha import ChaCha20
 from dgauss._driver import LEAN_MAX, RNGLike, ShapeLike, lean, lean_batch, lean_job, sample
 from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE
 
 
-def _lean(kind, param, size, mu):
+def _is_chacha20(rng: object) -> bool:
+    """Whether ``rng`` is a :class:`dgauss.ChaCha20` itself (no subclass): its small calls
+    go the lean way, as the OS's do."""
+    return type(rng) is ChaCha20
+
+
+def _lean(kind, param, size, mu, rng=None):
     """A one-sample call, or one of up to LEAN_MAX samples (``size`` an int), drawn the lean
     way (:func:`dgauss._driver.lean`): the same samples the general way would draw, from
-    the same OS stream; None when the call must go the general way."""
+    the same OS stream, or (``rng`` a :class:`dgauss.ChaCha20`) from the same state of it;
+    None when the call must go the general way."""
     if size is None:
         found = lean(kind, param, mu)
-        return None if found is None else _core.draw_one(*found)
+        if found is None:
+            return None
+        kind_, num, den, mu_value, method = found
+        return _core.draw_one(kind_, num, den, mu_value, method, rng)
     if type(size) is not int or not 1 <= size <= LEAN_MAX:
         return None
     job = lean_job(kind, param, mu)
-    return None if job is None else lean_batch(_core.fill, job, size)
+    if job is None:
+        return None
+    return lean_batch(_core.fill if rng is None else _core.fill_keyed, job, size, rng)
 
 
 def sample_gaussian(
@@ -118,8 +131,9 @@ def sample_gaussian(
     >>> type(dgauss.sample_gaussian("1e100"))
     <class 'int'>
     """
-    if rng is None and dtype is None and workers is None and method == "auto":
-        found = _lean(DISCRETE_GAUSSIAN, sigma2, size, mu)  # a small call from the OS, a seen σ²
+    lean_rng = rng is None or _is_chacha20(rng)  # the OS, or a ChaCha20 (kept jobs)
+    if lean_rng and dtype is None and workers is None and method == "auto":
+        found = _lean(DISCRETE_GAUSSIAN, sigma2, size, mu, rng)  # a small call, a seen σ²
         if found is not None:
             return found
     return sample(_core.fill, DISCRETE_GAUSSIAN, sigma2, size, mu, rng, dtype, workers, method)
@@ -179,8 +193,9 @@ def sample_laplace(
     >>> dgauss.sample_laplace("7/3", size=(2, 3), rng=np.random.default_rng(0)).shape
     (2, 3)
     """
-    if rng is None and dtype is None and workers is None and method == "auto":
-        found = _lean(DISCRETE_LAPLACE, scale, size, mu)  # a small call from the OS, a seen scale
+    lean_rng = rng is None or _is_chacha20(rng)  # the OS, or a ChaCha20 (kept jobs)
+    if lean_rng and dtype is None and workers is None and method == "auto":
+        found = _lean(DISCRETE_LAPLACE, scale, size, mu, rng)  # a small call, a seen scale
         if found is not None:
             return found
     return sample(_core.fill, DISCRETE_LAPLACE, scale, size, mu, rng, dtype, workers, method)

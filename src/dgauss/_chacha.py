@@ -10,8 +10,26 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 from dgauss._sources import KeyedSource
+
+_core: Any = None  # dgauss._core, imported on the first state made
+
+#: Forks this process has been through (bumped in a forked child): a thread's state is
+#: made anew after one, without a getpid() system call on every draw.  (A child forked
+#: by C code that skips Python's fork hooks keeps the object, whose state the kernel
+#: wiped, MADV_WIPEONFORK, and csrc/dg_chacha.c checks the process id of: it keys afresh
+#: all the same.)
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 class ChaCha20(KeyedSource):
@@ -41,18 +59,26 @@ class ChaCha20(KeyedSource):
         self._generation = 0  # reseed() bumps it: each thread's state forgets its key once
 
     def _state(self):
-        """This thread's state (made on first use, in the calling thread)."""
-        from dgauss import _core
-
-        local = self._local
-        state = getattr(local, "state", None)
-        if state is None or local.pid != os.getpid():
-            state = local.state = _core.ChaChaState()
-            local.pid = os.getpid()
-            local.generation = self._generation
-        elif local.generation != self._generation:
+        """This thread's state (made on first use, in the calling thread, and anew in a
+        forked child)."""
+        try:
+            state, forks, generation = self._local.entry
+        except AttributeError:
+            return self._new_state()
+        if forks != _forks:
+            return self._new_state()
+        if generation != self._generation:
             state.forget()
-            local.generation = self._generation
+            self._local.entry = (state, forks, self._generation)
+        return state
+
+    def _new_state(self):
+        """A new state for this thread (keyed from the OS on its first draw)."""
+        global _core
+        if _core is None:
+            from dgauss import _core  # (not at import: dgauss imports without the core)
+        state = _core.ChaChaState()
+        self._local.entry = (state, _forks, self._generation)
         return state
 
     def reseed(self) -> None:

@@ -518,7 +518,12 @@ include "_job.pxi"
 # exact integers (num, den, mu) and the options, and starts each call with a fresh stream of
 # OS bits (restart_os); the words read are zeroed when the call ends (wipe).  A job set up
 # is a function of its key only: what it draws is as if made anew.  Per thread, so no job is
-# shared; a forked child may inherit its parent's, which hold no unread bits.
+# shared; a forked child may inherit its parent's, which hold no unread bits.  The lean
+# calls from a dgauss.ChaCha20 keep theirs likewise, keyed also on the ChaChaState they
+# read (the calling thread's of that ChaCha20, its _state()): each call starts fresh
+# streams on that state (restart_keyed), so another ChaCha20, another thread's state or a
+# forked child's (a new state: _state() checks the process id) never finds the job, and a
+# reseed (the same state, forgotten) keys afresh on the call's first read.
 
 JOB_CACHE = 8
 _job_local = _threading.local()
@@ -561,14 +566,19 @@ cdef _Job _new_job(int kind, object num, object den, object mu, object source,
     return job
 
 
-cdef _Job _kept_job(dict jobs, tuple key, Py_ssize_t n):
-    """This thread's job for `key` (kind, num, den, mu, high_bits, fixed_point, method),
-    taken out of its cache and restarted on fresh OS bits, or a new one (OS source)."""
+cdef _Job _kept_job(dict jobs, tuple key, Py_ssize_t n, object source=None):
+    """This thread's job for `key` (kind, num, den, mu, high_bits, fixed_point, method, and
+    for a dgauss.ChaCha20 `source` the state it reads), taken out of its cache and restarted
+    on fresh bits (restart_os, or restart_keyed from the state), or a new one on `source`
+    (None: the OS)."""
     cdef _Job job = jobs.pop(key, None)
     if job is not None:
-        job.restart_os(n)
+        if source is None:
+            job.restart_os(n)
+        else:
+            job.restart_keyed()
         return job
-    return _new_job(key[0], key[1], key[2], key[3], None, key[4], key[5], key[6], n)
+    return _new_job(key[0], key[1], key[2], key[3], source, key[4], key[5], key[6], n)
 
 
 cdef _keep_job(dict jobs, tuple key, _Job job):
@@ -577,21 +587,53 @@ cdef _keep_job(dict jobs, tuple key, _Job job):
     jobs[key] = job
 
 
-def draw_one(int kind, object num, object den, object mu, object method):
-    """One sample drawn from the OS into int64, returned as a Python int: the same as
-    fill(kind, num, den, mu, None, out, method=method) of a one-element int64 `out`, without
-    the array (the lean path of a scalar call; the caller checked the parameters, resolved
-    `method` and that the law is drawn into int64)."""
+cdef tuple _lean_key(int kind, object num, object den, object mu, object method,
+                     object source):
+    """The key of a lean call's kept job: for a dgauss.ChaCha20 `source`, with the calling
+    thread's state of it (None: the OS)."""
+    if source is None:
+        return (kind, num, den, mu, HIGH_BITS, True, method)
+    return (kind, num, den, mu, HIGH_BITS, True, method, source._state())
+
+
+def draw_one(int kind, object num, object den, object mu, object method, object source=None):
+    """One sample drawn into int64 from the OS (`source` None) or from a dgauss.ChaCha20,
+    returned as a Python int: the same as fill(kind, num, den, mu, source, out,
+    method=method) of a one-element int64 `out`, without the array (the lean path of a
+    scalar call; the caller checked the parameters, resolved `method` and that the law is
+    drawn into int64)."""
     cdef int64_t value = 0
     cdef dict jobs = _thread_jobs()
-    cdef tuple key = (kind, num, den, mu, HIGH_BITS, True, method)
-    cdef _Job job = _kept_job(jobs, key, 1)
+    cdef tuple key = _lean_key(kind, num, den, mu, method, source)
+    cdef _Job job = _kept_job(jobs, key, 1, source)
     try:
         job.run_into(<char *>&value, 1, False)
     finally:
         job.wipe()
     _keep_job(jobs, key, job)
     return value
+
+
+def fill_keyed(int kind, object num, object den, object mu, object source, cnp.ndarray out,
+               *, method):
+    """Fill the 1-D C-contiguous int64 array `out` from the dgauss.ChaCha20 `source` with
+    this thread's kept job (the lean path of a batch): the same samples as fill(kind, num,
+    den, mu, source, out, method=method) draws from the same state; `method` resolved
+    ("inversion" or "rejection"), the parameters checked and the law drawn into int64 (the
+    caller's).  Returns the number of random bits consumed."""
+    if (out.ndim != 1 or not out.flags.c_contiguous or cnp.PyArray_TYPE(out) != cnp.NPY_INT64
+            or not isinstance(source, _sources.KeyedSource)):
+        raise ValueError("fill_keyed needs a 1-D C-contiguous int64 out and a dgauss.ChaCha20")
+    cdef dict jobs = _thread_jobs()
+    cdef tuple key = _lean_key(kind, num, den, mu, method, source)
+    cdef _Job job = _kept_job(jobs, key, out.shape[0], source)
+    try:
+        job.run_into(<char *>cnp.PyArray_DATA(out), out.shape[0], False)
+        used = dg_bits_used(&job.s.rng) + (dg_bits_used(&job.s.rng2) if job.s.lanes else 0)
+    finally:
+        job.wipe()
+    _keep_job(jobs, key, job)
+    return used
 
 
 cdef extern from *:

@@ -167,7 +167,8 @@ def lean_job(kind: Kind, param, mu) -> tuple | None:
     The first call at a parameter gets "auto"'s rule (:func:`dgauss._methods.resolve`);
     every later one the job :func:`warmed`: a parameter drawn again is drawn by inversion
     at every batch size (its table is built once and kept; OS bits are never replayed, so
-    which exact method draws them is the process's choice, unlike a seeded call's)."""
+    which exact method draws them is the process's choice, unlike a seeded call's; the same
+    holds of a :class:`dgauss.ChaCha20`, which has no seed)."""
     key = (kind, type(param), param, type(mu), mu)
     try:
         found = _lean_cache.get(key, _UNSEEN)  # (only exact types are ever kept)
@@ -201,19 +202,21 @@ def lean_method(first: int | None, count: int) -> str:
     return "inversion" if first is not None and count >= first else "rejection"
 
 
-def lean_batch(fill: Fill, job: tuple, count: int) -> np.ndarray:
-    """``count`` samples of ``job`` (:func:`lean_job`) from the OS, into a new int64 array,
-    by the method the batch's size resolves to (:func:`lean_method`)."""
+def lean_batch(fill: Fill, job: tuple, count: int, source=None) -> np.ndarray:
+    """``count`` samples of ``job`` (:func:`lean_job`) from the OS (``source`` None, ``fill``
+    ``_core.fill``) or a :class:`dgauss.ChaCha20` (``fill`` ``_core.fill_keyed``), into a new
+    int64 array, by the method the batch's size resolves to (:func:`lean_method`)."""
     kind, num, den, mu, first = job
     out = np.empty(count, dtype=np.int64)
-    fill(kind, num, den, mu, None, out, method=lean_method(first, count))
+    fill(kind, num, den, mu, source, out, method=lean_method(first, count))
     return out
 
 
 def lean(kind: Kind, param, mu, count: int = 1) -> tuple | None:
-    """For a call of ``count`` samples (1: a scalar) from the OS with every other argument at
-    its default: the arguments of ``_core.draw_one`` or ``_core.fill`` (kind, num, den, mu,
-    method), or None when the call goes the general way (:func:`lean_job`)."""
+    """For a call of ``count`` samples (1: a scalar) from the OS or a :class:`dgauss.ChaCha20`
+    with every other argument at its default: the arguments of ``_core.draw_one`` or
+    ``_core.fill`` (kind, num, den, mu, method), or None when the call goes the general way
+    (:func:`lean_job`)."""
     found = lean_job(kind, param, mu)
     if found is None:
         return None

@@ -130,6 +130,21 @@ cdef class _Job:
             if n >= 2 and self.last_samples > 0:  # both lanes will draw: one read for both
                 dg_rng_preload_pair(&self.s.rng, &self.s.rng2, first)
 
+    cdef void restart_keyed(self):
+        """Start fresh streams for the next call of a job set up for a dgauss.ChaCha20 (the
+        kept jobs of its lean calls), as a new job starts them (setup): on dg_fill_chacha
+        from the job's state (this thread's: the cache's key holds it), the first read
+        OS_FIRST_BLOCK words, the lanes' phase back at 0; so the call draws exactly what a
+        new job would from the state.  A state forgotten (reseed) or unkeyed keys itself
+        from the OS on the first read."""
+        self.s.phase = 0
+        self.chacha.st.err = 0
+        dg_rng_init(&self.s.rng, dg_fill_chacha, self.chacha.st, self.buf, OS_BUFFER_WORDS,
+                    OS_FIRST_BLOCK)
+        if self.s.lanes:
+            dg_rng_init(&self.s.rng2, dg_fill_chacha, self.chacha.st, self.buf2,
+                        OS_BUFFER_WORDS, OS_FIRST_BLOCK)
+
     cdef size_t first_read(self, Py_ssize_t n):
         """The first read's words (each lane's) for ``n`` samples (restart_os): n samples
         at the last call's bits per sample, a quarter more, over the lanes, plus 2; from
