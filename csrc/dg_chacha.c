@@ -159,12 +159,23 @@ void dg_chacha_free(dg_chacha *st)
 void dg_chacha_forget(dg_chacha *st)
 {
     memset(st->key, 0, sizeof st->key);
+    memset(st->out, 0, sizeof st->out);
+    st->avail = 0;
     st->keyed = 0;
     __asm__ __volatile__("" : : "r"(st) : "memory");
 }
 
+size_t dg_chacha_waiting(const dg_chacha *st)
+{
+    return st->avail;
+}
+
 void dg_chacha_set_key(dg_chacha *st, const uint32_t key[8])
 {
+    if (st->avail > 0) { /* (a new key drops what the last one left) */
+        memset(st->out, 0, sizeof st->out);
+        st->avail = 0;
+    }
     memcpy(st->key, key, sizeof st->key);
     st->keyed = 1;
     st->pid = (long)getpid();
@@ -188,52 +199,62 @@ static int key_from_os(dg_chacha *st)
     return DG_OK;
 }
 
-int dg_fill_chacha(void *ctx, uint64_t *words, size_t n)
+/* The next key's DG_CHACHA_KEY_BLOCKS blocks, LANES at a time: block 0's first 32 bytes
+ * replace st->key before anything is output, the other DG_CHACHA_OUT bytes go to out. */
+static void make_key_blocks(dg_chacha *st, unsigned char *out)
 {
     static const uint32_t nonce[3] = {0, 0, 0};
+    uint32_t key[8], b;
+    memcpy(key, st->key, sizeof key);
+    chacha_lanes(key, 0, nonce, st->key, out);
+    out += 64 * LANES - 32;
+    for (b = LANES; b < DG_CHACHA_KEY_BLOCKS; b += LANES) {
+        chacha_lanes(key, b, nonce, NULL, out);
+        out += 64 * LANES;
+    }
+    st->blocks_left -= DG_CHACHA_KEY_BLOCKS;
+    memset(key, 0, sizeof key);
+    __asm__ __volatile__("" : : "r"(key) : "memory");
+}
+
+int dg_fill_chacha(void *ctx, uint64_t *words, size_t n)
+{
     dg_chacha *st = (dg_chacha *)ctx;
-    uint32_t batch[16 * LANES], key[8];
     unsigned char *dst = (unsigned char *)words;
     size_t left = n * sizeof(uint64_t);
-    int rc = DG_OK, used_batch = 0;
-    uint32_t b;
+    int rc = DG_OK;
 
     /* A state keyed in another process (a child, where MADV_WIPEONFORK is missing) keys
      * afresh.  Checked once a call: a fork during this call happens in another thread, and
      * the child has only the forking thread, so this call never continues in a child. */
     if (st->keyed && st->pid != (long)getpid())
-        st->keyed = 0;
+        dg_chacha_forget(st);
     while (left > 0) {
+        if (st->avail > 0) { /* the last key's output first, zeroed as it is handed out */
+            unsigned char *src = st->out + sizeof st->out - st->avail;
+            size_t k = left < st->avail ? left : st->avail;
+            memcpy(dst, src, k);
+            memset(src, 0, k);
+            st->avail -= k;
+            dst += k;
+            left -= k;
+            continue;
+        }
         if (!st->keyed || st->blocks_left < DG_CHACHA_KEY_BLOCKS) {
             rc = key_from_os(st);
             if (rc != DG_OK)
                 break;
         }
-        /* Up to DG_CHACHA_KEY_BLOCKS blocks under this key, LANES at a time, as many as the
-         * call needs: block 0's first 32 bytes replace the key (in st->key: never output)
-         * before anything is output; the rest is output, in order, straight into words
-         * where a whole batch fits, else through `batch` (wiped below) */
-        memcpy(key, st->key, sizeof key);
-        for (b = 0; b < DG_CHACHA_KEY_BLOCKS && left > 0; b += LANES) {
-            uint32_t *key_out = b == 0 ? st->key : NULL;
-            size_t out = b == 0 ? 64 * LANES - 32 : 64 * LANES;
-            st->blocks_left -= LANES;
-            if (left >= out) {
-                chacha_lanes(key, b, nonce, key_out, dst);
-                dst += out;
-                left -= out;
-            } else {
-                chacha_lanes(key, b, nonce, key_out, (unsigned char *)batch);
-                memcpy(dst, batch, left);
-                left = 0;
-                used_batch = 1;
-            }
+        if (left >= DG_CHACHA_OUT) { /* straight into words */
+            make_key_blocks(st, dst);
+            dst += DG_CHACHA_OUT;
+            left -= DG_CHACHA_OUT;
+        } else { /* into the state, handed out from there */
+            make_key_blocks(st, st->out);
+            st->avail = DG_CHACHA_OUT;
         }
     }
-    memset(key, 0, sizeof key);
-    if (used_batch)
-        memset(batch, 0, sizeof batch);
-    __asm__ __volatile__("" : : "r"(key), "r"(batch) : "memory");
+    __asm__ __volatile__("" : : "r"(st) : "memory");
     if (rc != DG_OK)
         memset(words, 0, n * sizeof(uint64_t));
     return rc;

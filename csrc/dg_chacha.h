@@ -9,10 +9,12 @@
  *
  *   - keyed from getrandom(2) (32 bytes) on first use, after a fork, after
  *     DG_CHACHA_RESEED_BLOCKS blocks and when asked (dg_chacha_forget);
- *   - fast key erasure: each key makes up to DG_CHACHA_KEY_BLOCKS blocks (nonce 0,
- *     counters 0, 1, ...; as many as a fill needs), the first 32 bytes of block 0 become
- *     the next key and are never output, and a fill's working copies are wiped when it
- *     returns, so the state never holds what could recompute bits already handed out;
+ *   - fast key erasure: each key makes DG_CHACHA_KEY_BLOCKS blocks at once (nonce 0,
+ *     counters 0, 1, ...), the first 32 bytes of block 0 become the next key and are never
+ *     output, the rest is output in order (what a fill does not take waits in the state
+ *     and is zeroed as it is handed out), and a fill's working copies are wiped, so the
+ *     state never holds what could recompute bits already handed out; the words are one
+ *     stream, whatever the sizes of the fills that take them;
  *   - fork: the state lives on a page of its own marked MADV_WIPEONFORK (a child sees it
  *     zeroed, hence unkeyed), and the keying process's pid is checked on every fill as well;
  *   - threads: a state is never shared (dgauss.ChaCha20 keeps one per thread).
@@ -29,10 +31,10 @@
  * blocks, 64 MiB. */
 #define DG_CHACHA_RESEED_BLOCKS (UINT64_C(1) << 20)
 
-/* Blocks (64 bytes) made under one key at most: 32 (2 KiB, of which 2016 bytes are output,
- * the first 32 being the next key).  A fill stops where its words end: the rest of the
- * key's blocks are never made, and the next fill starts under the next key. */
+/* Blocks (64 bytes) made under one key: 32 (2 KiB), all at once; the first 32 bytes of
+ * block 0 are the next key, the other DG_CHACHA_OUT bytes are output, in order. */
 #define DG_CHACHA_KEY_BLOCKS 32
+#define DG_CHACHA_OUT (64 * DG_CHACHA_KEY_BLOCKS - 32)
 
 typedef struct dg_chacha {
     uint32_t key[8];
@@ -43,6 +45,10 @@ typedef struct dg_chacha {
     /* for tests: where keys come from (NULL: the OS, dg_fill_os; a child sees NULL) */
     int (*key_fill)(void *ctx, uint64_t *words, size_t n);
     void *key_ctx;
+    /* the last key's output not handed out yet: its last `avail` bytes (the bytes before
+     * them, handed out, are zero) */
+    size_t avail;
+    unsigned char out[DG_CHACHA_OUT];
 } dg_chacha;
 
 /* A new, unkeyed state on a page of its own (MADV_WIPEONFORK where the kernel has it);
@@ -52,14 +58,18 @@ dg_chacha *dg_chacha_new(void);
 /* Wipe and release a state (NULL is fine). */
 void dg_chacha_free(dg_chacha *st);
 
-/* Forget the key: the next fill keys the state afresh from the OS. */
+/* Forget the key and the output waiting: the next fill keys the state afresh from the OS. */
 void dg_chacha_forget(dg_chacha *st);
 
 /* Fill callback (dg_fill_fn): n words of ChaCha20 output, keying from the OS first when
  * needed.  DG_ERR_ENTROPY (errno in st->err) when the OS refuses; the words are then 0. */
 int dg_fill_chacha(void *ctx, uint64_t *words, size_t n);
 
-/* For tests: key the state with the given key (as if the OS had given it). */
+/* For tests: how many bytes of the last key's output wait in the state. */
+size_t dg_chacha_waiting(const dg_chacha *st);
+
+/* For tests: key the state with the given key (as if the OS had given it; the output
+ * waiting is dropped). */
 void dg_chacha_set_key(dg_chacha *st, const uint32_t key[8]);
 
 /* For tests: ChaCha20 blocks counter, counter + 1, ... (nblocks of them, 16 words each)

@@ -74,32 +74,35 @@ def test_every_lane_is_the_block_function(nblocks, counter):
     assert got == want
 
 
-def _reference_fill(key: bytes, nwords: int) -> tuple[list[int], bytes]:
-    """Fast key erasure as docs/security.md states it: up to 32 blocks under the key (nonce
-    0, counters 0-31), as many as the fill needs; block 0's first 32 bytes are the next key,
-    the rest (2016 bytes at most) is output, in order; the output read as 64-bit
-    little-endian words.  (words, the key left)."""
+def _reference_stream(key: bytes, nwords: int) -> list[int]:
+    """Fast key erasure as docs/security.md states it: a key makes 32 blocks (nonce 0,
+    counters 0-31); block 0's first 32 bytes are the next key, the other 2016 bytes are
+    output, in order; the output of key after key is one stream, read as 64-bit
+    little-endian words: its first nwords."""
     out = b""
     while len(out) < 8 * nwords:
         chunk = b"".join(struct.pack("<16I", *_block(_words(key), c, [0, 0, 0])) for c in range(32))
         key, out = chunk[:32], out + chunk[32:]
-    return list(struct.unpack(f"<{nwords}Q", out[: 8 * nwords])), key
+    return list(struct.unpack(f"<{nwords}Q", out[: 8 * nwords]))
 
 
 @pytest.mark.parametrize(
-    "sizes", [[1], [60], [61], [252], [253], [3, 200, 1, 59], [64, 188, 252, 520, 2048, 5]]
+    "sizes",
+    [[1], [252], [253], [3, 200, 1, 59], [64, 188, 252, 520, 2048, 5], [251, 1, 1, 600, 4]],
 )
-def test_the_fill_erases_each_key_and_continues_across_fills(sizes):
-    """Words drawn in fills of several sizes are the reference's stream, each fill starting
-    under the key the last one left (so no key is ever reused): fills ending inside a key's
-    first 8 blocks (60, 61 words), on a key's last word (252), one past it (253), and fills
-    written straight into the output (whole 8-block batches: 64, 188 words) or not."""
+def test_the_fill_is_one_stream_whatever_the_fill_sizes(sizes):
+    """Words drawn in fills of several sizes are the reference's stream: a fill inside a
+    key's output (1, 60 words), to its last word (252) or one past it (253); a fill that
+    takes whole keys' output straight (520, 2048 words) or what waits in the state first.
+    What waits in the state is the rest of the last key's output."""
     state = _core.ChaChaState()
     key = bytes(range(100, 132))
     state.set_key(key)
+    got: list[int] = []
     for n in sizes:
-        want, key = _reference_fill(key, n)
-        assert state.words(n).tolist() == want
+        got += state.words(n).tolist()
+        assert state.waiting == (-8 * len(got)) % 2016
+    assert got == _reference_stream(key, sum(sizes))
 
 
 def test_a_state_keys_itself_from_the_os_and_two_states_differ():
@@ -111,28 +114,30 @@ def test_a_state_keys_itself_from_the_os_and_two_states_differ():
 
 
 def test_forget_and_the_reseed_interval_key_afresh_from_the_os():
-    """After forget() (dgauss.ChaCha20.reseed) and once blocks_left runs out, the next fill
-    takes a new key from the OS: not the key fast key erasure would have continued with."""
+    """After forget() (dgauss.ChaCha20.reseed) the next fill takes a new key from the OS and
+    drops the output waiting; once blocks_left runs out, the next key's blocks are made
+    under a new OS key: in neither case does the stream continue as the hand-set key's."""
     key = bytes(range(32))
-    for trigger in ("forget", "interval"):
-        state = _core.ChaChaState()
-        state.set_key(key)
-        first, left = _reference_fill(key, 60)
-        assert state.words(60).tolist() == first  # one key's: the key is now `left`
-        continued, _ = _reference_fill(left, 60)
-        if trigger == "forget":
-            state.forget()
-            assert not state.keyed
-        else:
-            state.blocks_left = 31  # fewer than a key's 32 blocks
-        got = state.words(60).tolist()
-        assert got != continued
-        assert state.keyed and state.blocks_left > 31
-    # and the control: without either, the stream continues as the reference says
+    stream = _reference_stream(key, 600)
+    state = _core.ChaChaState()
+    state.set_key(key)
+    assert state.words(60).tolist() == stream[:60]
+    state.forget()
+    assert not state.keyed and state.waiting == 0
+    assert state.words(60).tolist() != stream[60:120]
+    assert state.keyed
+    state = _core.ChaChaState()
+    state.set_key(key)
+    assert state.words(252).tolist() == stream[:252]  # one key's output: none waits
+    state.blocks_left = 31  # fewer than a key's 32 blocks
+    assert state.words(60).tolist() != stream[252:312]
+    assert state.keyed and state.blocks_left > 31
+    # and the controls: without either, the stream continues as the reference says
     state = _core.ChaChaState()
     state.set_key(key)
     state.words(60)
-    assert state.words(60).tolist() == continued
+    assert state.words(192).tolist() == stream[60:252]
+    assert state.words(60).tolist() == stream[252:312]
 
 
 def test_reseed_reaches_every_thread_once():

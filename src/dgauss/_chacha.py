@@ -42,9 +42,9 @@ class ChaCha20(KeyedSource):
     exact as with the OS source: the samplers are the same, only where the bits come from
     changes.
 
-    Guarantees (``docs/security.md``): **fast key erasure** (a key makes at most 32 ChaCha20
-    blocks, 2 KiB, as many as a fill needs; the first 32 bytes of its block 0 replace it
-    and are never output, the rest is output, and the working copies are wiped: the
+    Guarantees (``docs/security.md``): **fast key erasure** (a key makes 32 ChaCha20 blocks,
+    2 KiB, at once; the first 32 bytes of its block 0 replace it and are never output, the
+    rest is output in order, what waits in the state zeroed as it is handed out: the
     process never holds what could recompute bits already drawn);
     **fork safety** (a state lives on a page of its own that a forked child sees zeroed,
     MADV_WIPEONFORK, and the keying process's id is checked on every fill: a child keys

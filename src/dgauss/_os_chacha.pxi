@@ -15,6 +15,10 @@ def os_reader():
     return ("urandom", "getrandom(2)", "getrandom(3)")[dg_os_reader() + 1]
 
 
+cdef extern from "dg_chacha.h" nogil:
+    size_t dg_chacha_waiting(const dg_chacha *st)
+
+
 cdef class ChaChaState:
     """One thread's state of a :class:`dgauss.ChaCha20` (csrc/dg_chacha.h): made unkeyed,
     keyed from the OS on first use.  Never shared between threads (the Python object keeps
@@ -37,6 +41,11 @@ cdef class ChaChaState:
     @property
     def keyed(self):
         return bool(self.st.keyed)
+
+    @property
+    def waiting(self):
+        """Bytes of the last key's output not handed out yet (they wait in the state)."""
+        return dg_chacha_waiting(self.st)
 
     @property
     def blocks_left(self):
