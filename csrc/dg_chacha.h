@@ -16,7 +16,9 @@
  *     state never holds what could recompute bits already handed out; the words are one
  *     stream, whatever the sizes of the fills that take them;
  *   - fork: the state lives on a page of its own marked MADV_WIPEONFORK (a child sees it
- *     zeroed, hence unkeyed), and the keying process's pid is checked on every fill as well;
+ *     zeroed, hence unkeyed), and every fill checks as well that no fork came between the
+ *     keying and the fill: by a count of forks that a pthread_atfork handler bumps in the
+ *     child where the page is marked, else (an older kernel) by the process id;
  *   - threads: a state is never shared (dgauss.ChaCha20 keeps one per thread).
  *
  * It knows nothing of Python.
@@ -40,6 +42,8 @@ typedef struct dg_chacha {
     uint32_t key[8];
     uint64_t blocks_left; /* blocks until the next key from the OS */
     long pid;             /* the process that keyed it */
+    unsigned long forks;  /* the forks seen (dg_chacha.c's count) when it was keyed */
+    int wipes;            /* 1: the page is marked MADV_WIPEONFORK (a child sees 0) */
     int keyed;            /* 0: the next fill keys it from the OS (a child sees 0) */
     int err;              /* errno of a failed OS read */
     /* for tests: where keys come from (NULL: the OS, dg_fill_os; a child sees NULL) */
