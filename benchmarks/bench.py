@@ -510,6 +510,10 @@ def markdown(rows: list[dict], machine: str, mem: dict | None, source: dict | No
 SMALL_SIZES = (None, 10, 100, 1000, 10_000, 1_000_000)
 SMALL_SIGMA2 = (1, 100, 10**4)
 SMALL_SCALES = (1, 1000)
+#: The small calls from ``rng=dgauss.ChaCha20()`` (the lean way, as the OS's): one sample
+#: and 1,000, beside the OS's, at these σ² and scales.
+CHACHA_SMALL_SIGMA2 = (10**8, 2**100)
+CHACHA_SMALL_SCALES = (10**8, 2**40)
 #: The large-parameter sweep (enveloped inversion; rejection before it) and its batch.
 LARGE_SIGMA2 = (10**8, 10**12, 10**20, 2**100)
 LARGE_SCALES = (10**8, 2**40)
@@ -560,6 +564,7 @@ def small_rows() -> list[dict]:
                 theirs = lambda d=theirs_draw, s=spread, n=size: np.rint(d(0, s, n))  # noqa: E731
             a, b = per_call(ours), per_call(theirs)
             rows.append({"case": f"{kind} {param}", "size": size, "dgauss": a, "numpy": b})
+    rows += chacha_small_rows(g)
     for n in (10, 1000):
         counts = np.arange(n, dtype=np.int64)
         theirs = lambda c=counts: c + np.rint(g.normal(0, 10, c.size)).astype(np.int64)  # noqa: E731
@@ -580,11 +585,41 @@ def small_rows() -> list[dict]:
     return rows
 
 
+def chacha_small_rows(g: np.random.Generator) -> list[dict]:
+    """One sample and 1,000 from ``rng=dgauss.ChaCha20()`` (one kept, as a caller keeps
+    it) and from the OS, both the lean way, beside NumPy's ``np.rint(g.normal(0, σ))`` and
+    ``np.rint(g.normal(0, σ, 1000)).astype(np.int64)`` (the Laplace's likewise), in turns."""
+    source = dgauss.ChaCha20()
+    rows = []
+    cases = [("gaussian", s2, math.sqrt(s2)) for s2 in CHACHA_SMALL_SIGMA2]
+    cases += [("laplace", t, float(t)) for t in CHACHA_SMALL_SCALES]
+    for kind, param, spread in cases:
+        ours_draw = dgauss.sample_gaussian if kind == "gaussian" else dgauss.sample_laplace
+        theirs_draw = g.normal if kind == "gaussian" else g.laplace
+        for size in (None, 1000):
+            if size is None:
+                theirs = lambda d=theirs_draw, s=spread: np.rint(d(0, s))  # noqa: E731
+            else:
+                theirs = lambda d=theirs_draw, s=spread, n=size: np.rint(d(0, s, n)).astype(  # noqa: E731
+                    np.int64
+                )
+            calls = {
+                "ChaCha20": functools.partial(ours_draw, param, size, rng=source),
+                "OS": functools.partial(ours_draw, param, size),
+            }
+            for label, ours in calls.items():
+                a, b = per_call(ours), per_call(theirs)
+                case = f"{kind} {_power_label(Fraction(param))}, {label}"
+                rows.append({"case": case, "size": size, "dgauss": a, "numpy": b})
+    return rows
+
+
 def small_markdown(rows: list[dict], machine: str) -> str:
     lines = [
         "# dgauss: small calls beside NumPy",
         "",
-        f"{machine}; `python benchmarks/bench.py --small`; one thread, OS randomness;",
+        f"{machine}; `python benchmarks/bench.py --small`; one thread, OS randomness",
+        "(the rows marked ChaCha20: `rng=dgauss.ChaCha20()`, one kept for every call);",
         "best mean of 9 timed loops per call, dgauss's and NumPy's in turns.",
         "",
         "| case | samples | dgauss | NumPy (inexact) | NumPy time / dgauss time |",
