@@ -31,7 +31,7 @@
 #include "dg_rng.h"
 
 #define DG_AHEAD_CHUNK_WORDS 2048 /* 16 KiB a read (the OS source's largest single read) */
-#define DG_AHEAD_CHUNKS 64        /* at most 1 MiB read ahead */
+#define DG_AHEAD_CHUNKS 16        /* at most 256 KiB read ahead */
 
 typedef struct dg_ahead dg_ahead;
 
