@@ -187,6 +187,38 @@ def test_a_forked_child_never_repeats_its_parents_bits():
     assert twin.words(64).tobytes() == parent  # what a child without the fresh key would draw
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_state_a_forked_child_inherits_keys_afresh():
+    """The C state itself, not dgauss.ChaCha20's per-process lookup: a child that draws from
+    the very state object its parent keyed (its key and the output waiting in it) draws
+    none of the parent's next words, which are the hand-set key's stream (the control)."""
+    key = bytes(range(50, 82))
+    state = _core.ChaChaState()
+    state.set_key(key)
+    state.words(1)  # the rest of the key's output now waits in the state
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            os.write(write, state.words(64).tobytes())
+        finally:
+            os._exit(0)
+    os.close(write)
+    child = b""
+    while len(child) < 512:
+        chunk = os.read(read, 512 - len(child))
+        if not chunk:
+            break
+        child += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    parent = state.words(64).tolist()
+    assert parent == _reference_stream(key, 65)[1:]
+    assert len(child) == 512
+    assert set(np.frombuffer(child, np.uint64).tolist()).isdisjoint(parent)
+
+
 def test_threads_draw_from_states_of_their_own():
     """Eight threads drawing with one ChaCha20 at once get one state each and share no word."""
     src = dgauss.ChaCha20()
