@@ -16,6 +16,8 @@ import errno
 import os
 import select
 import signal
+import subprocess
+import sys
 import threading
 import time
 from fractions import Fraction
@@ -207,27 +209,23 @@ def test_read_ahead_checks_its_argument():
 
 
 def test_where_every_cpu_is_busy_a_batch_reads_directly():
-    """Without when_busy, a batch reads ahead only while a CPU is idle: two threads kept
+    """Without when_busy, a batch reads ahead only while a CPU is idle: two processes kept
     spinning on a two-CPU machine make the next batch read directly."""
     if _core.cpus() != 2:
         pytest.skip("the busy machine is made for two CPUs")
     _core.read_ahead(FROM, when_busy=False)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            sum(range(1000))
-
-    spinners = [threading.Thread(target=spin) for _ in range(2)]
-    for t in spinners:
-        t.start()
+    spin = [sys.executable, "-c", "while True: pass"]
+    spinners = [subprocess.Popen(spin) for _ in range(2)]
     try:
+        deadline = time.monotonic() + 30
+        while _core.idle_cpu() and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the spinners are running
         busy = not _core.idle_cpu()
         runs = _core.read_ahead_runs()
         dgauss.sample_gaussian(10**8, 2 * FROM)
         read_ahead = _core.read_ahead_runs() - runs
     finally:
-        stop.set()
-        for t in spinners:
-            t.join()
+        for p in spinners:
+            p.kill()
+            p.wait()
     assert busy and read_ahead == 0

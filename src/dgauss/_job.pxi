@@ -89,6 +89,10 @@ cdef class _Job:
             for i in range(self.nvals):
                 mpz_clear(self.vals[i])
             free(self.vals)
+        # the words read (the samples drawn could be told from them) are zeroed before the
+        # memory goes back: a job no cache keeps (a general call's) ends here
+        dg_rng_wipe(&self.s.rng)
+        dg_rng_wipe(&self.s.rng2)
         free(self.buf)
         free(self.buf2)
         free(self.exp_h)
