@@ -119,18 +119,14 @@ def adaptive_rate(draw: Callable[[int], object], budget: float = 3.0, cap: int =
 
 
 def os_source_rate(budget: float = 1.0, rounds: int = 5) -> float:
-    """Bytes/s of the OS source in 16 KiB reads from one thread: the best of ``rounds`` loops
-    of ``os.getrandom(16384)`` (``os.urandom`` where getrandom(2) is missing), each about
-    ``budget / rounds`` s."""
-    read = getattr(os, "getrandom", None) or os.urandom
-    read(OS_READ)
+    """Bytes/s of the OS source in 16 KiB reads from one thread, read as the sampler reads
+    it (``_core.os_read_seconds``: the core's read loop into one buffer, no Python between
+    reads): the best of ``rounds`` loops, each about ``budget / rounds`` s."""
+    _core.os_read_seconds(1)
     best, reads = 0.0, 16
     for _ in range(rounds):
         while True:
-            start = time.perf_counter()
-            for _ in range(reads):
-                read(OS_READ)
-            elapsed = time.perf_counter() - start
+            elapsed = _core.os_read_seconds(reads)
             if elapsed >= budget / rounds / 4:
                 break
             reads *= 2

@@ -33,6 +33,32 @@ def cpus():
     return dg_ahead_cpus()
 
 
+def os_read_seconds(Py_ssize_t reads):
+    """For benchmarks: seconds to read ``reads`` chunks of 16 KiB from the OS as the reader
+    thread and the streams do (dg_fill_os into one buffer, the GIL released): the rate a
+    sampler on this source cannot beat."""
+    cdef uint64_t *words = <uint64_t *>malloc(OS_BUFFER_WORDS * sizeof(uint64_t))
+    cdef timespec t0, t1
+    cdef dg_os_ctx ctx
+    cdef int rc = DG_OK
+    cdef Py_ssize_t i
+    if words == NULL:
+        raise MemoryError()
+    ctx.err = 0
+    with nogil:
+        clock_gettime(CLOCK_MONOTONIC, &t0)
+        for i in range(reads):
+            rc = dg_fill_os(&ctx, words, OS_BUFFER_WORDS)
+            if rc != DG_OK:
+                break
+        clock_gettime(CLOCK_MONOTONIC, &t1)
+        memset(words, 0, OS_BUFFER_WORDS * sizeof(uint64_t))
+    free(words)
+    if rc != DG_OK:
+        raise OSError(ctx.err or _errno.EIO, "dgauss could not read randomness from the OS")
+    return (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9
+
+
 def idle_cpu():
     """Whether a reader thread would find a CPU of its own now (dg_ahead_idle_cpu)."""
     return bool(dg_ahead_idle_cpu())
