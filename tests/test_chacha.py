@@ -151,6 +151,27 @@ def test_reseed_reaches_every_thread_once():
     assert src._state().words(4).tolist() != before
 
 
+def _in_a_child(draw, nbytes: int) -> bytes:
+    """The bytes ``draw()`` returns in a forked child (at most ``nbytes``), read here."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            os.write(write, draw())
+        finally:
+            os._exit(0)
+    os.close(write)
+    child = b""
+    while len(child) < nbytes:
+        chunk = os.read(read, nbytes - len(child))
+        if not chunk:
+            break
+        child += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    return child
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 # (Python 3.12 warns of fork() beside threads, the helper pool's here; the child only draws
 # from its own state, which holds no lock, and leaves by os._exit)
@@ -162,23 +183,7 @@ def test_a_forked_child_never_repeats_its_parents_bits():
     src = dgauss.ChaCha20()
     state = src._state()
     state.set_key(bytes(range(7, 39)))
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        try:
-            words = src._state().words(64).tobytes()
-            os.write(write, words)
-        finally:
-            os._exit(0)
-    os.close(write)
-    child = b""
-    while len(child) < 512:
-        chunk = os.read(read, 512 - len(child))
-        if not chunk:
-            break
-        child += chunk
-    os.close(read)
-    os.waitpid(pid, 0)
+    child = _in_a_child(lambda: src._state().words(64).tobytes(), 512)
     parent = state.words(64).tobytes()
     assert len(child) == 512
     assert set(np.frombuffer(child, np.uint64)).isdisjoint(np.frombuffer(parent, np.uint64))
@@ -197,22 +202,7 @@ def test_a_state_a_forked_child_inherits_keys_afresh():
     state = _core.ChaChaState()
     state.set_key(key)
     state.words(1)  # the rest of the key's output now waits in the state
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        try:
-            os.write(write, state.words(64).tobytes())
-        finally:
-            os._exit(0)
-    os.close(write)
-    child = b""
-    while len(child) < 512:
-        chunk = os.read(read, 512 - len(child))
-        if not chunk:
-            break
-        child += chunk
-    os.close(read)
-    os.waitpid(pid, 0)
+    child = _in_a_child(lambda: state.words(64).tobytes(), 512)
     parent = state.words(64).tolist()
     assert parent == _reference_stream(key, 65)[1:]
     assert len(child) == 512
