@@ -624,15 +624,23 @@ def fill_keyed(int kind, object num, object den, object mu, object source, cnp.n
     if (out.ndim != 1 or not out.flags.c_contiguous or cnp.PyArray_TYPE(out) != cnp.NPY_INT64
             or not isinstance(source, _sources.KeyedSource)):
         raise ValueError("fill_keyed needs a 1-D C-contiguous int64 out and a dgauss.ChaCha20")
+    return _kept_fill(_lean_key(kind, num, den, mu, method, source), out, source)
+
+
+cdef object _kept_fill(tuple key, cnp.ndarray out, object source):
+    """Fill `out` with this thread's kept job for `key` (_kept_job: `source` None, the OS,
+    or a dgauss.ChaCha20), the words read zeroed after; the job goes back to the cache
+    unless the fill raised.  Returns the number of random bits consumed."""
     cdef dict jobs = _thread_jobs()
-    cdef tuple key = _lean_key(kind, num, den, mu, method, source)
     cdef _Job job = _kept_job(jobs, key, out.shape[0], source)
+    job.ahead_ok = source is None  # one call's own stream of the OS: reads ahead
     try:
-        job.run_into(<char *>cnp.PyArray_DATA(out), out.shape[0], False)
+        job.run(out)
         used = dg_bits_used(&job.s.rng) + (dg_bits_used(&job.s.rng2) if job.s.lanes else 0)
+        job.read_per_sample(out.shape[0])
     finally:
         job.wipe()
-    _keep_job(jobs, key, job)
+    _keep_job(jobs, key, job)  # (an error above drops the job: it is not put back)
     return used
 
 
@@ -720,22 +728,10 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
         raise ValueError("next_slice needs source=None (the OS CSPRNG) or a dgauss.ChaCha20")
     split_bits(1, high_bits)        # checks high_bits
     cdef _Job job
-    cdef dict jobs
-    cdef object key
     if source is None and next_slice is None and out.dtype.kind != "O" and method != "auto":
         # a job kept by this thread for this key was set up (and method checked) as it would
         # be now: "inversion" or "rejection" is resolved without the batch's size
-        jobs, key = _thread_jobs(), (kind, num, den, mu, high_bits, fixed_point, method)
-        job = _kept_job(jobs, key, out.shape[0])
-        job.ahead_ok = source is None  # one call's own stream of the OS: reads ahead
-        try:
-            job.run(out)
-            used = dg_bits_used(&job.s.rng) + (dg_bits_used(&job.s.rng2) if job.s.lanes else 0)
-            job.read_per_sample(out.shape[0])
-        finally:
-            job.wipe()
-        _keep_job(jobs, key, job)  # (an error above drops the job: it is not put back)
-        return used
+        return _kept_fill((kind, num, den, mu, high_bits, fixed_point, method), out, None)
     job = _new_job(kind, num, den, mu, source, high_bits, fixed_point, method, out.shape[0])
     job.ahead_ok = next_slice is None and (
         source is None or isinstance(source, _sources.ScriptedOS) and source.read_ahead)

@@ -486,9 +486,9 @@ cdef class _Job:
     cdef dg_ahead *start_ahead(self, Py_ssize_t n):
         """For a batch of at least READ_AHEAD_FROM samples of a job that may (ahead_ok: one
         call's own stream of the OS, not a worker's slices), on a machine where this process
-        has two CPUs or more and one of them idle (dg_ahead_idle_cpu): a reader thread filling the job's streams from their source
-        while the batch computes (csrc/dg_ahead.h), or NULL (the streams read their source
-        themselves).  Both lanes take their next words from it, in order.  It reads ahead
+        has two CPUs or more and one of them idle (dg_ahead_idle_cpu): a reader thread
+        filling the job's streams from their source while the batch computes
+        (csrc/dg_ahead.h), or NULL (the streams read their source themselves).  Both lanes take their next words from it, in order.  It reads ahead
         about the words the batch needs at the job's last rate, a quarter more (unlimited
         before a first call), then only as asked."""
         global _ahead_runs
