@@ -563,6 +563,8 @@ cdef _Job _new_job(int kind, object num, object den, object mu, object source,
                  and _methods.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
                                               source, method, n))
     job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
+    if isinstance(source, _sources.KeyedSource):
+        job.restart_keyed(n)  # its first reads sized for the n samples
     return job
 
 
@@ -576,7 +578,7 @@ cdef _Job _kept_job(dict jobs, tuple key, Py_ssize_t n, object source=None):
         if source is None:
             job.restart_os(n)
         else:
-            job.restart_keyed()
+            job.restart_keyed(n)
         return job
     return _new_job(key[0], key[1], key[2], key[3], source, key[4], key[5], key[6], n)
 

@@ -89,6 +89,7 @@ cdef class _Job:
     cdef size_t headroom        # bytes GMP may need during one stretch (reserve)
     cdef uint64_t last_bits     # OS bits its last call read, and how many samples it drew
     cdef uint64_t last_samples  # (0: none yet): restart_os sizes the first read by them
+    cdef uint64_t rate_hint     # bits a sample by inversion reads, about and above (0: unknown)
     cdef bint ahead_ok          # a large batch may read ahead (start_ahead)
     cdef dg_fill_fn own_fill, own_fill2   # the streams' own source while they read ahead
     cdef void *own_ctx
@@ -160,34 +161,52 @@ cdef class _Job:
             if n >= 2 and self.last_samples > 0:  # both lanes will draw: one read for both
                 dg_rng_preload_pair(&self.s.rng, &self.s.rng2, first)
 
-    cdef void restart_keyed(self):
-        """Start fresh streams for the next call of a job set up for a dgauss.ChaCha20 (the
-        kept jobs of its lean calls), as a new job starts them (setup): on dg_fill_chacha
-        from the job's state (this thread's: the cache's key holds it), the first read
-        OS_FIRST_BLOCK words, the lanes' phase back at 0; so the call draws exactly what a
-        new job would from the state.  A state forgotten (reseed) or unkeyed keys itself
-        from the OS on the first read."""
+    cdef void restart_keyed(self, Py_ssize_t n):
+        """Start fresh streams for a call of ``n`` samples of a job set up for a
+        dgauss.ChaCha20 (a new job, and the kept jobs of its lean calls) on dg_fill_chacha
+        from the job's state (this thread's: the cache's key holds it), the lanes' phase back
+        at 0, each lane's first read sized for n samples at rate_hint bits (keyed_read); so
+        a kept job's call draws exactly what a new job draws from the state.  A state
+        forgotten (reseed) or unkeyed keys itself from the OS on the first read."""
+        cdef size_t first = self.keyed_read(n)
         self.s.phase = 0
         self.chacha.st.err = 0
         dg_rng_init(&self.s.rng, dg_fill_chacha, self.chacha.st, self.buf, OS_BUFFER_WORDS,
-                    OS_FIRST_BLOCK)
+                    first)
         if self.s.lanes:
             dg_rng_init(&self.s.rng2, dg_fill_chacha, self.chacha.st, self.buf2,
-                        OS_BUFFER_WORDS, OS_FIRST_BLOCK)
+                        OS_BUFFER_WORDS, first)
 
     cdef size_t first_read(self, Py_ssize_t n):
         """The first read's words (each lane's) for ``n`` samples (restart_os): n samples
-        at the last call's bits per sample, a quarter more, over the lanes, plus 2; from
-        OS_FIRST_BLOCK to OS_BUFFER_WORDS.  Integers only (each factor below 2^32 here, so
-        the product fits: a larger n or rate is a full buffer anyway)."""
-        cdef uint64_t lanes = 2 if self.s.lanes else 1
-        cdef uint64_t rate, want
+        at the last call's bits per sample, plus a quarter (lane_words).  Integers only
+        (each factor below 2^32 here, so the product fits: a larger n or rate is a full
+        buffer anyway)."""
+        cdef uint64_t rate
         if self.last_samples == 0 or n <= 0:
             return OS_FIRST_BLOCK
         rate = self.last_bits // self.last_samples + 1  # bits per sample, rounded up
         if rate >= (<uint64_t>1 << 24) or <uint64_t>n >= (<uint64_t>1 << 24):
             return OS_BUFFER_WORDS
-        want = rate * <uint64_t>n * 5 // (4 * 64 * lanes) + 2
+        return self.lane_words(rate * <uint64_t>n * 5 // 4)
+
+    cdef size_t keyed_read(self, Py_ssize_t n):
+        """The first read's words (each lane's) for ``n`` samples from a dgauss.ChaCha20
+        (restart_keyed): n samples at rate_hint bits (lane_words), a function of the
+        parameters and n only, as the samples must be (a kept job and a new one draw
+        alike).  One read where the batch needs no more: a lane's samples across a refill
+        are drawn step by step, 20-50 times slower than the lane loop's."""
+        if self.rate_hint == 0 or n <= 0:
+            return OS_FIRST_BLOCK
+        if <uint64_t>n >= (<uint64_t>1 << 24):
+            return OS_BUFFER_WORDS
+        return self.lane_words(self.rate_hint * <uint64_t>n)
+
+    cdef size_t lane_words(self, uint64_t bits):
+        """Each lane's share of ``bits``, in words, plus 2; from OS_FIRST_BLOCK to
+        OS_BUFFER_WORDS."""
+        cdef uint64_t lanes = 2 if self.s.lanes else 1
+        cdef uint64_t want = bits // (64 * lanes) + 2
         if want > OS_BUFFER_WORDS:
             return OS_BUFFER_WORDS
         return want if want > OS_FIRST_BLOCK else OS_FIRST_BLOCK
@@ -266,6 +285,10 @@ cdef class _Job:
         if inversion:
             # by inversion: the tables, none of Algorithms 2-3's
             self.s.inversion = True
+            # log2 of sigma^2 (or of the scale) is below `lg`: a sample by inversion reads
+            # about its law's entropy, 1/2 lg + 2 (Gaussian) or lg + 2.5 bits, and 3-5 more
+            lg = max(num.bit_length() - den.bit_length() + 1, 0)
+            self.rate_hint = ((lg + 1) // 2 if kind == KIND_DISCRETE_GAUSSIAN else lg) + 8
             self.s.owner = <void *>self
             param = Fraction(num, den)
             if kind == KIND_DISCRETE_GAUSSIAN:
