@@ -575,3 +575,37 @@ int64_t dg_lap_blocked_words(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, uns
 #undef HI112
     return (int64_t)s;
 }
+
+/* The batches (dg_inv.h): with GCC 12 or later on x86-64 glibc, built for x86-64-v3 and the
+ * baseline and chosen at load time (an ifunc, as dg_chacha.c's blocks); elsewhere for the
+ * target the compiler is given.  Both builds are this C, so they draw alike. */
+#if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) \
+    && defined(__GLIBC__)
+#define DG_FILL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define DG_FILL_CLONES
+#endif
+
+DG_FILL_CLONES
+size_t dg_inv_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_inv_table *tab,
+                   int64_t mu, int64_t *__restrict out, size_t n, int *rc,
+                   dg_inv_pending *pend, int *lane)
+{
+    return dg_inv_fill_inline(rng, rng2, phase, tab, mu, out, n, rc, pend, lane);
+}
+
+DG_FILL_CLONES
+size_t dg_blocked_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_blocked *lb,
+                       int64_t mu, int64_t *__restrict out, size_t n, int *rc,
+                       dg_inv_pending *pend, int *lane)
+{
+    return dg_blocked_fill_inline(rng, rng2, phase, lb, mu, out, n, rc, pend, lane);
+}
+
+DG_FILL_CLONES
+size_t dg_env_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_env *ev,
+                   int64_t mu, int64_t *__restrict out, size_t n, int *rc,
+                   dg_inv_pending *pend, int *lane)
+{
+    return dg_env_fill_inline(rng, rng2, phase, ev, mu, out, n, rc, pend, lane);
+}
