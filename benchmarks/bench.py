@@ -637,9 +637,11 @@ def large_rows() -> list[dict]:
     ``rint(normal)`` / ``rint(laplace)``; with the bits per sample and what reading them
     alone from the OS costs: the OS floor, the rate at which the OS source (its measured
     bytes/s in the sampler's read size) delivers the law's entropy in bits, which no exact
-    sampler on it can beat; and the same for the bits this sampler reads."""
+    sampler on it can beat; and the same for the bits this sampler reads.  The OS source's
+    bytes/s are measured for each case in turns with its samplers (the 16 KiB reads of the
+    bytes its batch reads: ``_core.os_read_seconds``), as getrandom's rate moves by ±20%
+    between the seconds of one run on this shared machine."""
     g = np.random.default_rng()
-    source = os_source_rate()
     n = LARGE_BATCH
     rows = []
     cases = [("gaussian", Fraction(s2)) for s2 in LARGE_SIGMA2]
@@ -656,10 +658,14 @@ def large_rows() -> list[dict]:
             "numpy": lambda k, d=theirs, s=spread: np.rint(d(0.0, s, k)),
         }
         bits = bits_per_sample(kind, param, 200_000)
+        reads = max(1, math.ceil(n * bits / (8 * OS_READ)))  # the batch's bits, in reads
+        draws["os_read"] = lambda k, r=reads: _core.os_read_seconds(r)
+        measured = rates(draws, n, 7)  # in turns: a slow spell hits every column
+        source = measured.pop("os_read") * reads * OS_READ / n  # bytes/s
         rows.append(
             {
                 "case": f"{kind} {_power_label(param)}",
-                **rates(draws, n, 7),  # in turns: a slow spell hits every column
+                **measured,
                 "bits": bits,
                 "entropy": entropy_bits(kind, param),
                 "os_floor": source * 8 / entropy_bits(kind, param),  # any exact sampler
@@ -694,8 +700,9 @@ def large_markdown(rows: list[dict], machine: str) -> str:
         "",
         f"{machine}; `python benchmarks/bench.py --large`; one thread computing, batches of "
         f"{LARGE_BATCH:,}, the best of 7 calls each, all columns in turns; M samples/s.",
-        f"The OS source read {rows[0]['os_bytes_per_s'] / 1e9:.2f} GB/s in 16 KiB reads from "
-        "one thread;",
+        f"The OS source read {min(r['os_bytes_per_s'] for r in rows) / 1e9:.2f}–"
+        f"{max(r['os_bytes_per_s'] for r in rows) / 1e9:.2f} GB/s in 16 KiB reads from one "
+        "thread (each row's, in turns with its columns);",
         '"OS floor" is the rate at which it delivers a sample\'s entropy in bits (no exact',
         'sampler on it can be faster), "share" the OS column\'s fraction of it, "bits floor"',
         'the rate at which it delivers the bits this sampler reads. "OS" reads the OS ahead',
