@@ -72,8 +72,15 @@ def test_the_lean_path_draws_what_the_general_path_draws(sampler, kind, param, s
     assert lean._state().words(4).tolist() == twin._state().words(4).tolist()
 
 
-@pytest.mark.parametrize("kind, param", [(DISCRETE_GAUSSIAN, 10**8), (DISCRETE_GAUSSIAN, 2**100),
-                                          (DISCRETE_LAPLACE, 10**8), (DISCRETE_LAPLACE, 2**40)])
+@pytest.mark.parametrize(
+    "kind, param",
+    [
+        (DISCRETE_GAUSSIAN, 10**8),
+        (DISCRETE_GAUSSIAN, 2**100),
+        (DISCRETE_LAPLACE, 10**8),
+        (DISCRETE_LAPLACE, 2**40),
+    ],
+)
 @pytest.mark.parametrize("size", [7, 1000, 4000])
 @pytest.mark.parametrize("lean", [True, False])
 def test_a_batch_reads_its_chacha20_words_once_a_lane(kind, param, size, lean):
@@ -92,8 +99,10 @@ def test_a_batch_reads_its_chacha20_words_once_a_lane(kind, param, size, lean):
     rate = ((lg + 1) // 2 if kind == DISCRETE_GAUSSIAN else lg) + 8
     lane_words = max(rate * size // 128 + 2, 4)
     for _ in range(2):  # a new job, then (lean) the kept one
-        sampler(param, size, rng=source) if lean else sampler(param, size, rng=source,
-                                                            method=method)
+        if lean:
+            sampler(param, size, rng=source)
+        else:
+            sampler(param, size, rng=source, method=method)
         twin._state().words(2 * lane_words)
         assert source._state().words(4).tolist() == twin._state().words(4).tolist()
 
