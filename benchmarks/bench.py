@@ -538,6 +538,14 @@ def per_call(fn: Callable[[], object], budget: float = 0.2, rounds: int = 9) -> 
     return best
 
 
+def _small_cases(g: np.random.Generator, sigma2s, scales) -> list[tuple]:
+    """(kind, parameter, NumPy's spread, dgauss's sampler, NumPy's) for each σ² of the
+    Gaussian, then each scale of the Laplace."""
+    cases = [("gaussian", s2, math.sqrt(s2), dgauss.sample_gaussian, g.normal) for s2 in sigma2s]
+    cases += [("laplace", t, float(t), dgauss.sample_laplace, g.laplace) for t in scales]
+    return cases
+
+
 def small_rows() -> list[dict]:
     """dgauss's calls at every batch size beside NumPy's inexact rounding, in turns: the
     scalar against ``round(g.normal(0, σ))``, a batch against ``np.rint(g.normal(0, σ, n))``
@@ -546,11 +554,7 @@ def small_rows() -> list[dict]:
     ``counts + rint(normal).astype(int64)``."""
     g = np.random.default_rng()
     rows = []
-    cases = [("gaussian", s2, math.sqrt(s2)) for s2 in SMALL_SIGMA2]
-    cases += [("laplace", scale, float(scale)) for scale in SMALL_SCALES]
-    for kind, param, spread in cases:
-        ours_draw = dgauss.sample_gaussian if kind == "gaussian" else dgauss.sample_laplace
-        theirs_draw = g.normal if kind == "gaussian" else g.laplace
+    for kind, param, spread, ours_draw, theirs_draw in _small_cases(g, SMALL_SIGMA2, SMALL_SCALES):
         for size in SMALL_SIZES:
             if size is None:
                 ours = functools.partial(ours_draw, param)
@@ -587,11 +591,9 @@ def chacha_small_rows(g: np.random.Generator) -> list[dict]:
     ``np.rint(g.normal(0, σ, 1000)).astype(np.int64)`` (the Laplace's likewise), in turns."""
     source = dgauss.ChaCha20()
     rows = []
-    cases = [("gaussian", s2, math.sqrt(s2)) for s2 in CHACHA_SMALL_SIGMA2]
-    cases += [("laplace", t, float(t)) for t in CHACHA_SMALL_SCALES]
-    for kind, param, spread in cases:
-        ours_draw = dgauss.sample_gaussian if kind == "gaussian" else dgauss.sample_laplace
-        theirs_draw = g.normal if kind == "gaussian" else g.laplace
+    for kind, param, spread, ours_draw, theirs_draw in _small_cases(
+        g, CHACHA_SMALL_SIGMA2, CHACHA_SMALL_SCALES
+    ):
         for size in (None, 1000):
             if size is None:
                 theirs = lambda d=theirs_draw, s=spread: np.rint(d(0, s))  # noqa: E731
