@@ -562,9 +562,7 @@ cdef _Job _new_job(int kind, object num, object den, object mu, object source,
     inversion = (kind in (KIND_DISCRETE_GAUSSIAN, KIND_DISCRETE_LAPLACE)
                  and _methods.use_inversion(kind == KIND_DISCRETE_GAUSSIAN, num, den,
                                               source, method, n))
-    job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion)
-    if isinstance(source, _sources.KeyedSource):
-        job.restart_keyed(n)  # its first reads sized for the n samples
+    job.setup(kind, num, den, mu, source, high_bits, fixed_point, inversion, n)
     return job
 
 

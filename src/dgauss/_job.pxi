@@ -236,7 +236,10 @@ cdef class _Job:
         return found
 
     cdef int setup(self, int kind, object num, object den, object mu, object source,
-                   unsigned long high_bits, bint fixed_point, bint inversion=False) except -1:
+                   unsigned long high_bits, bint fixed_point, bint inversion=False,
+                   Py_ssize_t n=0) except -1:
+        """Set the job up for `source` (``n``: the samples of the call it is made for, which
+        size a dgauss.ChaCha20's first reads: restart_keyed)."""
         cdef Params *p = &self.s.p
         cdef bitgen_t *bg
         # GMP's largest numbers: Algorithm 3's (a d t - n)^2 2**128 and its divisor 2 n d t^2
@@ -371,10 +374,7 @@ cdef class _Job:
                             OS_FIRST_BLOCK)
         elif isinstance(source, _sources.KeyedSource):
             self.chacha = source._state()  # this thread's (a fill runs on the thread that made the job)
-            dg_rng_init(rng, dg_fill_chacha, self.chacha.st, self.buf, cap, OS_FIRST_BLOCK)
-            if self.s.lanes:
-                dg_rng_init(&self.s.rng2, dg_fill_chacha, self.chacha.st, self.buf2, cap,
-                            OS_FIRST_BLOCK)
+            self.restart_keyed(n)           # (cap is OS_BUFFER_WORDS: an OS-like source)
         elif isinstance(source, _sources.ScriptedOS):
             memset(&self.script, 0, sizeof(self.script))
             self.script.fail_after = source.fail_after
