@@ -1,4 +1,11 @@
-"""Reading the OS ahead: a large batch takes its words from a reader thread's ring.
+"""A second CPU for a large batch from the OS: split between two threads, or read ahead.
+
+A batch without ``workers`` of at least ``split_from`` samples (2^17), where a second CPU is
+idle, is split between two threads each reading its own stream of the OS
+(``_core.os_threads``); a batch on one thread reads the OS ahead.  The tests of the split
+come last; the others turn it off to test the reading ahead.
+
+Reading the OS ahead: a large batch takes its words from a reader thread's ring.
 
 csrc/dg_ahead.h: a batch of at least ``_core.read_ahead_from`` samples from the OS starts a
 thread that reads the source in 16 KiB chunks while the batch computes, and the batch's
@@ -26,7 +33,7 @@ import numpy as np
 import pytest
 
 import dgauss
-from dgauss import _core
+from dgauss import _core, _driver, _pool
 from dgauss._sources import ScriptedOS
 
 pytestmark = pytest.mark.skipif(_core.cpus() < 2, reason="reads ahead only with two CPUs")
@@ -48,7 +55,8 @@ FROM = 1000  # the smallest batch read ahead here (the default is 65,536: too sl
 
 @pytest.fixture(autouse=True)
 def small_batches_read_ahead():
-    old = _core.read_ahead(FROM, when_busy=True)  # (a test run keeps every CPU busy)
+    # (a test run keeps every CPU busy; no split, whose threads read directly)
+    old = _core.read_ahead(FROM, when_busy=True, split_from=-1)
     yield
     _core.read_ahead(**old)
 
@@ -203,9 +211,11 @@ def test_a_child_forked_while_a_batch_reads_ahead_draws_afresh():
     assert child.tolist() != result["x"][:8].tolist()
 
 
-def test_read_ahead_checks_its_argument():
+def test_read_ahead_checks_its_arguments():
     with pytest.raises(ValueError, match="samples must be -1 or a count"):
         _core.read_ahead(-2)
+    with pytest.raises(ValueError, match="split_from must be -1 or a count"):
+        _core.read_ahead(FROM, split_from=-2)
 
 
 def test_where_every_cpu_is_busy_a_batch_reads_directly():
@@ -224,8 +234,83 @@ def test_where_every_cpu_is_busy_a_batch_reads_directly():
         runs = _core.read_ahead_runs()
         dgauss.sample_gaussian(10**8, 2 * FROM)
         read_ahead = _core.read_ahead_runs() - runs
+        _core.read_ahead(FROM, when_busy=False, split_from=SPLIT)
+        split = _core.os_threads(10 * SPLIT)
     finally:
         for p in spinners:
             p.kill()
             p.wait()
-    assert busy and read_ahead == 0
+    assert busy and read_ahead == 0 and split == 1
+
+
+# ---- the split between two threads -----------------------------------------------
+
+SPLIT = 2 * _driver.MIN_SLICE  # the smallest batch the driver gives two threads
+
+
+@pytest.fixture
+def split_batches(monkeypatch):
+    """Batches from SPLIT samples on split (every CPU busy or not); the pool's calls
+    counted: shares[-1] is the threads of the last batch shared out."""
+    shares: list[int] = []
+
+    def share(work, threads, stop):
+        shares.append(threads)
+        return real_share(work, threads, stop)
+
+    real_share = _pool.share
+    monkeypatch.setattr(_pool, "share", share)
+    _core.read_ahead(FROM, when_busy=True, split_from=SPLIT)
+    return shares
+
+
+def test_os_threads_gives_two_from_split_from_on():
+    _core.read_ahead(FROM, when_busy=True, split_from=SPLIT)
+    assert [_core.os_threads(n) for n in (0, SPLIT - 1, SPLIT, 10**9)] == [1, 1, 2, 2]
+    _core.read_ahead(FROM, when_busy=True, split_from=-1)
+    assert _core.os_threads(10**9) == 1
+    _core.read_ahead(FROM, when_busy=True, split_from=0)
+    assert _core.os_threads(0) == 2
+
+
+@pytest.mark.parametrize("kind, param", [("gaussian", 10**8), ("laplace", 2**40)])
+def test_a_large_default_batch_is_split_between_two_threads(kind, param, split_batches):
+    """A batch of SPLIT samples runs on two threads, which read the OS directly (no
+    reader); one sample fewer, on one thread that reads ahead; and the split batch draws
+    the law (mean and variance within 5 standard errors; the Laplace's variance
+    2e^{1/t}/(e^{1/t}-1)^2 ≈ 2t² at this t)."""
+    runs = _core.read_ahead_runs()
+    x = SAMPLERS[kind](param, SPLIT).astype(np.float64)
+    assert split_batches == [2] and _core.read_ahead_runs() == runs
+    SAMPLERS[kind](param, SPLIT - 1)
+    assert split_batches == [2] and _core.read_ahead_runs() == runs + 1
+    var = float(param) if kind == "gaussian" else 2.0 * float(param) ** 2
+    assert abs(x.mean()) < 5 * (var / SPLIT) ** 0.5
+    kurtosis = 3.0 if kind == "gaussian" else 6.0
+    assert abs(x.var() / var - 1) < 5 * ((kurtosis - 1) / SPLIT) ** 0.5
+
+
+def test_a_split_batch_draws_two_streams_not_one(split_batches):
+    """The two threads' slices are not the same samples (each reads its own stream)."""
+    x = dgauss.sample_gaussian(2**100, SPLIT)
+    assert split_batches == [2]
+    head = x[: SPLIT // 2]
+    assert len(np.unique(x)) > SPLIT - 10 and head.tolist() != x[SPLIT // 2 :].tolist()
+
+
+def test_only_a_call_without_workers_from_the_os_is_split(split_batches):
+    """workers=1 keeps one thread (which reads ahead), a scripted source and a seeded
+    generator draw on one thread what they draw (the same twice), a ChaCha20 stays on one
+    thread, and noising an array splits as a sampler's call does."""
+    runs = _core.read_ahead_runs()
+    dgauss.sample_gaussian(10**8, SPLIT, workers=1)
+    assert split_batches == [] and _core.read_ahead_runs() == runs + 1
+    for make in (lambda: ScriptedOS(fake=True), lambda: np.random.default_rng(7)):
+        a = dgauss.sample_gaussian(10**8, SPLIT, rng=make())
+        b = dgauss.sample_gaussian(10**8, SPLIT, rng=make())
+        assert split_batches == [] and a.tolist() == b.tolist()
+    dgauss.sample_gaussian(10**8, SPLIT, rng=dgauss.ChaCha20())
+    assert split_batches == []
+    counts = np.zeros(SPLIT, dtype=np.int64)
+    noised = dgauss.add_gaussian_noise(counts, sigma2=10**8)
+    assert split_batches == [2] and noised.shape == (SPLIT,)

@@ -104,21 +104,24 @@ def _cpu_seconds(pid: int) -> float:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="needs /proc and wait4")
-def test_ctrl_c_is_seen_within_a_slow_stretch():
+@pytest.mark.parametrize("workers", [None, 2])
+def test_ctrl_c_is_seen_within_a_slow_stretch(workers):
     """Samples of ~0.6 ms each (a discrete Laplace whose t and s have a million bits):
     signals are checked by elapsed time, so SIGINT ends the call in about 0.1 s; they used to
     be checked every 65,536 samples (40 s of CPU here; the test then waited 60 s and failed).
+    On two threads (workers=2, or the default's split where a CPU is idle) the other thread
+    ends its slice at its next stretch too (it used to draw its whole slice: 120 s of CPU).
 
     Measured in the child's own CPU time between the signal and its exit, which a loaded
     machine does not stretch (a wall-clock bound failed now and then under load)."""
     proc = _python(
-        """
+        f"""
         from fractions import Fraction
         import dgauss
         scale = Fraction(10**300000 + 7, 10**300000)
         dgauss.sample_laplace(scale, 2)
         print("started", flush=True)
-        dgauss.sample_laplace(scale, 10**6)
+        dgauss.sample_laplace(scale, 10**6, workers={workers})
         print("finished")
         """
     )

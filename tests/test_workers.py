@@ -97,6 +97,40 @@ def test_fill_takes_only_the_slices_it_is_given(fill):
         fill(Kind.DISCRETE_GAUSSIAN, 1, 1, 0, np.random.PCG64(0), out, lambda: None)
 
 
+def test_a_stopped_slice_ends_at_its_next_stretch():
+    """Once the slices are stopped (another thread's error or Ctrl-C), a thread ends its
+    slice at the end of its stretch (about 20 ms by the clock, read after 1, 2, 4, …
+    samples), not after the slice: of 4,000 samples of ~0.6 ms each (the Laplace of
+    test_robustness's Ctrl-C test), at most 64 are drawn; not stopped, all of 40 are."""
+    scale = Fraction(10**300000 + 7, 10**300000)
+    dgauss.sample_laplace(scale, 1)  # (the set-up, off the test's clock)
+
+    class Slices:
+        def __init__(self, n, stopped):
+            self.n, self.stopped, self.given = n, stopped, False
+
+        def __call__(self):
+            if self.given:
+                return None
+            self.given = True
+            return 0, self.n
+
+    unset = np.iinfo(np.int64).min
+    for n, stopped in ((4000, True), (40, False)):
+        out = np.full(n, unset)
+        _core.fill(
+            Kind.DISCRETE_LAPLACE,
+            scale.numerator,
+            scale.denominator,
+            0,
+            None,
+            out,
+            Slices(n, stopped),
+        )
+        drawn = int(np.sum(out != unset))
+        assert (1 <= drawn <= 64) if stopped else drawn == n, (n, drawn)
+
+
 def test_slices_taken_by_racing_threads_cover_the_batch_once():
     """The slices threads take from one next_slice partition the batch, whoever takes them."""
     import threading

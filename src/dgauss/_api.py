@@ -72,8 +72,10 @@ def sample_gaussian(
         ``|mu| <= 2**62`` (a sample then leaves int64 with probability below
         ``2**-1000000``), otherwise an object array of exact Python ints.
     workers : int, optional
-        Threads to sample with: ``None`` or 1 (default) uses the calling
-        thread, -1 every core, n >= 1 that many (as in ``scipy.fft``).
+        Threads to sample with: 1 the calling thread, -1 every core, n >= 1
+        that many (as in ``scipy.fft``).  ``None`` (default) is 1, except that
+        a batch of 131,072 samples or more from the OS uses two where the
+        process has a second CPU and it is idle now (``/proc/loadavg``).
         Batches are split only when each thread gets at least 65,536 samples;
         the threads take slices of the batch as they finish the last, each
         with its own OS bit stream.  Needs ``rng=None``: a seeded generator is
@@ -136,7 +138,18 @@ def sample_gaussian(
         found = _lean(DISCRETE_GAUSSIAN, sigma2, size, mu, rng)  # a small call, a seen σ²
         if found is not None:
             return found
-    return sample(_core.fill, DISCRETE_GAUSSIAN, sigma2, size, mu, rng, dtype, workers, method)
+    return sample(
+        _core.fill,
+        DISCRETE_GAUSSIAN,
+        sigma2,
+        size,
+        mu,
+        rng,
+        dtype,
+        workers,
+        method,
+        _core.os_threads,
+    )
 
 
 def sample_laplace(
@@ -198,7 +211,9 @@ def sample_laplace(
         found = _lean(DISCRETE_LAPLACE, scale, size, mu, rng)  # a small call, a seen scale
         if found is not None:
             return found
-    return sample(_core.fill, DISCRETE_LAPLACE, scale, size, mu, rng, dtype, workers, method)
+    return sample(
+        _core.fill, DISCRETE_LAPLACE, scale, size, mu, rng, dtype, workers, method, _core.os_threads
+    )
 
 
 def sample_bernoulli_exp(
@@ -230,4 +245,6 @@ def sample_bernoulli_exp(
     >>> dgauss.sample_bernoulli_exp(0)
     True
     """
-    return sample(_core.fill, BERNOULLI_EXP, gamma, size, 0, rng, None, workers)
+    return sample(
+        _core.fill, BERNOULLI_EXP, gamma, size, 0, rng, None, workers, os_threads=_core.os_threads
+    )

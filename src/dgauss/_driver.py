@@ -35,8 +35,7 @@ GUIDE = 4
 #: The last slices are this small.  A slice costs about 2 us (the GIL, a view of the output),
 #: 2% of the time to draw this many in the fastest case (Bernoulli(exp(-7/3)), 25 ns each).
 MIN_TAIL = 1 << 12
-#: And no slice is larger than this (0.4 s at 10 M/s): on an error or Ctrl-C in one thread,
-#: the others stop after their current slice.
+#: And no slice is larger than this (0.4 s at 10 M/s).
 MAX_SLICE = 1 << 22
 
 
@@ -45,11 +44,14 @@ class _Slices:
     [0, count), then None; safe to share between threads.  A slice is
     ceil(left / (GUIDE * threads)) long, but at least ``tail`` (or what is left) and at most
     MAX_SLICE.
-    ``stop()`` hands out no more slices, so that one thread's error ends the batch soon."""
+    ``stop()`` hands out no more slices and sets ``stopped``, at which the threads end their
+    current slices at their next stretch (``dgauss._core.fill``), so that one thread's error
+    or Ctrl-C ends the batch within a fraction of a second."""
 
     def __init__(self, count: int, threads: int, tail: int = MIN_TAIL):
         self._start, self._count, self._parts, self._tail = 0, count, GUIDE * threads, tail
         self._lock = threading.Lock()
+        self.stopped = False
 
     def __call__(self) -> tuple[int, int] | None:
         with self._lock:
@@ -62,6 +64,7 @@ class _Slices:
     def stop(self) -> None:
         with self._lock:
             self._start = self._count
+            self.stopped = True
 
 
 def draw(
@@ -75,6 +78,7 @@ def draw(
     workers=None,
     out: np.ndarray | None = None,
     method: str = "auto",
+    os_threads: Callable[[int], int] | None = None,
 ):
     """Validate ``size``, ``rng`` and ``workers``, allocate, fill, shape the result.
 
@@ -86,7 +90,9 @@ def draw(
     releases the GIL).  ``out``, a 1-D C-contiguous array of ``dtype`` with the
     right number of elements, is filled instead of a new array.  ``method``
     ("auto", "inversion" or "rejection"; :func:`dgauss._methods.resolve`) picks the
-    discrete Gaussian's sampler.
+    discrete Gaussian's sampler.  ``os_threads``, given, is the threads a batch of that
+    many samples from the OS runs on when ``workers`` is None (``dgauss._core.os_threads``:
+    two where a second CPU is idle); without it such a batch runs on one.
     """
     shape = _params.shape(size)
     source = _params.bit_generator(rng)
@@ -99,6 +105,8 @@ def draw(
             out = np.empty(count, dtype=dtype)
         except ValueError:  # NumPy's "array is too big" / "Maximum allowed dimension exceeded"
             raise MemoryError(f"size {size!r} ({count} samples) is too large for memory") from None
+    if workers is None and source is None and os_threads is not None:
+        threads = os_threads(count)
     threads = max(1, min(threads, count // MIN_SLICE))
     fill = functools.partial(fill, method=method)
     if threads == 1:
@@ -224,7 +232,18 @@ def lean(kind: Kind, param, mu, count: int = 1) -> tuple | None:
     return kind_, num, den, mu_value, lean_method(first, count)
 
 
-def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None, method="auto"):
+def sample(
+    fill: Fill,
+    kind: Kind,
+    param,
+    size,
+    mu,
+    rng,
+    dtype,
+    workers=None,
+    method="auto",
+    os_threads: Callable[[int], int] | None = None,
+):
     """Check the distribution's parameters, pick the dtype and the method, then :func:`draw`."""
     if kind == BERNOULLI_EXP:
         return draw(
@@ -236,10 +255,13 @@ def sample(fill: Fill, kind: Kind, param, size, mu, rng, dtype, workers=None, me
             rng,
             np.dtype(np.bool_),
             workers,
+            os_threads=os_threads,
         )
     value, mu, out_dtype = checked(kind, param, mu, dtype)
     if size is None and dtype is None and rng is not None:
         # a scalar is an exact Python int either way; from a generator it is drawn as it
         # always was (into an object array), from the OS by the faster int64 path when safe
         out_dtype = np.dtype(object)
-    return draw(fill, kind, value, size, mu, rng, out_dtype, workers, method=method)
+    return draw(
+        fill, kind, value, size, mu, rng, out_dtype, workers, method=method, os_threads=os_threads
+    )

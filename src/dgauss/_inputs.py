@@ -401,7 +401,18 @@ def _check_out(out, prep: _Prepared, float_out: bool, overflow: str = "raise") -
 def _noise_into(kind: Kind, param: Fraction, count: int, rng, dtype, workers, out=None):
     from dgauss import _core  # the compiled core, on first use
 
-    return _driver.draw(_core.fill, kind, param, (count,), 0, rng, dtype, workers, out=out)
+    return _driver.draw(
+        _core.fill,
+        kind,
+        param,
+        (count,),
+        0,
+        rng,
+        dtype,
+        workers,
+        out=out,
+        os_threads=_core.os_threads,
+    )
 
 
 def _add(

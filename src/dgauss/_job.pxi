@@ -1,25 +1,44 @@
 # Included by _core.pyx.  One public call's job (_Job): its parameters, scratch space, bit
 # streams and the batch fill with the GIL released.
 
-# A batch of at least READ_AHEAD_FROM samples reads its source ahead on a thread of its own
-# (_Job.start_ahead: about 1 ms of drawing or more, so the thread's start, ~50 us, is small
-# beside it), -1: never; where every CPU is busy only if READ_AHEAD_BUSY.
+# A batch from the OS uses a second CPU where one is idle: from SPLIT_FROM samples on it is
+# split between two threads, each reading its own stream (os_threads; _driver.draw); from
+# READ_AHEAD_FROM samples on a batch on one thread reads its source ahead on a thread of its
+# own (_Job.start_ahead: about 1 ms of drawing or more, so the thread's start, ~50 us, is
+# small beside it).  -1: never; where every CPU is busy only if READ_AHEAD_BUSY.
 cdef Py_ssize_t READ_AHEAD_FROM = 1 << 16
+cdef Py_ssize_t SPLIT_FROM = 1 << 17
 cdef bint READ_AHEAD_BUSY = False
 cdef uint64_t _ahead_runs = 0  # batches that read ahead (read_ahead_runs)
 
 
-def read_ahead(Py_ssize_t samples=1 << 16, bint when_busy=False):
-    """Set when a batch from the OS reads it ahead (for tests and benchmarks): from
-    `samples` samples on (-1: never), and with `when_busy` also where every CPU is busy
-    (still only with two CPUs or more).  Returns the settings it replaced, as keywords
-    (``read_ahead(**old)`` puts them back)."""
-    global READ_AHEAD_FROM, READ_AHEAD_BUSY
+def read_ahead(Py_ssize_t samples=1 << 16, bint when_busy=False, Py_ssize_t split_from=1 << 17):
+    """Set how a batch from the OS uses a second CPU (for tests and benchmarks): a batch on
+    one thread reads the OS ahead from `samples` samples on, a batch without `workers` is
+    split between two threads from `split_from` samples on (-1: never), and with
+    `when_busy` both happen also where every CPU is busy (still only with two CPUs or
+    more).  Returns the settings it replaced, as keywords (``read_ahead(**old)`` puts them
+    back)."""
+    global READ_AHEAD_FROM, READ_AHEAD_BUSY, SPLIT_FROM
     if samples < -1:
         raise ValueError(f"samples must be -1 or a count >= 0, got {samples}")
-    old = {"samples": READ_AHEAD_FROM, "when_busy": READ_AHEAD_BUSY}
-    READ_AHEAD_FROM, READ_AHEAD_BUSY = samples, when_busy
+    if split_from < -1:
+        raise ValueError(f"split_from must be -1 or a count >= 0, got {split_from}")
+    old = {"samples": READ_AHEAD_FROM, "when_busy": READ_AHEAD_BUSY, "split_from": SPLIT_FROM}
+    READ_AHEAD_FROM, READ_AHEAD_BUSY, SPLIT_FROM = samples, when_busy, split_from
     return old
+
+
+def os_threads(Py_ssize_t n):
+    """The threads a batch of `n` samples from the OS runs on when its call names no
+    `workers`: 2 from SPLIT_FROM samples on where the process may run on two CPUs or more
+    and one of them is idle now (dg_ahead_idle_cpu: /proc/loadavg's runnable threads fewer
+    than the CPUs), else 1.  Each thread reads its own stream of the OS, so a sample costs
+    half its reading and computing where a reader thread (start_ahead) makes it the larger
+    of the two."""
+    if SPLIT_FROM < 0 or n < SPLIT_FROM or dg_ahead_cpus() < 2:
+        return 1
+    return 2 if READ_AHEAD_BUSY or dg_ahead_idle_cpu() else 1
 
 
 def read_ahead_runs():
@@ -91,6 +110,7 @@ cdef class _Job:
     cdef uint64_t last_samples  # (0: none yet): restart_os sizes the first read by them
     cdef uint64_t rate_hint     # bits a sample by inversion reads, about and above (0: unknown)
     cdef bint ahead_ok          # a large batch may read ahead (start_ahead)
+    cdef object halt            # a worker's slices: its .stopped ends a slice (run)
     cdef dg_fill_fn own_fill, own_fill2   # the streams' own source while they read ahead
     cdef void *own_ctx
     cdef void *own_ctx2
@@ -478,6 +498,8 @@ cdef class _Job:
                     po[i + k] = mpz_to_int(self.vals[k])
             i += done
             PyErr_CheckSignals()
+            if self.halt is not None and self.halt.stopped:
+                break  # another thread's error or Ctrl-C ends the batch
         if rc != DG_OK:
             self.raise_status(rc)
         return 0
@@ -500,6 +522,8 @@ cdef class _Job:
                         rc = fill_native(&self.s, data + i * item, is_bool, m, &done)
                 i += done
                 PyErr_CheckSignals()
+                if self.halt is not None and self.halt.stopped:
+                    break  # another thread's error or Ctrl-C ends the batch
         finally:
             self.stop_ahead(ahead)
         if rc != DG_OK:

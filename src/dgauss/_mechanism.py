@@ -527,7 +527,8 @@ def add_gaussian_noise(
     overflow : "raise" or "object"
         A result beyond int64: ``OverflowError``, or an object array of exact Python ints.
     workers : int, optional
-        Threads drawing the noise (OS randomness only).
+        Threads drawing the noise (OS randomness only); ``None``: as for
+        :func:`dgauss.sample_gaussian` (two for a large array where a second CPU is idle).
     columns : label or list of labels, optional
         A DataFrame's count columns to noise (the others are returned as they are).
 
