@@ -707,10 +707,9 @@ def fill(int kind, object num, object den, object mu, object source, cnp.ndarray
     whole call), or a testing Tape / DecisionTape (dgauss.testing).  With
     `next_slice` (OS source only), only the slices out[start:stop] it returns
     are filled, one after another from one bit stream, until it returns None:
-    threads sharing one next_slice share out the work as they go, and once its `stopped`
-    (if it has one) is true (another thread failed or saw Ctrl-C) a slice ends at its next stretch, its
-    rest unfilled.  Returns the
-    number of random bits consumed.
+    threads sharing one next_slice share out the work as they go; once its `stopped` (if
+    it has one) is true (another thread failed or saw Ctrl-C) a slice ends at its next
+    stretch, its rest unfilled.  Returns the number of random bits consumed.
 
     method="inversion" draws the discrete Gaussian or Laplace by inversion against its
     thresholds (dgauss._inversion; the parameter must be one dgauss._methods.resolve allows,
