@@ -480,6 +480,13 @@ cdef class _Job:
         self.nvals = count
         return 0
 
+    cdef bint stretch_ended(self) except -1:
+        """At the end of a stretch, with the GIL: raise for a signal (Ctrl-C: KeyboardInterrupt
+        on the main thread), and whether the batch must end anyway (a worker's slices
+        stopped by another thread's error or Ctrl-C: the rest of its slice stays unfilled)."""
+        PyErr_CheckSignals()
+        return self.halt is not None and self.halt.stopped
+
     cdef int run(self, cnp.ndarray out) except -1:
         cdef Py_ssize_t n = out.shape[0], i = 0, m, k, done = 0
         cdef int rc = DG_OK
@@ -497,9 +504,8 @@ cdef class _Job:
                 for k in range(done):
                     po[i + k] = mpz_to_int(self.vals[k])
             i += done
-            PyErr_CheckSignals()
-            if self.halt is not None and self.halt.stopped:
-                break  # another thread's error or Ctrl-C ends the batch
+            if self.stretch_ended():
+                break
         if rc != DG_OK:
             self.raise_status(rc)
         return 0
@@ -521,9 +527,8 @@ cdef class _Job:
                     else:
                         rc = fill_native(&self.s, data + i * item, is_bool, m, &done)
                 i += done
-                PyErr_CheckSignals()
-                if self.halt is not None and self.halt.stopped:
-                    break  # another thread's error or Ctrl-C ends the batch
+                if self.stretch_ended():
+                    break
         finally:
             self.stop_ahead(ahead)
         if rc != DG_OK:
