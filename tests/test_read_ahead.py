@@ -314,3 +314,21 @@ def test_only_a_call_without_workers_from_the_os_is_split(split_batches):
     counts = np.zeros(SPLIT, dtype=np.int64)
     noised = dgauss.add_gaussian_noise(counts, sigma2=10**8)
     assert split_batches == [2] and noised.shape == (SPLIT,)
+
+
+def test_a_split_batch_keeps_every_shape_dtype_and_out(split_batches):
+    """The split serves every output the one-thread call does: a 2-D int64 array, exact
+    Python ints beyond int64's range (σ² = 10^100), Bernoulli's bools, and noise added into
+    a caller's ``out``; each on two threads, every element written."""
+    x = dgauss.sample_gaussian(10**6, (2, SPLIT // 2))
+    assert x.shape == (2, SPLIT // 2) and x.dtype == np.int64 and 0.9 < x.std() / 1000 < 1.1
+    big = dgauss.sample_gaussian(10**100, SPLIT)
+    assert big.dtype == object and all(type(v) is int for v in big[:: SPLIT // 64])
+    assert max(abs(v) for v in big) > 2**63  # (σ = 10^50: none fits int64 but by chance)
+    bits = dgauss.sample_bernoulli_exp(Fraction(1, 2), SPLIT)
+    assert bits.dtype == np.bool_ and 0.55 < bits.mean() < 0.66  # exp(-1/2) = 0.6065
+    counts = np.full(SPLIT, 10**6, dtype=np.int64)
+    out = np.full(SPLIT, np.iinfo(np.int64).min)
+    noised = dgauss.add_laplace_noise(counts, scale=10, out=out)
+    assert noised is out and abs(out.mean() - 10**6) < 1 and out.min() > 10**6 - 1000
+    assert split_batches == [2, 2, 2, 2]
