@@ -47,7 +47,35 @@ def _words(data: bytes) -> list[int]:
     return list(struct.unpack(f"<{len(data) // 4}I", data))
 
 
-def test_the_block_function_is_rfc_8439s():
+@pytest.fixture(params=[0, 1], ids=["portable", "avx2"])
+def kernel(request):
+    """Each block kernel the fills may use (the AVX2 one where the CPU has it), set for the
+    test and the default put back after."""
+    if _core.chacha_kernel(request.param) is None:
+        pytest.skip("this CPU cannot run the AVX2 kernel")
+    try:
+        yield request.param
+    finally:
+        _core.chacha_kernel(-1)
+
+
+def test_the_kernel_is_set_and_asked_for():
+    """0 and 1 set the kernel, -2 only asks, -1 puts back the default (AVX2 where the CPU
+    has it and not AVX-512); a kernel the CPU cannot run is refused and nothing changes."""
+    default = _core.chacha_kernel(-1)
+    assert default in (0, 1)
+    try:
+        assert _core.chacha_kernel(0) == 0
+        assert _core.chacha_kernel(-2) == 0
+        if _core.chacha_kernel(1) is None:
+            assert _core.chacha_kernel(-2) == 0 and default == 0
+        else:
+            assert _core.chacha_kernel(-2) == 1
+    finally:
+        assert _core.chacha_kernel(-1) == default
+
+
+def test_the_block_function_is_rfc_8439s(kernel):
     """RFC 8439 section 2.3.2's test vector, and section A.1's first (key 0, nonce 0)."""
     key = bytes(range(32))
     nonce = bytes.fromhex("000000090000004a00000000")
@@ -62,7 +90,7 @@ def test_the_block_function_is_rfc_8439s():
 
 @pytest.mark.parametrize("nblocks", [1, 3, 8, 9, 17])
 @pytest.mark.parametrize("counter", [0, 7, 0xFFFFFFFE])
-def test_every_lane_is_the_block_function(nblocks, counter):
+def test_every_lane_is_the_block_function(nblocks, counter, kernel):
     """Eight blocks are computed at once (one vector lane each): each is the plain block
     function at its own counter (wrapping at 2^32, as RFC 8439's 32-bit counter does)."""
     rng = np.random.default_rng(nblocks * 1000 + counter % 1000)
@@ -90,7 +118,7 @@ def _reference_stream(key: bytes, nwords: int) -> list[int]:
     "sizes",
     [[1], [252], [253], [3, 200, 1, 59], [64, 188, 252, 520, 2048, 5], [251, 1, 1, 600, 4]],
 )
-def test_the_fill_is_one_stream_whatever_the_fill_sizes(sizes):
+def test_the_fill_is_one_stream_whatever_the_fill_sizes(sizes, kernel):
     """Words drawn in fills of several sizes are the reference's stream: a fill inside a
     key's output (1, 60 words), to its last word (252) or one past it (253); a fill that
     takes whole keys' output straight (520, 2048 words) or what waits in the state first.

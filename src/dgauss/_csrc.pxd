@@ -72,6 +72,7 @@ cdef extern from "dg_chacha.h" nogil:
     void dg_chacha_set_key(dg_chacha *st, const unsigned int *key)
     void dg_chacha20_blocks(const unsigned int *key, unsigned int counter,
                             const unsigned int *nonce, unsigned int *out, size_t nblocks)
+    int dg_chacha_kernel(int which)
 
 cdef extern from "dg_prim.h" nogil:
     uint64_t DG_BERNOULLI_DMAX

@@ -102,3 +102,11 @@ def chacha20_blocks(bytes key, unsigned int counter, bytes nonce, Py_ssize_t nbl
     out = np.zeros(16 * nblocks, dtype=np.uint32)
     dg_chacha20_blocks(k, counter, nn, <unsigned int *>cnp.PyArray_DATA(out), <size_t>nblocks)
     return out.astype("<u4").tobytes()
+
+
+def chacha_kernel(int which=-2):
+    """For tests: the ChaCha20 block kernel the fills use (dg_chacha_kernel): 0 the
+    portable one, 1 the AVX2 one; ``which`` 0 or 1 sets it (None when this CPU cannot run
+    it), -1 puts back the default, -2 only asks.  Returns the kernel then in use."""
+    found = dg_chacha_kernel(which)
+    return None if found < 0 else found
