@@ -517,26 +517,33 @@ LARGE_SCALES = (10**8, 2**40)
 LARGE_BATCH = 10**6
 
 
-def per_call(fn: Callable[[], object], budget: float = 0.2, rounds: int = 9) -> float:
-    """The best time of one call of ``fn``, in seconds: calls timed in loops of about
-    ``budget`` / ``rounds`` seconds, the fastest loop's mean."""
-    fn()
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        took = time.perf_counter() - start
-        if took >= budget / rounds / 4:
-            break
-        number *= 4
-    best = math.inf
+def per_call(
+    ours: Callable[[], object], theirs: Callable[[], object], budget: float = 0.4, rounds: int = 15
+) -> tuple[float, float]:
+    """The best time of one call of ``ours`` and of ``theirs``, in seconds: each called in
+    loops of about ``budget`` / (2 ``rounds``) seconds, the two loops taking turns round
+    after round (so that a slow spell of this shared machine, which lasts seconds, slows
+    both alike and their ratio holds), the fastest loop's mean of each."""
+    numbers = []
+    for fn in (ours, theirs):
+        fn()
+        number = 1
+        while True:
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            if time.perf_counter() - start >= budget / rounds / 8:
+                break
+            number *= 4
+        numbers.append(number)
+    best = [math.inf, math.inf]
     for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - start) / number)
-    return best
+        for j, fn in enumerate((ours, theirs)):
+            start = time.perf_counter()
+            for _ in range(numbers[j]):
+                fn()
+            best[j] = min(best[j], (time.perf_counter() - start) / numbers[j])
+    return best[0], best[1]
 
 
 def _small_cases(g: np.random.Generator, sigma2s, scales) -> list[tuple]:
@@ -563,7 +570,7 @@ def small_rows() -> list[dict]:
             else:
                 ours = functools.partial(ours_draw, param, size=size)
                 theirs = lambda d=theirs_draw, s=spread, n=size: np.rint(d(0, s, n))  # noqa: E731
-            a, b = per_call(ours), per_call(theirs)
+            a, b = per_call(ours, theirs)
             rows.append({"case": f"{kind} {param}", "size": size, "dgauss": a, "numpy": b})
     rows += chacha_small_rows(g)
     for n in (10, 1000):
@@ -581,7 +588,7 @@ def small_rows() -> list[dict]:
             ),
         }
         for label, ours in ours_calls.items():
-            a, b = per_call(ours), per_call(theirs)
+            a, b = per_call(ours, theirs)
             rows.append({"case": label, "size": n, "dgauss": a, "numpy": b})
     return rows
 
@@ -607,7 +614,7 @@ def chacha_small_rows(g: np.random.Generator) -> list[dict]:
                 "OS": functools.partial(ours_draw, param, size),
             }
             for label, ours in calls.items():
-                a, b = per_call(ours), per_call(theirs)
+                a, b = per_call(ours, theirs)
                 case = f"{kind} {_power_label(Fraction(param))}, {label}"
                 rows.append({"case": case, "size": size, "dgauss": a, "numpy": b})
     return rows
@@ -619,7 +626,7 @@ def small_markdown(rows: list[dict], machine: str) -> str:
         "",
         f"{machine}; `python benchmarks/bench.py --small`; one thread, OS randomness",
         "(the rows marked ChaCha20: `rng=dgauss.ChaCha20()`, one kept for every call);",
-        "best mean of 9 timed loops per call, dgauss's and NumPy's in turns.",
+        "best mean of 15 timed loops per call, dgauss's and NumPy's loops in turns.",
         "",
         "| case | samples | dgauss | NumPy (inexact) | NumPy time / dgauss time |",
         "|---|---:|---:|---:|---:|",
