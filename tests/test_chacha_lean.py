@@ -107,6 +107,18 @@ def test_a_batch_reads_its_chacha20_words_once_a_lane(kind, param, size, lean):
         assert source._state().words(4).tolist() == twin._state().words(4).tolist()
 
 
+def test_a_lean_array_refuses_no_samples_and_other_sources():
+    """The lean batch draws one or more samples from the OS or a ChaCha20, nothing else: a
+    NumPy generator (seeded: its own stream, the general way) and n = 0 are refused."""
+    args = (int(DISCRETE_GAUSSIAN), 100, 1, 0)
+    with pytest.raises(ValueError, match="n >= 1"):
+        _core.lean_array(*args, np.random.default_rng(1), 5, "inversion")
+    with pytest.raises(ValueError, match="n >= 1"):
+        _core.lean_array(*args, None, 0, "inversion")
+    got = _core.lean_array(*args, dgauss.ChaCha20(), 5, "inversion")
+    assert got.dtype == np.int64 and got.shape == (5,) and got.flags.c_contiguous
+
+
 def test_another_chacha20_and_a_reseed_key_afresh():
     """Two ChaCha20s keyed differently each draw from their own state (two kept jobs); after
     reseed() the kept job's next call reads a new OS key, not the hand-set key's stream

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dgauss import _core
 from dgauss._chacha import ChaCha20
-from dgauss._driver import LEAN_MAX, RNGLike, ShapeLike, lean, lean_batch, lean_job, sample
+from dgauss._driver import LEAN_MAX, RNGLike, ShapeLike, lean, lean_job, lean_method, sample
 from dgauss._kinds import BERNOULLI_EXP, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE
 
 
@@ -31,7 +31,8 @@ def _lean(kind, param, size, mu, rng=None):
     job = lean_job(kind, param, mu)
     if job is None:
         return None
-    return lean_batch(_core.fill if rng is None else _core.fill_keyed, job, size, rng)
+    kind_, num, den, mu_value, first = job
+    return _core.lean_array(kind_, num, den, mu_value, rng, size, lean_method(first, size))
 
 
 def sample_gaussian(

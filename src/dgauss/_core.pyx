@@ -614,17 +614,19 @@ def draw_one(int kind, object num, object den, object mu, object method, object 
     return value
 
 
-def fill_keyed(int kind, object num, object den, object mu, object source, cnp.ndarray out,
-               *, method):
-    """Fill the 1-D C-contiguous int64 array `out` from the dgauss.ChaCha20 `source` with
-    this thread's kept job (the lean path of a batch): the same samples as fill(kind, num,
-    den, mu, source, out, method=method) draws from the same state; `method` resolved
-    ("inversion" or "rejection"), the parameters checked and the law drawn into int64 (the
-    caller's).  Returns the number of random bits consumed."""
-    if (out.ndim != 1 or not out.flags.c_contiguous or cnp.PyArray_TYPE(out) != cnp.NPY_INT64
-            or not isinstance(source, _sources.KeyedSource)):
-        raise ValueError("fill_keyed needs a 1-D C-contiguous int64 out and a dgauss.ChaCha20")
-    return _kept_fill(_lean_key(kind, num, den, mu, method, source), out, source)
+def lean_array(int kind, object num, object den, object mu, object source, Py_ssize_t n,
+               object method):
+    """A new int64 array of `n` >= 1 samples drawn with this thread's kept job (the lean path
+    of a batch) from the OS (`source` None) or a dgauss.ChaCha20: the samples fill(kind,
+    num, den, mu, source, out, method=method) draws into a new array of `n` from the same
+    stream or the same state of the ChaCha20; `method` resolved, the parameters checked and
+    the law drawn into int64 (the caller's)."""
+    if n < 1 or source is not None and not isinstance(source, _sources.KeyedSource):
+        raise ValueError("lean_array needs n >= 1 and the OS or a dgauss.ChaCha20")
+    cdef cnp.npy_intp size = n
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(1, &size, cnp.NPY_INT64, 0)
+    _kept_fill(_lean_key(kind, num, den, mu, method, source), out, source)
+    return out
 
 
 cdef object _kept_fill(tuple key, cnp.ndarray out, object source):

@@ -210,16 +210,6 @@ def lean_method(first: int | None, count: int) -> str:
     return "inversion" if first is not None and count >= first else "rejection"
 
 
-def lean_batch(fill: Fill, job: tuple, count: int, source=None) -> np.ndarray:
-    """``count`` samples of ``job`` (:func:`lean_job`) from the OS (``source`` None, ``fill``
-    ``_core.fill``) or a :class:`dgauss.ChaCha20` (``fill`` ``_core.fill_keyed``), into a new
-    int64 array, by the method the batch's size resolves to (:func:`lean_method`)."""
-    kind, num, den, mu, first = job
-    out = np.empty(count, dtype=np.int64)
-    fill(kind, num, den, mu, source, out, method=lean_method(first, count))
-    return out
-
-
 def lean(kind: Kind, param, mu, count: int = 1) -> tuple | None:
     """For a call of ``count`` samples (1: a scalar) from the OS or a :class:`dgauss.ChaCha20`
     with every other argument at its default: the arguments of ``_core.draw_one`` or

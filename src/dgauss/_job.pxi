@@ -491,8 +491,9 @@ cdef class _Job:
         cdef Py_ssize_t n = out.shape[0], i = 0, m, k, done = 0
         cdef int rc = DG_OK
         cdef object[:] po
-        if out.dtype.kind != "O":
-            return self.run_into(<char *>cnp.PyArray_DATA(out), n, out.dtype.kind == "b")
+        cdef int typenum = cnp.PyArray_TYPE(out)
+        if typenum != cnp.NPY_OBJECT:
+            return self.run_into(<char *>cnp.PyArray_DATA(out), n, typenum == cnp.NPY_BOOL)
         po = out
         self.reserve_vals(min(self.obj_chunk, n))
         while i < n and rc == DG_OK:
