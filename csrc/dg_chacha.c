@@ -70,6 +70,7 @@ static inline void transpose8(lanes_t r[8])
  * the baseline (SSE2) and chosen at load time (an ifunc: musl has none); elsewhere for the
  * target the compiler is given. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+#define DG_CHACHA_CLONES 1
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 static void chacha_lanes(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
@@ -126,8 +127,9 @@ static void chacha_lanes(const uint32_t key[8], uint32_t counter, const uint32_t
 /* chacha_lanes for AVX2 in intrinsics, the same bytes: GCC spills the state of the form above
  * compiled for AVX2 and rotates by shifts, where this form rotates by 16 and 8 with one byte
  * shuffle and transposes by interleaves straight into the stores; 1.3-1.4x the bytes a
- * second here (docs/performance.md).  Picked where the CPU has AVX2 and not AVX-512, whose
- * rotate instruction serves the form above (chacha_kernel). */
+ * second here (docs/performance.md).  Picked where the CPU has AVX2, unless it has AVX-512
+ * and the form above was built for it too (GCC's target_clones), whose rotate instruction
+ * serves that form (best_kernel). */
 #define ADD8 _mm256_add_epi32
 #define XOR8 _mm256_xor_si256
 #define ROT8(x, n) _mm256_or_si256(_mm256_slli_epi32(x, n), _mm256_srli_epi32(x, 32 - (n)))
@@ -224,19 +226,28 @@ __attribute__((target("avx2"))) static void chacha_lanes_avx2(const uint32_t key
  * chosen yet (the first block chooses the best the CPU has). */
 static int kernel = -1;
 
-static int best_kernel(void)
+static int runs_avx2(void)
 {
 #ifdef DG_CHACHA_AVX2
-    if (__builtin_cpu_supports("avx2") && !__builtin_cpu_supports("avx512f"))
-        return 1;
-#endif
+    return __builtin_cpu_supports("avx2") != 0; /* (a bit of a mask, not 1) */
+#else
     return 0;
+#endif
+}
+
+static int best_kernel(void)
+{
+#ifdef DG_CHACHA_CLONES
+    if (__builtin_cpu_supports("avx512f")) /* chacha_lanes's AVX-512 build: a rotate */
+        return 0;
+#endif
+    return runs_avx2();
 }
 
 int dg_chacha_kernel(int which)
 {
     int k;
-    if (which == 1 && best_kernel() != 1)
+    if (which == 1 && !runs_avx2())
         return -1;
     if (which == 0 || which == 1 || which == -1)
         __atomic_store_n(&kernel, which >= 0 ? which : best_kernel(), __ATOMIC_RELAXED);

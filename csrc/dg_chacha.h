@@ -82,8 +82,8 @@ void dg_chacha20_blocks(const uint32_t key[8], uint32_t counter, const uint32_t 
                         uint32_t *out, size_t nblocks);
 
 /* The block kernel the fills use: 0 the portable one (GCC's vector extensions; built for
- * AVX-512, AVX2 and the baseline where GCC picks at load time), 1 the AVX2 one (x86-64
- * with AVX2 and not AVX-512: the default there).  For tests: which = 0 or 1 sets it (-1
+ * AVX-512, AVX2 and the baseline where GCC picks at load time), 1 the AVX2 one (the
+ * default on x86-64 with AVX2, unless the portable one was built for the CPU's AVX-512).  For tests: which = 0 or 1 sets it (-1
  * returned when the CPU cannot run 1), -1 puts back the default, any other value only
  * asks; returns the kernel now in use.  Both make the same bytes. */
 int dg_chacha_kernel(int which);

@@ -61,7 +61,7 @@ def kernel(request):
 
 def test_the_kernel_is_set_and_asked_for():
     """0 and 1 set the kernel, -2 only asks, -1 puts back the default (AVX2 where the CPU
-    has it and not AVX-512); a kernel the CPU cannot run is refused and nothing changes."""
+    has it, unless built for its AVX-512); a kernel the CPU cannot run is refused."""
     default = _core.chacha_kernel(-1)
     assert default in (0, 1)
     try:
