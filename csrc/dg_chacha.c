@@ -20,6 +20,9 @@
 
 typedef uint32_t lanes_t __attribute__((vector_size(4 * LANES)));
 
+/* The state's first four words, "expand 32-byte k" (RFC 8439 section 2.3). */
+static const uint32_t sigma[4] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
+
 #define ROTL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
 #define QUARTER(a, b, c, d)                                                                  \
     do {                                                                                     \
@@ -76,7 +79,6 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 static void chacha_lanes(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
                          uint32_t *key_out, unsigned char *out)
 {
-    static const uint32_t sigma[4] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
     const lanes_t zero = {0}, step = {0, 1, 2, 3, 4, 5, 6, 7};
     const size_t skip = key_out != NULL ? 32 : 0;
     lanes_t x[16];
@@ -179,46 +181,35 @@ __attribute__((target("avx2"))) static void chacha_lanes_avx2(const uint32_t key
                                           3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
     const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const size_t skip = key_out != NULL ? 32 : 0;
-    __m256i x0 = _mm256_set1_epi32(0x61707865), x1 = _mm256_set1_epi32(0x3320646e);
-    __m256i x2 = _mm256_set1_epi32(0x79622d32), x3 = _mm256_set1_epi32(0x6b206574);
-    __m256i x4 = _mm256_set1_epi32((int)key[0]), x5 = _mm256_set1_epi32((int)key[1]);
-    __m256i x6 = _mm256_set1_epi32((int)key[2]), x7 = _mm256_set1_epi32((int)key[3]);
-    __m256i x8 = _mm256_set1_epi32((int)key[4]), x9 = _mm256_set1_epi32((int)key[5]);
-    __m256i x10 = _mm256_set1_epi32((int)key[6]), x11 = _mm256_set1_epi32((int)key[7]);
-    __m256i x12 = ADD8(_mm256_set1_epi32((int)counter), step);
-    __m256i x13 = _mm256_set1_epi32((int)nonce[0]), x14 = _mm256_set1_epi32((int)nonce[1]);
-    __m256i x15 = _mm256_set1_epi32((int)nonce[2]);
+    uint32_t input[16]; /* the state's words, as chacha_lanes's (the counter: block 0's) */
+    __m256i x[16];
     int i, l;
+    memcpy(input, sigma, sizeof sigma);
+    memcpy(input + 4, key, 32);
+    input[12] = counter;
+    memcpy(input + 13, nonce, 12);
+    for (i = 0; i < 16; i++)
+        x[i] = _mm256_set1_epi32((int)input[i]);
+    x[12] = ADD8(x[12], step);
     for (i = 0; i < 10; i++) { /* 20 rounds: a column round and a diagonal round each */
-        QUARTER8(x0, x4, x8, x12);
-        QUARTER8(x1, x5, x9, x13);
-        QUARTER8(x2, x6, x10, x14);
-        QUARTER8(x3, x7, x11, x15);
-        QUARTER8(x0, x5, x10, x15);
-        QUARTER8(x1, x6, x11, x12);
-        QUARTER8(x2, x7, x8, x13);
-        QUARTER8(x3, x4, x9, x14);
+        QUARTER8(x[0], x[4], x[8], x[12]);
+        QUARTER8(x[1], x[5], x[9], x[13]);
+        QUARTER8(x[2], x[6], x[10], x[14]);
+        QUARTER8(x[3], x[7], x[11], x[15]);
+        QUARTER8(x[0], x[5], x[10], x[15]);
+        QUARTER8(x[1], x[6], x[11], x[12]);
+        QUARTER8(x[2], x[7], x[8], x[13]);
+        QUARTER8(x[3], x[4], x[9], x[14]);
     }
-    /* plus the input (made again from the arguments: nothing else holds the key) */
-    x0 = ADD8(x0, _mm256_set1_epi32(0x61707865));
-    x1 = ADD8(x1, _mm256_set1_epi32(0x3320646e));
-    x2 = ADD8(x2, _mm256_set1_epi32(0x79622d32));
-    x3 = ADD8(x3, _mm256_set1_epi32(0x6b206574));
-    x4 = ADD8(x4, _mm256_set1_epi32((int)key[0]));
-    x5 = ADD8(x5, _mm256_set1_epi32((int)key[1]));
-    x6 = ADD8(x6, _mm256_set1_epi32((int)key[2]));
-    x7 = ADD8(x7, _mm256_set1_epi32((int)key[3]));
-    x8 = ADD8(x8, _mm256_set1_epi32((int)key[4]));
-    x9 = ADD8(x9, _mm256_set1_epi32((int)key[5]));
-    x10 = ADD8(x10, _mm256_set1_epi32((int)key[6]));
-    x11 = ADD8(x11, _mm256_set1_epi32((int)key[7]));
-    x12 = ADD8(x12, ADD8(_mm256_set1_epi32((int)counter), step));
-    x13 = ADD8(x13, _mm256_set1_epi32((int)nonce[0]));
-    x14 = ADD8(x14, _mm256_set1_epi32((int)nonce[1]));
-    x15 = ADD8(x15, _mm256_set1_epi32((int)nonce[2]));
-    STORE8(x0, x1, x2, x3, x4, x5, x6, x7, 0); /* (key is read: key_out may be key) */
-    STORE8(x8, x9, x10, x11, x12, x13, x14, x15, 8);
-    _mm256_zeroall(); /* the registers held the key (its frame: burn_stack) */
+    for (i = 0; i < 16; i++) /* plus the input */
+        x[i] = ADD8(x[i], _mm256_set1_epi32((int)input[i]));
+    x[12] = ADD8(x[12], step);
+    memset(input, 0, sizeof input);
+    STORE8(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], 0); /* (key read: key_out may be key) */
+    STORE8(x[8], x[9], x[10], x[11], x[12], x[13], x[14], x[15], 8);
+    memset(x, 0, sizeof x);
+    __asm__ __volatile__("" : : "r"(x), "r"(input) : "memory");
+    _mm256_zeroall(); /* the registers held the key (spills below the frame: burn_stack) */
 }
 #endif
 
@@ -244,28 +235,31 @@ static int best_kernel(void)
     return runs_avx2();
 }
 
-int dg_chacha_kernel(int which)
-{
-    int k;
-    if (which == 1 && !runs_avx2())
-        return -1;
-    if (which == 0 || which == 1 || which == -1)
-        __atomic_store_n(&kernel, which >= 0 ? which : best_kernel(), __ATOMIC_RELAXED);
-    k = __atomic_load_n(&kernel, __ATOMIC_RELAXED);
-    return k >= 0 ? k : best_kernel();
-}
-
-/* LANES blocks, as chacha_lanes, by the kernel in use. */
-static void chacha_block8(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
-                          uint32_t *key_out, unsigned char *out)
+static int kernel_in_use(void)
 {
     int k = __atomic_load_n(&kernel, __ATOMIC_RELAXED);
     if (k < 0) {
         k = best_kernel();
         __atomic_store_n(&kernel, k, __ATOMIC_RELAXED);
     }
+    return k;
+}
+
+int dg_chacha_kernel(int which)
+{
+    if (which == 1 && !runs_avx2())
+        return -1;
+    if (which == 0 || which == 1 || which == -1)
+        __atomic_store_n(&kernel, which >= 0 ? which : best_kernel(), __ATOMIC_RELAXED);
+    return kernel_in_use();
+}
+
+/* LANES blocks, as chacha_lanes, by the kernel in use. */
+static void chacha_block8(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
+                          uint32_t *key_out, unsigned char *out)
+{
 #ifdef DG_CHACHA_AVX2
-    if (k == 1) {
+    if (kernel_in_use() == 1) {
         chacha_lanes_avx2(key, counter, nonce, key_out, out);
         return;
     }
