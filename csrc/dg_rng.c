@@ -14,6 +14,10 @@
 #if defined(SYS_getrandom)
 #define DG_HAVE_GETRANDOM 1
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #endif
 #endif
 
@@ -41,11 +45,164 @@ static dg_getrandom_fn libc_getrandom(void)
 }
 #endif
 
+#if defined(DG_HAVE_GETRANDOM)
+/* ---- the kernel's vDSO getrandom ----------------------------------------------------------
+ * Linux >= 6.11 maps a getrandom into every process (the vDSO): the same CSPRNG as the system
+ * call, generated in user space from per-thread state that the kernel keeps fresh (a
+ * generation counter it bumps on reseed, memory it wipes on fork and may drop under pressure),
+ * without entering the kernel.  glibc >= 2.41's getrandom(3) reads it; an older C library
+ * does not, so it is found here as glibc finds it: the symbol in the vDSO's ELF image
+ * (getauxval(AT_SYSINFO_EHDR)), its state's size and mapping asked of the function itself
+ * (opaque_len = ~0), one state per thread, mapped on the thread's first read and unmapped
+ * when it exits (a pthread key's destructor).  Where any step fails the system call is
+ * read instead; the vDSO function itself falls back to the system call when it cannot
+ * generate (a state in use, a kernel not ready), so its answers are the system call's:
+ * bytes read, or a negative errno. */
+
+typedef long (*dg_vgetrandom_fn)(void *buf, size_t n, unsigned int flags, void *state,
+                                 size_t state_len);
+
+/* The kernel's struct vgetrandom_opaque_params (include/uapi/linux/random.h). */
+struct vgetrandom_params {
+    uint32_t size_of_opaque_state, mmap_prot, mmap_flags, reserved[13];
+};
+
+static struct {
+    dg_vgetrandom_fn fn;              /* NULL: no vDSO getrandom here */
+    struct vgetrandom_params params;
+    size_t state_bytes;               /* the state's mapping: whole pages */
+    pthread_key_t key;                /* each thread's state; its destructor unmaps it */
+} vdso;
+static pthread_once_t vdso_once = PTHREAD_ONCE_INIT;
+/* Which reader dg_fill_os uses: 1 the vDSO where it was found, 0 the C library and the
+ * system call (dg_os_set_reader, for tests and benchmarks). */
+static int vdso_wanted = 1;
+
+/* The address of the vDSO's function `name`, or NULL: its ELF image's dynamic symbol table,
+ * searched through DT_HASH's count of symbols. */
+static void *vdso_symbol(const char *name)
+{
+    uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    const ElfW(Ehdr) *eh;
+    const ElfW(Phdr) *ph;
+    const ElfW(Dyn) *dyn = NULL;
+    const ElfW(Sym) *sym = NULL;
+    const char *str = NULL;
+    const uint32_t *hash = NULL;
+    uintptr_t bias = 0;
+    int i, have_load = 0;
+    uint32_t k;
+
+    if (base == 0)
+        return NULL;
+    eh = (const ElfW(Ehdr) *)base;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+        return NULL;
+    ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
+    for (i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type == PT_LOAD && !have_load) {
+            bias = base + ph[i].p_offset - ph[i].p_vaddr;
+            have_load = 1;
+        } else if (ph[i].p_type == PT_DYNAMIC) {
+            dyn = (const ElfW(Dyn) *)(base + ph[i].p_offset);
+        }
+    }
+    if (!have_load || dyn == NULL)
+        return NULL;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_SYMTAB)
+            sym = (const ElfW(Sym) *)(bias + dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_STRTAB)
+            str = (const char *)(bias + dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_HASH)
+            hash = (const uint32_t *)(bias + dyn->d_un.d_ptr);
+    }
+    if (sym == NULL || str == NULL || hash == NULL)
+        return NULL;
+    for (k = 0; k < hash[1]; k++) /* hash[1]: the number of symbols */
+        if (sym[k].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC
+            && strcmp(str + sym[k].st_name, name) == 0)
+            return (void *)(bias + sym[k].st_value);
+    return NULL;
+}
+
+static void vdso_unmap(void *state)
+{
+    munmap(state, vdso.state_bytes);
+}
+
+static void vdso_find(void)
+{
+    /* x86-64, LoongArch, PowerPC name it __vdso_getrandom; arm64 and s390 __kernel_getrandom */
+    static const char *const names[] = {"__vdso_getrandom", "__kernel_getrandom"};
+    long page = sysconf(_SC_PAGESIZE);
+    void *found = NULL;
+    dg_vgetrandom_fn fn;
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof *names && found == NULL; i++)
+        found = vdso_symbol(names[i]);
+    if (found == NULL || page <= 0)
+        return;
+    memcpy(&fn, &found, sizeof fn); /* (a data pointer to a function pointer) */
+    memset(&vdso.params, 0, sizeof vdso.params);
+    if (fn(NULL, 0, 0, &vdso.params, ~(size_t)0) != 0 || vdso.params.size_of_opaque_state == 0
+        || vdso.params.size_of_opaque_state > (uint32_t)page)
+        return;
+    if (pthread_key_create(&vdso.key, vdso_unmap) != 0)
+        return;
+    vdso.state_bytes = (size_t)page;
+    vdso.fn = fn;
+}
+
+/* This thread's vDSO state, mapped on its first read; NULL where there is no vDSO
+ * getrandom or the mapping failed (the caller then makes the system call). */
+static void *vdso_state(void)
+{
+    void *state;
+    pthread_once(&vdso_once, vdso_find);
+    if (vdso.fn == NULL)
+        return NULL;
+    state = pthread_getspecific(vdso.key);
+    if (state != NULL)
+        return state;
+    state = mmap(NULL, vdso.state_bytes, (int)vdso.params.mmap_prot,
+                 (int)vdso.params.mmap_flags, -1, 0);
+    if (state == MAP_FAILED)
+        return NULL;
+    if (pthread_setspecific(vdso.key, state) != 0) {
+        munmap(state, vdso.state_bytes);
+        return NULL;
+    }
+    return state;
+}
+#endif
+
 int dg_os_reader(void)
 {
 #if defined(DG_HAVE_GETRANDOM)
+    if (__atomic_load_n(&vdso_wanted, __ATOMIC_RELAXED) && vdso_state() != NULL)
+        return 2;
     return libc_getrandom() != NULL ? 1 : 0;
 #else
+    return -1;
+#endif
+}
+
+int dg_os_set_reader(int which)
+{
+#if defined(DG_HAVE_GETRANDOM)
+    if (which == 2) {
+        pthread_once(&vdso_once, vdso_find);
+        if (vdso.fn == NULL)
+            return -1;
+        __atomic_store_n(&vdso_wanted, 1, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&vdso_wanted, 0, __ATOMIC_RELAXED);
+    }
+    return dg_os_reader();
+#else
+    (void)which;
     return -1;
 #endif
 }
@@ -166,19 +323,29 @@ static int read_urandom(unsigned char *p, size_t n, int *err)
     return DG_OK;
 }
 
-/* Reads of at most this many bytes go through the C library's getrandom(3), larger ones make
- * the system call: Linux 6.18's vDSO getrandom, timed directly on x86-64, was faster for
- * 8-128 bytes (29 against 242 ns for 8) and equal at 256, but slower per byte from 512 on
- * (0.46 against 0.62 GB/s in 16 KiB reads; docs/performance.md, *The vDSO getrandom*). */
+/* Without the vDSO's own function (dg_os_set_reader(0)), reads of at most this many bytes go
+ * through the C library's getrandom(3), which reads the vDSO from glibc 2.41 on, and larger
+ * ones make the system call (docs/performance.md, *The vDSO getrandom*). */
 #define DG_LIBC_READ_MAX 256
 
-/* One read of at most n bytes from getrandom(2): bytes read, or -1 with errno; -2 when this
- * system has no getrandom(2). */
+/* One read of at most n bytes from getrandom(2), through the vDSO where the kernel has it:
+ * bytes read, or -1 with errno; -2 when this system has no getrandom(2). */
 static long getrandom_read(void *arg, unsigned char *p, size_t n)
 {
     (void)arg;
 #if defined(DG_HAVE_GETRANDOM)
-    dg_getrandom_fn libc = libc_getrandom();
+    dg_getrandom_fn libc;
+    if (__atomic_load_n(&vdso_wanted, __ATOMIC_RELAXED)) {
+        void *state = vdso_state();
+        if (state != NULL) {
+            long got = vdso.fn(p, n, 0, state, vdso.params.size_of_opaque_state);
+            if (got >= 0)
+                return got;
+            errno = (int)-got;
+            return -1;
+        }
+    }
+    libc = libc_getrandom();
     if (libc != NULL && n <= DG_LIBC_READ_MAX)
         return libc(p, n, 0);
     return syscall(SYS_getrandom, p, n, 0);

@@ -77,9 +77,16 @@ void dg_rng_wipe(dg_rng *rng);
 typedef struct dg_os_ctx { int err; } dg_os_ctx;
 int dg_fill_os(void *ctx, uint64_t *words, size_t n);
 
-/* How the OS is read: 1 through the C library's getrandom(3) (glibc >= 2.41: the kernel's
- * vDSO where it has one), 0 by the getrandom(2) system call, -1 from /dev/urandom. */
+/* How the OS is read: 2 through the kernel's vDSO getrandom (Linux >= 6.11), found and
+ * called here; 1 through the C library's getrandom(3) for reads of up to 256 bytes (glibc
+ * >= 2.41: the vDSO's) and the system call for larger ones; 0 by the getrandom(2) system
+ * call; -1 from /dev/urandom. */
 int dg_os_reader(void);
+
+/* For tests and benchmarks, process-wide: read the OS through the vDSO (which = 2, the
+ * default where there is one) or not (any other value: as dg_os_reader's 1 or 0).  Returns
+ * dg_os_reader() after, or -1 when 2 was asked and there is no vDSO getrandom. */
+int dg_os_set_reader(int which);
 
 /* One read of at most n bytes: bytes read, or -1 with errno, or -2 for "no getrandom(2)". */
 typedef long (*dg_read_fn)(void *arg, unsigned char *p, size_t n);

@@ -178,10 +178,17 @@ def test_oracle_reads_the_os_by_default():
     assert a.tolist() != b.tolist()
 
 
-def test_the_os_is_read_through_the_c_librarys_getrandom_where_it_has_one():
-    """On Linux with glibc 2.25 or later the OS source calls the C library's getrandom(3)
-    (looked up at run time) for small reads, so that glibc 2.41's vDSO getrandom is used
-    where the kernel has one; otherwise the system call, or /dev/urandom."""
+def _kernel_at_least(major: int, minor: int) -> bool:
+    import re
+
+    found = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return found is not None and (int(found[1]), int(found[2])) >= (major, minor)
+
+
+def test_the_os_is_read_through_the_vdso_where_the_kernel_has_one():
+    """On Linux >= 6.11 on x86-64 (where the kernel always builds it) the OS source calls the
+    kernel's vDSO getrandom itself; else the C library's getrandom(3) where glibc has one
+    (2.25 on), the system call, or /dev/urandom."""
     import platform
     import sys
 
@@ -189,8 +196,81 @@ def test_the_os_is_read_through_the_c_librarys_getrandom_where_it_has_one():
 
     reader = _core.os_reader()
     libc, version = platform.libc_ver()
-    if sys.platform.startswith("linux") and libc == "glibc" and version:
+    linux = sys.platform.startswith("linux")
+    if linux and platform.machine() == "x86_64" and _kernel_at_least(6, 11):
+        assert reader == "vDSO getrandom"
+    elif linux and libc == "glibc" and version and reader != "vDSO getrandom":
         major, minor = (int(x) for x in version.split(".")[:2])
         assert reader == ("getrandom(3)" if (major, minor) >= (2, 25) else "getrandom(2)")
     else:
-        assert reader in ("getrandom(3)", "getrandom(2)", "urandom")
+        assert reader in ("vDSO getrandom", "getrandom(3)", "getrandom(2)", "urandom")
+
+
+@pytest.fixture
+def os_reader(request):
+    """Each OS reader this system has, set process-wide for the test, the default after."""
+    from dgauss import _core
+
+    default = _core.os_reader()
+    try:
+        yield _core.os_reader(request.param)
+    except ValueError:
+        pytest.skip("this kernel has no vDSO getrandom")
+    finally:
+        _core.os_reader("vDSO getrandom" if default == "vDSO getrandom" else "getrandom(3)")
+
+
+@pytest.mark.parametrize("os_reader", ["vDSO getrandom", "getrandom(3)"], indirect=True)
+def test_each_os_reader_gives_threads_distinct_samples_of_the_law(os_reader):
+    results = []
+
+    def work():
+        results.append(dgauss.sample_gaussian(10**8, 100_000, workers=1))
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({r[:16].tobytes() for r in results}) == 3
+    for r in results:  # sd of the sample variance / 10^8: sqrt(2 / 10^5) = 0.0045
+        assert abs(r.var() / 10**8 - 1) < 0.03
+    # the ChaCha20's keys come from the same reader
+    assert dgauss.sample_gaussian(1, 8, rng=dgauss.ChaCha20()).shape == (8,)
+
+
+def _droppable_bytes() -> int:
+    """Bytes of this process's mappings the kernel may drop (VM_DROPPABLE: "dp" in smaps),
+    the kind the vDSO's states live in."""
+    total = size = 0
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            if line.startswith("Size:"):
+                size = int(line.split()[1]) * 1024
+            elif line.startswith("VmFlags:") and " dp" in line:
+                total += size
+    return total
+
+
+def test_a_threads_vdso_state_is_unmapped_when_it_exits():
+    """One state a thread, mapped on its first read and unmapped at its exit: 200 threads
+    that read one after another leave no more than the states of the threads alive."""
+    from dgauss import _core
+
+    if _core.os_reader() != "vDSO getrandom":
+        pytest.skip("the OS source does not read the vDSO here")
+    dgauss.sample_gaussian(1, 1)  # this thread's state
+    before = _droppable_bytes()
+    assert before > 0
+    for _ in range(200):
+        t = threading.Thread(target=dgauss.sample_gaussian, args=(1, 1))
+        t.start()
+        t.join()
+    assert _droppable_bytes() <= before + 8 * os.sysconf("SC_PAGESIZE")
+
+
+def test_a_reader_that_is_not_there_is_refused():
+    from dgauss import _core
+
+    with pytest.raises(ValueError, match="which must be"):
+        _core.os_reader("getrandom(2)")

@@ -45,6 +45,7 @@ cdef extern from "dg_rng.h" nogil:
     int dg_rng_preload_pair(dg_rng *a, dg_rng *b, size_t n)
     int dg_fill_os(void *ctx, uint64_t *words, size_t n)
     int dg_os_reader()
+    int dg_os_set_reader(int which)
     int dg_fill_scripted(void *ctx, uint64_t *words, size_t n)
     uint64_t dg_bits_used(const dg_rng *rng)
     int dg_bit(dg_rng *rng)

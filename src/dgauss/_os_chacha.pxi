@@ -8,11 +8,27 @@ cdef void _prefix(dg_os_script *script, cnp.ndarray words):
         script.nprefix = words.size
 
 
-def os_reader():
-    """How the OS source reads: "getrandom(3)" (the C library's for reads of up to 256 bytes,
-    which from glibc 2.41 reads the kernel's vDSO where it has one, and the system call for
-    larger ones), "getrandom(2)" (the system call) or "urandom"."""
-    return ("urandom", "getrandom(2)", "getrandom(3)")[dg_os_reader() + 1]
+_OS_READERS = ("urandom", "getrandom(2)", "getrandom(3)", "vDSO getrandom")
+
+
+def os_reader(which=None):
+    """How the OS source reads: "vDSO getrandom" (the kernel's, Linux >= 6.11, called
+    directly: the default where the kernel has it), "getrandom(3)" (the C library's for reads
+    of up to 256 bytes, which from glibc 2.41 reads the vDSO, and the system call for larger
+    ones), "getrandom(2)" (the system call) or "urandom".
+
+    For tests and benchmarks, ``which`` sets it for the whole process first: "vDSO getrandom"
+    (ValueError where there is none) or "getrandom(3)" (the reader without the vDSO's own
+    function: "getrandom(3)", "getrandom(2)" or "urandom" as the system has them)."""
+    cdef int got
+    if which is not None:
+        if which not in ("vDSO getrandom", "getrandom(3)"):
+            raise ValueError(f"which must be 'vDSO getrandom' or 'getrandom(3)', not {which!r}")
+        got = dg_os_set_reader(2 if which == "vDSO getrandom" else 1)
+        if got < 0:
+            raise ValueError("which='vDSO getrandom': this kernel has no vDSO getrandom")
+        return _OS_READERS[got + 1]
+    return _OS_READERS[dg_os_reader() + 1]
 
 
 cdef extern from "dg_chacha.h" nogil:
