@@ -17,7 +17,7 @@ It prints a table and writes ``benchmarks/results/bench.json`` and
 * for the discrete Gaussian and Laplace, each ``method`` the sampler offers
   ("inversion", "rejection") on one thread, timed in the same turns: samples/s,
   ratio to NumPy, bits per sample (the "by method" table);
-* the OS source: getrandom(2)'s throughput in 16 KiB reads (what dgauss reads), and
+* the OS source: its throughput in 16 KiB reads (what dgauss reads), and
   each sampler's bits/sample x samples/s as a share of it;
 * ``dgauss.reference``, the pure-Python oracle;
 * NumPy's inexact ``rint(normal)`` / ``rint(laplace)`` / ``random() < exp(-g)``,
@@ -457,12 +457,12 @@ def markdown(rows: list[dict], machine: str, mem: dict | None, source: dict | No
     lines = [f"dgauss {dgauss.__version__}, {machine}", ""]
     if source:
         lines += [
-            "OS source: getrandom(2) in 16 KiB reads (dgauss's read size), one thread, "
+            f"OS source: {_core.os_reader()} in 16 KiB reads (dgauss's read size), one thread, "
             f"{source['start'] / 1e6:,.0f} MB/s before the cases and "
             f"{source['end'] / 1e6:,.0f} MB/s after (the better is used below). "
             "'source MB/s' is bits/sample × samples/s / 8, the rate at which a one-thread "
             "sampler draws on it; 'of getrandom' is that as a share of getrandom's rate, about "
-            "the share of the sampler's time spent in the system call.",
+            "the share of the sampler's time spent reading the OS.",
             "",
         ]
     lines += main_table(rows)
@@ -672,9 +672,11 @@ def large_rows() -> list[dict]:
         reads = max(1, math.ceil(n * bits / (8 * OS_READ)))  # the batch's bits, in reads
         draws["os_read"] = lambda k, r=reads: _core.os_read_seconds(r)
         draws["os_read2"] = lambda k, r=reads: _two_readers(r)
+        draws["os_read_syscall"] = lambda k, r=reads: _read_without_vdso(r)
         measured = rates(draws, n, 7)  # in turns: a slow spell hits every column
         source = measured.pop("os_read") * reads * OS_READ / n  # bytes/s
         source2 = measured.pop("os_read2") * reads * OS_READ / n
+        source_syscall = measured.pop("os_read_syscall") * reads * OS_READ / n
         rows.append(
             {
                 "case": f"{kind} {_power_label(param)}",
@@ -686,6 +688,9 @@ def large_rows() -> list[dict]:
                 "os_bytes_per_s": source,
                 "os_floor2": source2 * 8 / entropy_bits(kind, param),  # two threads reading
                 "os_bytes_per_s2": source2,
+                # one thread's reads by the system call, not the vDSO's function
+                "os_floor_syscall": source_syscall * 8 / entropy_bits(kind, param),
+                "os_bytes_per_s_syscall": source_syscall,
             }
         )
     return rows
@@ -699,6 +704,18 @@ def _read_directly(sample: Callable, param: Fraction, k: int) -> np.ndarray:
         return sample(param, k, workers=1)
     finally:
         _core.read_ahead(**old)
+
+
+def _read_without_vdso(reads: int) -> None:
+    """``reads`` 16 KiB reads of the OS by the reader dgauss takes where the kernel has no
+    vDSO getrandom (the system call, here), on one thread; dgauss's reader is restored."""
+    was = _core.os_reader()
+    _core.os_reader("getrandom(3)")
+    try:
+        _core.os_read_seconds(reads)
+    finally:
+        if was == "vDSO getrandom":
+            _core.os_reader(was)
 
 
 def _two_readers(reads: int) -> None:
@@ -726,22 +743,27 @@ def large_markdown(rows: list[dict], machine: str) -> str:
         "",
         f"{machine}; `python benchmarks/bench.py --large`; batches of {LARGE_BATCH:,}, the "
         "best of 7 calls each, all columns in turns; M samples/s.",
-        f"The OS source read {min(r['os_bytes_per_s'] for r in rows) / 1e9:.2f}–"
+        f"The OS source ({_core.os_reader()}) read "
+        f"{min(r['os_bytes_per_s'] for r in rows) / 1e9:.2f}–"
         f"{max(r['os_bytes_per_s'] for r in rows) / 1e9:.2f} GB/s in 16 KiB reads from one "
         f"thread, {min(r['os_bytes_per_s2'] for r in rows) / 1e9:.2f}–"
-        f"{max(r['os_bytes_per_s2'] for r in rows) / 1e9:.2f} GB/s from two at once (each "
-        "row's, in turns with its columns);",
+        f"{max(r['os_bytes_per_s2'] for r in rows) / 1e9:.2f} GB/s from two at once, "
+        f"{min(r['os_bytes_per_s_syscall'] for r in rows) / 1e9:.2f}–"
+        f"{max(r['os_bytes_per_s_syscall'] for r in rows) / 1e9:.2f} GB/s by the system call "
+        "(each row's, in turns with its columns);",
         "\"OS floor\" is the rate at which one thread's reads deliver a sample's entropy in",
         'bits (no exact sampler reading on one thread can be faster), "share" the OS column\'s',
-        'fraction of it and of the floor of two threads reading, "bits floor" the rate at',
+        "fraction of it, of the floor of two threads reading and of one thread's floor by the",
+        'system call (the reader without the kernel\'s vDSO getrandom), "bits floor" the rate at',
         'which one thread reads the bits this sampler reads. "OS (default)" is split between',
         'two threads where a second CPU is idle, each reading its own stream; "one thread"',
         'reads the OS ahead on a second thread; "read directly" between its computing.',
         "",
         "| case | OS (default) | one thread | read directly | ChaCha20 | rejection "
         "| NumPy (inexact) | OS ÷ NumPy | ChaCha20 ÷ NumPy | bits/sample (entropy) "
-        "| OS floor ÷ NumPy | share of the floor | share, two readers | bits floor ÷ NumPy |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| OS floor ÷ NumPy | share of the floor | share, two readers | share, system call "
+        "| bits floor ÷ NumPy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
@@ -750,7 +772,8 @@ def large_markdown(rows: list[dict], machine: str) -> str:
             f"| {r['rejection'] / 1e6:.1f} | {r['numpy'] / 1e6:.1f} | {r['os'] / r['numpy']:.2f} "
             f"| {r['chacha20'] / r['numpy']:.2f} | {r['bits']:.1f} ({r['entropy']:.1f}) "
             f"| {r['os_floor'] / r['numpy']:.2f} | {r['os'] / r['os_floor']:.0%} "
-            f"| {r['os'] / r['os_floor2']:.0%} | {r['os_bits_floor'] / r['numpy']:.2f} |"
+            f"| {r['os'] / r['os_floor2']:.0%} | {r['os'] / r['os_floor_syscall']:.0%} "
+            f"| {r['os_bits_floor'] / r['numpy']:.2f} |"
         )
     return "\n".join(lines) + "\n"
 
