@@ -32,6 +32,20 @@ static const uint32_t sigma[4] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574
         c += d; b ^= c; b = ROTL(b, 7);                                                      \
     } while (0)
 
+/* A column round and a diagonal round (RFC 8439 section 2.3) of the state x[16], by the
+ * quarter-round `Q`: both kernels' schedule. */
+#define DOUBLE_ROUND(Q, x)                                                                   \
+    do {                                                                                     \
+        Q(x[0], x[4], x[8], x[12]);                                                          \
+        Q(x[1], x[5], x[9], x[13]);                                                          \
+        Q(x[2], x[6], x[10], x[14]);                                                         \
+        Q(x[3], x[7], x[11], x[15]);                                                         \
+        Q(x[0], x[5], x[10], x[15]);                                                         \
+        Q(x[1], x[6], x[11], x[12]);                                                         \
+        Q(x[2], x[7], x[8], x[13]);                                                          \
+        Q(x[3], x[4], x[9], x[14]);                                                          \
+    } while (0)
+
 /* Vector shuffles with constant indices into the 2 LANES words of a and b. */
 #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
 #define SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
@@ -91,16 +105,8 @@ static void chacha_lanes(const uint32_t key[8], uint32_t counter, const uint32_t
     x[12] = step + counter;
     for (i = 0; i < 3; i++)
         x[13 + i] = zero + nonce[i];
-    for (i = 0; i < 10; i++) { /* 20 rounds: a column round and a diagonal round each */
-        QUARTER(x[0], x[4], x[8], x[12]);
-        QUARTER(x[1], x[5], x[9], x[13]);
-        QUARTER(x[2], x[6], x[10], x[14]);
-        QUARTER(x[3], x[7], x[11], x[15]);
-        QUARTER(x[0], x[5], x[10], x[15]);
-        QUARTER(x[1], x[6], x[11], x[12]);
-        QUARTER(x[2], x[7], x[8], x[13]);
-        QUARTER(x[3], x[4], x[9], x[14]);
-    }
+    for (i = 0; i < 10; i++) /* 20 rounds */
+        DOUBLE_ROUND(QUARTER, x);
     /* plus the input (made again from the arguments: nothing else holds the key) */
     for (i = 0; i < 4; i++)
         x[i] += sigma[i];
@@ -191,16 +197,8 @@ __attribute__((target("avx2"))) static void chacha_lanes_avx2(const uint32_t key
     for (i = 0; i < 16; i++)
         x[i] = _mm256_set1_epi32((int)input[i]);
     x[12] = ADD8(x[12], step);
-    for (i = 0; i < 10; i++) { /* 20 rounds: a column round and a diagonal round each */
-        QUARTER8(x[0], x[4], x[8], x[12]);
-        QUARTER8(x[1], x[5], x[9], x[13]);
-        QUARTER8(x[2], x[6], x[10], x[14]);
-        QUARTER8(x[3], x[7], x[11], x[15]);
-        QUARTER8(x[0], x[5], x[10], x[15]);
-        QUARTER8(x[1], x[6], x[11], x[12]);
-        QUARTER8(x[2], x[7], x[8], x[13]);
-        QUARTER8(x[3], x[4], x[9], x[14]);
-    }
+    for (i = 0; i < 10; i++) /* 20 rounds */
+        DOUBLE_ROUND(QUARTER8, x);
     for (i = 0; i < 16; i++) /* plus the input */
         x[i] = ADD8(x[i], _mm256_set1_epi32((int)input[i]));
     x[12] = ADD8(x[12], step);
