@@ -133,7 +133,7 @@ static void vdso_unmap(void *state)
 
 static void vdso_find(void)
 {
-    /* x86-64, LoongArch, PowerPC name it __vdso_getrandom; arm64 and s390 __kernel_getrandom */
+    /* x86-64 and LoongArch name it __vdso_getrandom; arm64, PowerPC and s390 __kernel_getrandom */
     static const char *const names[] = {"__vdso_getrandom", "__kernel_getrandom"};
     long page = sysconf(_SC_PAGESIZE);
     void *found = NULL;
