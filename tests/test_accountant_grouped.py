@@ -125,6 +125,7 @@ def test_a_pure_budget_decides_by_the_exact_sum(sequence, eps):
     assert "ε = " in acc.report() or not made
 
 
+@pytest.mark.long
 def test_a_long_run_of_repeated_kinds_past_the_zcdp_route():
     """Three kinds repeated until the budget is full: the zCDP route admits the first ones,
     then compositions and the look-ahead's certified larger programs; each decision is the

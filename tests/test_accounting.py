@@ -213,6 +213,7 @@ def test_reference_theorem7_sum_equals_convolution_route(s, eps, D):
     assert lo * (1 - mpf(10) ** -60) <= t7 <= hi * (1 + mpf(10) ** -60)
 
 
+@pytest.mark.long
 def test_reference_direct_double_sum_equals_convolution():
     d = R.two_coord_delta_direct(Fraction(7, 2), 2, -3, 2)
     lo, hi = R.LossDistribution(Fraction(7, 2), [2, -3], 1).delta_interval(2)

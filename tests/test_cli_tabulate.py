@@ -447,6 +447,7 @@ def test_pyarrow_and_plain_paths_agree(tmp_path, capsys, monkeypatch, text, fast
     assert status in (0, 1), err
 
 
+@pytest.mark.long
 @needs_pyarrow
 def test_the_pyarrow_path_keeps_the_spelling_of_integer_keys_matched_as_text(
     tmp_path, capsys, monkeypatch

@@ -438,6 +438,7 @@ def test_cluster_persisted_noise_is_drawn_once(client):
     assert cells.sum() == total
 
 
+@pytest.mark.long
 def test_cluster_a_worker_killed_mid_compute_gives_no_duplicated_block(client):
     chunk, blocks = 1_000_000, 24  # ~0.1 s a block: the kill lands mid-compute
     x = dgd.sample_gaussian(100, chunk * blocks, chunks=chunk)

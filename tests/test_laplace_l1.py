@@ -398,6 +398,7 @@ def _certificate(v, delta: int, use_sturm: bool) -> list[tuple]:
     return failures
 
 
+@pytest.mark.long
 def test_certificate_every_vector_every_scale():
     """Every v with ‖v‖₁ ≤ Δ ≤ 8, at every breakpoint, both directions, for every q ∈ (0, 1)
     (every scale t): δ_Δ − δ_v ≥ 0, each polynomial N(q) through its Sturm sequence."""

@@ -9,6 +9,8 @@ import pathlib
 import re
 import sys
 
+import pytest
+
 SRC = pathlib.Path(__file__).resolve().parent.parent / "src" / "dgauss"
 PACKAGES = {"dgauss", "dgauss.accounting", "dgauss.cli"}  # their __init__ re-export names
 
@@ -109,6 +111,7 @@ def test_no_import_circle():
     assert found <= KNOWN_CIRCLES, sorted(sorted(c) for c in found - KNOWN_CIRCLES)
 
 
+@pytest.mark.long
 def test_the_cycle_finder_finds_a_planted_circle():
     """The check above can fail: a planted circle, lazy or not, is found."""
     graph = import_graph()
@@ -182,6 +185,7 @@ def test_the_oracle_shares_only_neutral_modules_with_production():
     assert "dgauss._methods" in graph["dgauss._inversion"] & graph["dgauss._reference_inversion"]
 
 
+@pytest.mark.long
 def test_the_independence_check_finds_a_planted_import():
     """The check above can fail: the old import of production's thresholds by the oracle, one
     through a neutral module, and production (a Python step, the input handling, the command

@@ -226,6 +226,7 @@ def releases_strategy(laplace_only: bool = False):
     return st.lists(lap if laplace_only else st.one_of(gauss, lap), min_size=1, max_size=12)
 
 
+@pytest.mark.long
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(releases_strategy(), releases_strategy(), st.sampled_from(["1/4", "2", "1/50"]))
 def test_json_round_trips_of_a_rho_budget_decide_the_same(first, then, rho):

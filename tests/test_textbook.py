@@ -48,6 +48,7 @@ def test_algorithm_3_on_decision_tapes(sigma2, target):
     assert result.ok, result.report()
 
 
+@pytest.mark.long
 def test_a_wrong_textbook_fails_the_same_check(monkeypatch):
     """Algorithm 3 with the acceptance's factor 2 dropped is caught."""
 
