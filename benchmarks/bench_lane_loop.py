@@ -87,7 +87,7 @@ def write_tables(kind: str, param: int, where: pathlib.Path) -> int:
     )
     where.mkdir()
     gaussian = int(kind == "gaussian")
-    (where / "meta").write_text(f"{table.count} {table.k} {gaussian} {table.ones_past}\n")
+    (where / "meta").write_text(f"{table.count} {table.k} {gaussian}\n")
     np.asarray(table.thr, dtype="<u8").tofile(where / "thr")
     np.asarray(table.ones, dtype=np.uint8).tofile(where / "ones")
     return int(table.guide_bits)

@@ -4,9 +4,9 @@
  * CPU's cost of a sample with nothing else around it (no reading, no Python, no fallbacks).
  * Built and run by bench_lane_loop.py, which writes the tables of one parameter as
  *
- *   DIR/meta   "count k gaussian ones_past"
+ *   DIR/meta   "count k gaussian"
  *   DIR/thr    count + 2 little-endian uint64 words (the stage's thresholds)
- *   DIR/ones   count + 1 bytes (J(b); empty for the Laplace)
+ *   DIR/ones   count + 1 bytes, J(b)
  *
  * Usage: lane_loop DIR GUIDE_BITS... ; prints one line a guide size:
  *   "g ns(1 lane) ns(2 lanes) ns(4 lanes)", each the best of ROUNDS rounds taken in turns.
@@ -94,7 +94,7 @@ static void *read_file(const char *dir, const char *name, size_t size)
 int main(int argc, char **argv)
 {
     static const int lanes[3] = {1, 2, 4};
-    unsigned long count, k, ones_past;
+    unsigned long count, k;
     int gaussian, guides = argc - 2, a, b, round;
     double best[MAX_GUIDES][3];
     dg_env ev[MAX_GUIDES];
@@ -106,13 +106,13 @@ int main(int argc, char **argv)
     }
     snprintf(path, sizeof path, "%s/meta", argv[1]);
     f = fopen(path, "r");
-    if (f == NULL || fscanf(f, "%lu %lu %d %lu", &count, &k, &gaussian, &ones_past) != 4) {
+    if (f == NULL || fscanf(f, "%lu %lu %d", &count, &k, &gaussian) != 3) {
         fprintf(stderr, "lane_loop: cannot read %s\n", path);
         return 1;
     }
     fclose(f);
     const uint64_t *thr = read_file(argv[1], "thr", (count + 2) * 8);
-    const uint8_t *ones = read_file(argv[1], "ones", gaussian ? count + 1 : 0);
+    const uint8_t *ones = read_file(argv[1], "ones", count + 1);
     for (a = 0; a < guides; a++) {
         unsigned g = (unsigned)atoi(argv[a + 2]);
         uint32_t *guide = malloc(((size_t)1 << g) * 4);
@@ -121,8 +121,6 @@ int main(int argc, char **argv)
         memset(&ev[a], 0, sizeof ev[a]);
         dg_inv_init(&ev[a].stage, thr, count, guide, g);
         ev[a].ones = ones;
-        ev[a].nones = gaussian ? count + 1 : 0;
-        ev[a].ones_past = (unsigned)ones_past;
         ev[a].k = (unsigned)k;
         ev[a].gaussian = gaussian;
         for (b = 0; b < 3; b++)

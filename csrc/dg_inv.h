@@ -619,16 +619,15 @@ DG_INV_FILL(dg_blocked_fill_inline, dg_blocked, dg_blocked_draw_signed, dg_block
  * Enveloped inversion (docs/contract.md, item 9; dgauss._inversion.Envelope): the block index
  * B = b by the rule on `stage` (one-sided thresholds), U the next k raw bits, acceptance
  * Bernoulli(exp(-gamma(b, U))) by digits, the sign bit; a rejection, or Y = Lb + U = 0 with
- * the sign 1, starts again.  ones[b] (b < nones; ones_past beyond) is J(b): exp(-gamma)'s
- * first J(b) digits are 1 for every U of block b, so R's first 0 among its first J(b) bits
- * accepts, read up to that 0.  gamma = m(b, U) g, m = U (2Lb + U) (`gaussian`) or U, and
+ * the sign 1, starts again.  ones[b] is J(b) for every b the stage's table gives (b <=
+ * stage.count; the Laplace's J is the same in every block): exp(-gamma)'s first J(b) digits
+ * are 1 for every U of block b, so R's first 0 among its first J(b) bits accepts, read up to
+ * that 0.  gamma = m(b, U) g, m = U (2Lb + U) (`gaussian`) or U, and
  * g = 1/(2 sigma^2) or 1/scale: cmul = floor(2**(128 + cshift) g), in [2**127, 2**128).
  */
 typedef struct dg_env {
     dg_inv_table stage;
-    const uint8_t *ones;
-    uint64_t nones;
-    unsigned ones_past;
+    const uint8_t *ones;    /* stage.count + 1 entries */
     unsigned k;
     int gaussian;
     dg_u128 cmul;
@@ -693,7 +692,7 @@ static unsigned dg_env_attempts(const dg_env *ev, const uint64_t *buf, uint64_t 
         accepted = 1;
         if (u != 0) {                       /* u = 0: gamma = 0, nothing read */
             t = w << k;
-            j = b < ev->nones ? ev->ones[b] : ev->ones_past;
+            j = ev->ones[b];
             first = (t == UINT64_MAX) ? 64 : (unsigned)__builtin_clzll(~t);    /* R's first 0 */
             if (first >= j) {               /* R's first j digits match exp(-gamma)'s */
                 if (j == 0 || !dg_env_prefix(ev, b, u, &prefix))
@@ -749,7 +748,7 @@ static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf
     u = w >> (64 - k);
     if (u != 0) {
         t = w << k;
-        j = b < ev->nones ? ev->ones[b] : ev->ones_past;
+        j = ev->ones[b];
         first = (unsigned)__builtin_clzll(~t | 1);  /* R's first 0 (63 for all ones, which */
         if (first >= j || used + first + 1 >= avail)    /* returns 0 here as 64 would) */
             return 0;

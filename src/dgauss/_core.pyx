@@ -150,11 +150,11 @@ cdef int envelope_accept(State *s, uint64_t b, uint64_t u) noexcept nogil:
     """Enveloped inversion's acceptance, Bernoulli(exp(-gamma)) by digits (docs/contract.md,
     items 5 and 9), gamma = u (2Lb + u) / (2 sigma^2) or u / scale: 1, 0, or -1 when the bit
     source failed.  R's first J(b) bits go one at a time (a 0 accepts: exp(-gamma)'s first
-    J(b) digits are 1); past them, exp(-gamma)'s digits on GMP (128-bit fixed point where it
-    decides them)."""
+    J(b) digits are 1; J = 0 past the table's blocks: the same bits, one at a time); past
+    them, exp(-gamma)'s digits on GMP (128-bit fixed point where it decides them)."""
     cdef Params *p = &s.p
     cdef Work *w = &s.w
-    cdef unsigned j = s.env.ones[b] if b < s.env.nones else s.env.ones_past, i
+    cdef unsigned j = s.env.ones[b] if b <= s.env.stage.count else 0, i
     cdef int c
     cdef uint64_t prefix
     cdef mpz_srcptr den

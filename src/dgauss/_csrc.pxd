@@ -162,8 +162,6 @@ cdef extern from "dg_inv.h" nogil:
     ctypedef struct dg_env:
         dg_inv_table stage
         const uint8_t *ones
-        uint64_t nones
-        unsigned ones_past
         unsigned k
         int gaussian
         dg_u128 cmul

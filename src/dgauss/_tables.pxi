@@ -410,10 +410,10 @@ cdef _BlockedTable _gauss_blocked_table(object num, object den, bint fixed_point
 cdef class _EnvTable:
     """The tables of enveloped inversion (dg_env, docs/contract.md item 9): the block index's
     one-sided words `thr` and their guide, and `ones`, J(b) for b = 0 .. count (the
-    Gaussian's; the Laplace's is one number, `ones_past`, for every b); L = 2**k."""
+    Laplace's the same for every b); L = 2**k."""
     cdef readonly object thr, guide, ones, cmul
     cdef readonly uint64_t count, k
-    cdef readonly unsigned guide_bits, ones_past, cshift
+    cdef readonly unsigned guide_bits, cshift
     cdef readonly bint fixed_point     # the words came from 128-bit fixed point (and GMP)
     cdef readonly bint gaussian
 
@@ -427,8 +427,6 @@ cdef class _EnvTable:
         dg_inv_attach(&ev.stage, <const uint64_t *>cnp.PyArray_DATA(self.thr), self.count,
                       <const unsigned int *>cnp.PyArray_DATA(self.guide), 64 - self.guide_bits)
         ev.ones = <const uint8_t *>cnp.PyArray_DATA(self.ones)
-        ev.nones = self.ones.size
-        ev.ones_past = self.ones_past
         ev.k = <unsigned>self.k
         ev.gaussian = self.gaussian
         ev.cmul = _u128(self.cmul)
@@ -497,10 +495,8 @@ cdef _EnvTable _env_table(object family, object num, object den, bint fixed_poin
                 <unsigned int *>cnp.PyArray_DATA(g.guide), g.guide_bits)
     if gaussian:
         g.ones = _gaussian_ones(env, g.count + 1)
-        g.ones_past = 0
     else:
-        g.ones = np.zeros(0, dtype=np.uint8)
-        g.ones_past = env.leading_ones(0)
+        g.ones = np.full(g.count + 1, env.leading_ones(0), dtype=np.uint8)
     # gamma = m g, g = 1/(2 sigma^2) = d/(2n) or 1/scale = d/n: cmul = floor(2**(128 + s) g)
     # in [2**127, 2**128), s the least with 2**(s + 1) gn >= gd
     g.gaussian = gaussian
