@@ -424,6 +424,22 @@ def test_lanes_take_the_oracles_bits_on_forced_paths(gaussian, param):
 
 
 @pytest.mark.parametrize(
+    "gaussian, param", [(True, GAUSSIANS[0]), (True, GAUSSIANS[-1]), (False, LAPLACES[-1])], ids=str
+)
+def test_a_block_past_the_table_reads_the_oracles_bits(gaussian, param):
+    """R below 2**-128 (zero words first): the first attempt's block is past the table's last
+    (the rule on the lane's bits says so), where the core has no J(b) and compares
+    exp(-gamma)'s digits from the first (the same bits as with J(b), only a shortcut of that
+    comparison); the oracle on each lane's words agrees."""
+    table, env = _table(gaussian, param), _inversion.envelope(gaussian, param)
+    prefixes = ((0, 0), (0, 0, 0))
+    _lanes_match_oracle(gaussian, param, 5, prefixes)
+    for lane in (0, 1):
+        bits = (w >> (63 - i) & 1 for w in lane_words(lane, 8, prefixes[lane]) for i in range(64))
+        assert _inversion.invert(bits.__next__, env.stage_floors) > table.count
+
+
+@pytest.mark.parametrize(
     "gaussian, param",
     [(True, p) for p in GAUSSIANS[::2]] + [(False, p) for p in LAPLACES[::2]],
     ids=str,
