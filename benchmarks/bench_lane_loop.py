@@ -50,15 +50,14 @@ SOURCES = [
 
 
 def build(where: pathlib.Path) -> pathlib.Path:
-    """lane_loop compiled as dgauss's hot loops are (x86-64-v3 where the CPU has it)."""
+    """lane_loop compiled as dgauss's hot loops are (DG_FILL_CLONES: x86-64-v3 where the
+    CPU has it)."""
     program = where / "lane_loop"
-    arch = ["-march=x86-64-v3"] if _has_x86_64_v3() else []
     subprocess.run(
         [
             "cc",
             "-O3",
             "-std=gnu11",
-            *arch,
             f"-I{ROOT / 'csrc'}",
             *(str(ROOT / s) for s in SOURCES),
             "-lgmp",
@@ -70,13 +69,6 @@ def build(where: pathlib.Path) -> pathlib.Path:
         check=True,
     )
     return program
-
-
-def _has_x86_64_v3() -> bool:
-    if platform.machine() not in ("x86_64", "AMD64"):
-        return False
-    flags = pathlib.Path("/proc/cpuinfo").read_text().split()
-    return all(f in flags for f in ("avx2", "bmi2", "abm", "fma", "movbe"))
 
 
 def write_tables(kind: str, param: int, where: pathlib.Path) -> int:

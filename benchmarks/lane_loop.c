@@ -49,7 +49,8 @@ static double now(void)
             p[L] = 0;                                                   \
     } while (0)
 
-/* ns a sample over SAMPLES samples on `lanes` lanes. */
+/* ns a sample over SAMPLES samples on `lanes` lanes (built as dgauss's batches are). */
+DG_FILL_CLONES
 static double run(const dg_env *ev, int lanes)
 {
     uint64_t p[4] = {0, 0, 0, 0};

@@ -576,16 +576,7 @@ int64_t dg_lap_blocked_words(uint64_t n, uint64_t d, dg_u128 e1, dg_u128 pl, uns
     return (int64_t)s;
 }
 
-/* The batches (dg_inv.h): with GCC 12 or later on x86-64 glibc, built for x86-64-v3 and the
- * baseline and chosen at load time (an ifunc, as dg_chacha.c's blocks); elsewhere for the
- * target the compiler is given.  Both builds are this C, so they draw alike. */
-#if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) \
-    && defined(__GLIBC__)
-#define DG_FILL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define DG_FILL_CLONES
-#endif
-
+/* The batches (dg_inv.h), each built twice (DG_FILL_CLONES). */
 DG_FILL_CLONES
 size_t dg_inv_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_inv_table *tab,
                    int64_t mu, int64_t *__restrict out, size_t n, int *rc,

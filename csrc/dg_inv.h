@@ -793,7 +793,16 @@ DG_INV_FILL(dg_env_fill_inline, dg_env, dg_env_draw_signed, dg_env_fused, 64, 12
  * The batches of dgauss._core: the loops above, compiled once more for x86-64-v3 (BMI2's
  * shifts, LZCNT) where the CPU has it and chosen at load time (dg_inv.c; 5-10% fewer ns a
  * sample on this project's machines), the same samples from the same bits either way.
+ * DG_FILL_CLONES does it: with GCC 12 or later on x86-64 glibc, an ifunc (as dg_chacha.c's
+ * blocks); elsewhere one build for the target the compiler is given.
  */
+#if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) \
+    && defined(__GLIBC__)
+#define DG_FILL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define DG_FILL_CLONES
+#endif
+
 size_t dg_inv_fill(dg_rng *rng, dg_rng *rng2, unsigned phase, const dg_inv_table *tab,
                    int64_t mu, int64_t *__restrict out, size_t n, int *rc,
                    dg_inv_pending *pend, int *lane);
