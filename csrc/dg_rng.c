@@ -78,6 +78,13 @@ static pthread_once_t vdso_once = PTHREAD_ONCE_INIT;
  * system call (dg_os_set_reader, for tests and benchmarks). */
 static int vdso_wanted = 1;
 
+/* A DT_HASH table's entry: 64 bits on s390x and Alpha (their ABIs), 32 elsewhere. */
+#if defined(__s390x__) || defined(__alpha__)
+typedef uint64_t dg_hash_word;
+#else
+typedef uint32_t dg_hash_word;
+#endif
+
 /* The address of the vDSO's function `name`, or NULL: its ELF image's dynamic symbol table,
  * searched through DT_HASH's count of symbols. */
 static void *vdso_symbol(const char *name)
@@ -88,10 +95,10 @@ static void *vdso_symbol(const char *name)
     const ElfW(Dyn) *dyn = NULL;
     const ElfW(Sym) *sym = NULL;
     const char *str = NULL;
-    const uint32_t *hash = NULL;
+    const dg_hash_word *hash = NULL;
     uintptr_t bias = 0;
     int i, have_load = 0;
-    uint32_t k;
+    dg_hash_word k;
 
     if (base == 0)
         return NULL;
@@ -115,7 +122,7 @@ static void *vdso_symbol(const char *name)
         else if (dyn->d_tag == DT_STRTAB)
             str = (const char *)(bias + dyn->d_un.d_ptr);
         else if (dyn->d_tag == DT_HASH)
-            hash = (const uint32_t *)(bias + dyn->d_un.d_ptr);
+            hash = (const dg_hash_word *)(bias + dyn->d_un.d_ptr);
     }
     if (sym == NULL || str == NULL || hash == NULL)
         return NULL;
