@@ -724,37 +724,44 @@ static unsigned dg_env_attempts(const dg_env *ev, const uint64_t *buf, uint64_t 
 /*
  * The fused step of the lane loops: the usual attempt alone, the same bits as
  * dg_env_attempts's first, when R's first 0 among its first J(b) bits decides the acceptance
- * and nothing starts again (U, 16 acceptance bits and the sign in R's word when they fit
- * after B's, else in the 64 bits after B's); else 0, and DG_INV_FILL draws the sample with
- * DRAW (dg_env_draw_signed: dg_env_attempts, about one sample in 100).  Kept this small, the
- * loop draws 10-15% faster than with dg_env_attempts inline (a C harness, 2**24 + 1 and
- * 10**8: 12.2-12.4 against 14.0 ns a sample).
+ * and nothing starts again; else 0, and DG_INV_FILL draws the sample with DRAW
+ * (dg_env_draw_signed: dg_env_attempts, about one sample in 100).  U, the acceptance's bits
+ * and the sign come from R's word after B's bits when they fit there (for k up to about 30
+ * always; at k = 43 all but about one draw in 30), else from the 64 bits after B's: the
+ * word is chosen by the bits the draw takes, not by the most it could take (at σ² = 2**100
+ * 8.7 -> 7.1 ns a sample in the lane loop on two lanes).  Kept this small, the loop draws
+ * 10-15% faster than with dg_env_attempts inline (a C harness, 2**24 + 1 and 10**8: 12.2-12.4
+ * against 14.0 ns a sample).
  */
 static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf, uint64_t at,
                                             uint64_t end, int64_t *x)
 {
-    uint64_t b, u, r = dg_lane_r(buf, at), w, t, y, neg;
-    unsigned k = ev->k, need = dg_inv_word(&ev->stage, r, &b), used = k, first, j, avail;
+    uint64_t b, u, r = dg_lane_r(buf, at), w, y, neg;
+    unsigned k = ev->k, need = dg_inv_word(&ev->stage, r, &b), used = k, first = 0, j;
     (void)end;
-    if (need + k + 18 <= 64) {
-        w = r << need;
-        avail = 64 - need;
-    } else if (need <= 64) {
-        w = dg_lane_r(buf, at + need);
-        avail = 64;
-    } else {
+    if (need > 64)
         return 0;
-    }
+    j = ev->ones[b];
+    w = r << (need & 63);       /* R's 64 - need bits after B's, then 0s (need = 64: see below) */
     u = w >> (64 - k);
     if (u != 0) {
-        t = w << k;
-        j = ev->ones[b];
-        first = (unsigned)__builtin_clzll(~t | 1);  /* R's first 0 (63 for all ones, which */
-        if (first >= j || used + first + 1 >= avail)    /* returns 0 here as 64 would) */
+        first = (unsigned)__builtin_clzll(~(w << k) | 1);  /* R's first 0 (63 for all ones) */
+        if (first >= j)
             return 0;
-        used += first + 1;
     }
-    neg = (w << used) >> 63;                /* used < avail <= 64 */
+    if (need + k + first + 2 > 64) {    /* U, R's first 0 or the sign past R's word: what was */
+        w = dg_lane_r(buf, at + need);  /* read from the 0s above is read again from here */
+        u = w >> (64 - k);
+        first = 0;
+        if (u != 0) {
+            first = (unsigned)__builtin_clzll(~(w << k) | 1);
+            if (first >= j || k + first + 2 > 64)
+                return 0;
+        }
+    }
+    if (u != 0)
+        used += first + 1;
+    neg = (w << used) >> 63;                /* used <= 62 */
     y = (b << k) + u;
     if (y == 0 && neg)
         return 0;

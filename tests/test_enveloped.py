@@ -423,6 +423,54 @@ def test_lanes_take_the_oracles_bits_on_forced_paths(gaussian, param):
     _lanes_match_oracle(gaussian, param, 9, ((tie,), (int(table.thr[table.count]),)))
 
 
+def _bits_next_to(env, x: int, m: int) -> str | None:
+    """R's first m bits: threshold x's first m - 1 digits, then the other digit, when the rule
+    decides B with exactly those m bits (None when it needs fewer or more)."""
+    floors = env.stage_floors(128)
+    word = floors.words[x - 1] if hasattr(floors, "ascending") else floors.word(x)
+    digits = format(word, "0128b")
+    bits = digits[: m - 1] + ("1" if digits[m - 1] == "0" else "0")
+    for j in range(1, m + 1):
+        it = iter(bits[:j])
+        try:
+            _inversion.invert(lambda it=it: int(next(it)), env.stage_floors)
+        except StopIteration:
+            continue
+        return bits if j == m else None
+    return None
+
+
+def test_draws_at_the_end_of_rs_word_read_the_oracles_bits():
+    """At large k (σ² = 2**100: k = 43; Laplace 2**40: k = 34) B's bits, U, R''s first 0 and
+    the sign fill about R's 64 bits: lanes start with B decided in m bits (R next to a
+    threshold), U (0 or not), f < J(b) ones and a 0, so that the draw's m + k + f + 2 bits end
+    inside R's word, on its last bit or past it (then the fused step reads them from the 64
+    bits after B's); the oracle on each lane's words agrees."""
+    rng = random.Random(17)
+    for gaussian, param in [(True, GAUSSIANS[-1]), (False, LAPLACES[-1])]:
+        env = _inversion.envelope(gaussian, param)
+        prefixes, totals = [], set()
+        for total in range(60, 69):
+            for x in (1, 2, 3, 7, 30, 100):
+                u_zero = x == 3
+                f = 0 if u_zero else rng.randrange(env.leading_ones(1))
+                m = total - env.k - f - 2
+                bits = _bits_next_to(env, x, m) if m >= 1 else None
+                if bits is None:
+                    continue
+                b = _inversion.invert(iter(map(int, bits)).__next__, env.stage_floors)
+                if f >= env.leading_ones(b):
+                    continue
+                u = 0 if u_zero else rng.randrange(1, 1 << env.k)
+                prefixes.append(bits + format(u, f"0{env.k}b") + ("" if u_zero else "1" * f + "0"))
+                totals.add(total)
+        assert {63, 64, 65, 66} <= totals, totals  # the last bit of R's word and either side
+        for i, bits in enumerate(prefixes):
+            first = _bits_to_words(bits, fill_from=i)
+            second = _bits_to_words(prefixes[-1 - i], fill_from=50 + i)
+            _lanes_match_oracle(gaussian, param, 7, (first, second))
+
+
 @pytest.mark.parametrize(
     "gaussian, param", [(True, GAUSSIANS[0]), (True, GAUSSIANS[-1]), (False, LAPLACES[-1])], ids=str
 )
