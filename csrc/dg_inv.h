@@ -726,12 +726,12 @@ static unsigned dg_env_attempts(const dg_env *ev, const uint64_t *buf, uint64_t 
  * dg_env_attempts's first, when R's first 0 among its first J(b) bits decides the acceptance
  * and nothing starts again; else 0, and DG_INV_FILL draws the sample with DRAW
  * (dg_env_draw_signed: dg_env_attempts, about one sample in 100).  U, the acceptance's bits
- * and the sign come from R's word after B's bits when they fit there (for k up to about 30
- * always; at k = 43 all but about one draw in 30), else from the 64 bits after B's: the
- * word is chosen by the bits the draw takes, not by the most it could take (at σ² = 2**100
- * 8.7 -> 7.1 ns a sample in the lane loop on two lanes).  Kept this small, the loop draws
- * 10-15% faster than with dg_env_attempts inline (a C harness, 2**24 + 1 and 10**8: 12.2-12.4
- * against 14.0 ns a sample).
+ * and the sign come from R's word after B's bits when the bits the draw takes fit there (at
+ * k <= 34 all but about one draw in 10**5, at k = 43 all but one in 350), else from the 64
+ * bits after B's (choosing by the most a draw could take, k + need + 18 <= 64, the lane
+ * loop drew 8.7 ns a sample at sigma^2 = 2**100 on two lanes; now 7.0).  Kept this small,
+ * the loop draws 10-15% faster than with dg_env_attempts inline (a C harness, 2**24 + 1 and
+ * 10**8: 12.2-12.4 against 14.0 ns a sample).
  */
 static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf, uint64_t at,
                                             uint64_t end, int64_t *x)
