@@ -1,7 +1,9 @@
-"""The lane loop's own cost: enveloped inversion's fused step alone, in C, on 1, 2 and 4 lanes.
+"""The lane loop's own cost: enveloped inversion's fused step alone, in C, on 1, 2 and 4 lanes;
+then the whole batch loop in C on one thread and two, beside dgauss's own call.
 
-Run from a checkout (it compiles ``benchmarks/lane_loop.c`` against ``csrc/`` with ``cc``
-and GMP, and takes the tables from an installed or built dgauss)::
+Run from a checkout (it compiles ``benchmarks/lane_loop.c`` and ``benchmarks/fill_threads.c``
+against ``csrc/`` with ``cc`` and GMP, and takes the tables from an installed or built
+dgauss)::
 
     python benchmarks/bench_lane_loop.py                  # about a minute
     python benchmarks/bench_lane_loop.py --guides 12 13 14
@@ -15,23 +17,34 @@ step cannot take, about one in 100, skips 64 bits here).  One lane is bound by t
 from a sample's bit position to the next's (two loads in a row: R's words, then the guide
 entry); more lanes overlap their chains until the instructions bound the loop.  It prints a
 Markdown table of ns a sample, the best of 25 rounds taken in turns.
+
+The second table times ``dg_env_fill``, the loop dgauss's batches run (two lanes, the
+fused step, the rare draws by ``dg_env_attempts``, refills), on batches of 10^6 samples:
+on one thread and split between two as dgauss splits a batch (each thread two lanes of
+its own), each lane reading the OS in 16 KiB reads or, in the "no reading" columns,
+copying OS bytes read once; beside it dgauss's call, ``sample_gaussian(σ², 10**6)`` (or
+the Laplace's), the best of 9: what the package adds to the C.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import pathlib
 import platform
 import subprocess
 import sys
 import tempfile
+import time
 from fractions import Fraction
 
 import numpy as np
 
+import dgauss
 from dgauss import _core
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+FILL_SAMPLES = 10**6
 CASES = [
     ("gaussian", 10**8, "10^8"),
     ("gaussian", 10**12, "10^12"),
@@ -40,8 +53,7 @@ CASES = [
     ("laplace", 10**8, "10^8"),
     ("laplace", 2**40, "2^40"),
 ]
-SOURCES = [
-    "benchmarks/lane_loop.c",
+LIBRARY = [
     "csrc/dg_inv.c",
     "csrc/dg_exp.c",
     "csrc/dg_prim.c",
@@ -49,17 +61,18 @@ SOURCES = [
 ]
 
 
-def build(where: pathlib.Path) -> pathlib.Path:
-    """lane_loop compiled as dgauss's hot loops are (DG_FILL_CLONES: x86-64-v3 where the
-    CPU has it)."""
-    program = where / "lane_loop"
+def build(where: pathlib.Path, name: str) -> pathlib.Path:
+    """benchmarks/NAME.c compiled with csrc/ as dgauss's hot loops are (DG_FILL_CLONES:
+    x86-64-v3 where the CPU has it)."""
+    program = where / name
     subprocess.run(
         [
             "cc",
             "-O3",
             "-std=gnu11",
             f"-I{ROOT / 'csrc'}",
-            *(str(ROOT / s) for s in SOURCES),
+            str(ROOT / "benchmarks" / f"{name}.c"),
+            *(str(ROOT / s) for s in LIBRARY),
             "-lgmp",
             "-ldl",
             "-pthread",
@@ -82,7 +95,21 @@ def write_tables(kind: str, param: int, where: pathlib.Path) -> int:
     (where / "meta").write_text(f"{table.count} {table.k} {gaussian}\n")
     np.asarray(table.thr, dtype="<u8").tofile(where / "thr")
     np.asarray(table.ones, dtype=np.uint8).tofile(where / "ones")
+    cmul = int(table.cmul)
+    (where / "cmul").write_text(f"{cmul >> 64} {cmul & (2**64 - 1)} {table.cshift}\n")
     return int(table.guide_bits)
+
+
+def dgauss_call(kind: str, param: int, n: int, rounds: int = 9) -> float:
+    """ns a sample of dgauss's own call on n samples from the OS (the default: split between
+    two threads where a CPU is idle), the best of ``rounds``."""
+    sample = dgauss.sample_gaussian if kind == "gaussian" else dgauss.sample_laplace
+    best = math.inf
+    for _ in range(rounds):
+        start = time.perf_counter()
+        sample(param, n)
+        best = min(best, time.perf_counter() - start)
+    return best / n * 1e9
 
 
 def main() -> None:
@@ -94,10 +121,13 @@ def main() -> None:
     print("| case | guide bits | 1 lane | 2 lanes | 4 lanes | 2 ÷ 4 |")
     print("|---|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
-        program = build(pathlib.Path(tmp))
+        program = build(pathlib.Path(tmp), "lane_loop")
+        fill = build(pathlib.Path(tmp), "fill_threads")
+        guide_bits = {}
         for kind, param, label in CASES:
             where = pathlib.Path(tmp) / f"{kind}-{param}"
             dgauss_guide = write_tables(kind, param, where)
+            guide_bits[kind, param] = dgauss_guide
             guides = args.guides or [dgauss_guide]
             result = subprocess.run(
                 [str(program), str(where), *map(str, guides)],
@@ -112,9 +142,27 @@ def main() -> None:
                     f"{float(two) / float(four):.2f} |",
                     flush=True,
                 )
+        print(
+            "\n| case | 1 thread | 2 threads | 1 thread, no reading | 2 threads, no reading "
+            "| dgauss's call |"
+        )
+        print("|---|---:|---:|---:|---:|---:|")
+        for kind, param, label in CASES:
+            where, n = pathlib.Path(tmp) / f"{kind}-{param}", FILL_SAMPLES
+            cells = []
+            for source in ("os", "pool"):
+                result = subprocess.run(
+                    [str(fill), str(where), str(guide_bits[kind, param]), str(n), source],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                cells += result.stdout.split()
+            call = dgauss_call(kind, param, n)
+            print(f"| {kind} {label} | {' | '.join(cells)} | {call:.2f} |", flush=True)
     print(
-        f"\nns a sample, the best of 25 rounds in turns; {platform.machine()}, "
-        f"`{' '.join(['python', *sys.argv])}`"
+        f"\nns a sample: the lane loop's the best of 25 rounds in turns, the batches' (10^6"
+        f" samples) the best of 9; {platform.machine()}, `{' '.join(['python', *sys.argv])}`"
     )
 
 
