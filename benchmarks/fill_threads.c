@@ -4,25 +4,16 @@
  * split between two, each thread with two lanes of its own that read the OS (dg_fill_os,
  * 16 KiB at a time) or, with "pool", copy 16 KiB of OS bytes read once (the loop without the
  * reading).  What a batch costs with no Python around it, beside what dgauss's own call takes.
- * Built and run by bench_lane_loop.py, which writes the tables of one parameter as
- *
- *   DIR/meta   "count k gaussian"
- *   DIR/thr    count + 2 little-endian uint64 words (the stage's thresholds)
- *   DIR/ones   count + 1 bytes, J(b)
- *   DIR/cmul   "high low cshift" (the acceptance's scale factor, its two 64-bit halves)
- *
+ * Built and run by bench_lane_loop.py, which writes the tables of one parameter into DIR
+ * (bench_tables.h).
  * Usage: fill_threads DIR GUIDE_BITS SAMPLES os|pool ; prints "ns(1 thread) ns(2 threads)", ns a sample
  * of wall time, each the best of ROUNDS rounds taken in turns.  A draw that dgauss would
  * finish step by step (about one in 10**6) skips 64 bits of its lane here.
  */
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <sys/random.h>
 
-#include "dg_inv.h"
+#include "bench_tables.h"
 
 #define WORDS 2048                          /* 16 KiB a lane, as dgauss reads the OS */
 #define ROUNDS 9
@@ -30,13 +21,6 @@
 
 static dg_env ev;
 static uint64_t pool[POOL_WORDS];
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* A lane's source with "pool": the pool's words round and round from *ctx on. */
 static int pool_fill(void *ctx, uint64_t *words, size_t n)
@@ -96,84 +80,40 @@ static void *fill(void *arg)
     return NULL;
 }
 
-static void *read_file(const char *dir, const char *name, size_t size)
-{
-    char path[4096];
-    void *data = malloc(size ? size : 1);
-    FILE *f;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = fopen(path, "rb");
-    if (f == NULL || data == NULL || fread(data, 1, size, f) != size) {
-        fprintf(stderr, "fill_threads: cannot read %s\n", path);
-        exit(1);
-    }
-    fclose(f);
-    return data;
-}
-
 int main(int argc, char **argv)
 {
-    unsigned long count, k, high, low;
-    unsigned cshift, g;
-    int gaussian, round, from_os;
+    int round, from_os;
     size_t n;
     double best1 = 1e9, best2 = 1e9, t;
-    char path[4096];
-    FILE *f;
     pthread_t a, b;
     if (argc != 5 || (strcmp(argv[4], "os") != 0 && strcmp(argv[4], "pool") != 0)) {
         fprintf(stderr, "usage: fill_threads DIR GUIDE_BITS SAMPLES os|pool\n");
         return 2;
     }
-    g = (unsigned)atoi(argv[2]);
     n = (size_t)atol(argv[3]);
     from_os = strcmp(argv[4], "os") == 0;
-    if (g < 4 || g > 20 || n < 2)
-        return 2;
-    snprintf(path, sizeof path, "%s/meta", argv[1]);
-    f = fopen(path, "r");
-    if (f == NULL || fscanf(f, "%lu %lu %d", &count, &k, &gaussian) != 3) {
-        fprintf(stderr, "fill_threads: cannot read %s\n", path);
-        return 1;
-    }
-    fclose(f);
-    snprintf(path, sizeof path, "%s/cmul", argv[1]);
-    f = fopen(path, "r");
-    if (f == NULL || fscanf(f, "%lu %lu %u", &high, &low, &cshift) != 3) {
-        fprintf(stderr, "fill_threads: cannot read %s\n", path);
-        return 1;
-    }
-    fclose(f);
-    const uint64_t *thr = read_file(argv[1], "thr", (count + 2) * 8);
-    const uint8_t *ones = read_file(argv[1], "ones", count + 1);
-    uint32_t *guide = malloc(((size_t)1 << g) * 4);
     int64_t *out = calloc(n, 8);
-    if (guide == NULL || out == NULL)
-        return 1;
+    if (n < 2 || out == NULL)
+        return 2;
     dg_exp_init();
-    dg_inv_init(&ev.stage, thr, count, guide, g);
-    ev.ones = ones;
-    ev.k = (unsigned)k;
-    ev.gaussian = gaussian;
-    ev.cmul = ((dg_u128)high << 64) | low;
-    ev.cshift = cshift;
+    bench_env(argv[1], (unsigned)atoi(argv[2]), &ev);
     for (size_t i = 0; i < sizeof pool; i += 256)
         if (getrandom((char *)pool + i, 256, 0) != 256)
             return 1;
     for (round = 0; round < ROUNDS; round++) {
         job one = {out, n, from_os}, half1 = {out, n / 2, from_os},
             half2 = {out + n / 2, n - n / 2, from_os};
-        double start = now();
+        double start = bench_now();
         fill(&one);
-        t = (now() - start) / (double)n * 1e9;
+        t = (bench_now() - start) / (double)n * 1e9;
         best1 = t < best1 ? t : best1;
-        start = now();
+        start = bench_now();
         if (pthread_create(&a, NULL, fill, &half1) != 0
                 || pthread_create(&b, NULL, fill, &half2) != 0)
             return 1;
         pthread_join(a, NULL);
         pthread_join(b, NULL);
-        t = (now() - start) / (double)n * 1e9;
+        t = (bench_now() - start) / (double)n * 1e9;
         best2 = t < best2 ? t : best2;
     }
     printf("%.2f %.2f\n", best1, best2);
