@@ -443,16 +443,17 @@ def _bits_next_to(env, x: int, m: int) -> str | None:
 def test_draws_at_the_end_of_rs_word_read_the_oracles_bits():
     """At large k (σ² = 2**100: k = 43; Laplace 2**40: k = 34) B's bits, U, R''s first 0 and
     the sign fill about R's 64 bits: lanes start with B decided in m bits (R next to a
-    threshold), U (0 or not), f < J(b) ones and a 0, so that the draw's m + k + f + 2 bits end
-    inside R's word, on its last bit or past it (then the fused step reads them from the 64
-    bits after B's); the oracle on each lane's words agrees."""
+    threshold), U, f < J(b) ones and a 0 (U = 0: no acceptance bits, f = 0), so that the
+    draw's bits, m + k + f + 2 (U = 0: one fewer), end inside R's word, on its last bit or
+    past it (then the fused step reads them from the 64 bits after B's); the oracle on each
+    lane's words agrees."""
     rng = random.Random(17)
     for gaussian, param in [(True, GAUSSIANS[-1]), (False, LAPLACES[-1])]:
         env = _inversion.envelope(gaussian, param)
         prefixes, totals = [], set()
         for total in range(60, 69):
-            for x in (1, 2, 3, 7, 30, 100):
-                u_zero = x == 3
+            for x in (1, 2, 3, 7, 30, 100):  # R next to threshold x
+                u_zero = x in (3, 100)
                 f = 0 if u_zero else rng.randrange(env.leading_ones(1))
                 m = total - env.k - f - 2
                 bits = _bits_next_to(env, x, m) if m >= 1 else None
