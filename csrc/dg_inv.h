@@ -722,6 +722,21 @@ static unsigned dg_env_attempts(const dg_env *ev, const uint64_t *buf, uint64_t 
 }
 
 /*
+ * U (w's first k bits) and, when U != 0, R's first 0 after it (63 for all ones): 0 when R's
+ * first J(b) bits match exp(-gamma)'s, which only dg_env_attempts decides.
+ */
+static DG_HOT_INLINE int dg_env_u_first(uint64_t w, unsigned k, unsigned j, uint64_t *u,
+                                        unsigned *first)
+{
+    *u = w >> (64 - k);
+    *first = 0;
+    if (*u == 0)
+        return 1;
+    *first = (unsigned)__builtin_clzll(~(w << k) | 1);
+    return *first < j;
+}
+
+/*
  * The fused step of the lane loops: the usual attempt alone, the same bits as
  * dg_env_attempts's first, when R's first 0 among its first J(b) bits decides the acceptance
  * and nothing starts again; else 0, and DG_INV_FILL draws the sample with DRAW
@@ -737,27 +752,18 @@ static DG_HOT_INLINE unsigned dg_env_fused(const dg_env *ev, const uint64_t *buf
                                             uint64_t end, int64_t *x)
 {
     uint64_t b, u, r = dg_lane_r(buf, at), w, y, neg;
-    unsigned k = ev->k, need = dg_inv_word(&ev->stage, r, &b), used = k, first = 0, j;
+    unsigned k = ev->k, need = dg_inv_word(&ev->stage, r, &b), used = k, first, j;
     (void)end;
     if (need > 64)
         return 0;
     j = ev->ones[b];
     w = r << (need & 63);       /* R's 64 - need bits after B's, then 0s (need = 64: see below) */
-    u = w >> (64 - k);
-    if (u != 0) {
-        first = (unsigned)__builtin_clzll(~(w << k) | 1);  /* R's first 0 (63 for all ones) */
-        if (first >= j)
-            return 0;
-    }
+    if (!dg_env_u_first(w, k, j, &u, &first))
+        return 0;
     if (need + k + first + 2 > 64) {    /* U, R's first 0 or the sign past R's word: what was */
         w = dg_lane_r(buf, at + need);  /* read from the 0s above is read again from here */
-        u = w >> (64 - k);
-        first = 0;
-        if (u != 0) {
-            first = (unsigned)__builtin_clzll(~(w << k) | 1);
-            if (first >= j || k + first + 2 > 64)
-                return 0;
-        }
+        if (!dg_env_u_first(w, k, j, &u, &first) || k + first + 2 > 64)
+            return 0;
     }
     if (u != 0)
         used += first + 1;
