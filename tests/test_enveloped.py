@@ -376,22 +376,33 @@ def _bits_to_words(bits: str, fill_from: int) -> tuple[int, ...]:
     return tuple(int(bits[i : i + 64], 2) for i in range(0, len(bits) - 63, 64))
 
 
-def _bits_deciding(env, b: int) -> str:
-    """R's first bits by which the rule decides B = b (R midway between its thresholds)."""
+def _threshold(env, x: int) -> int:
+    """The rule's threshold x >= 1 as a 128-bit word: R between thresholds b + 1 and b
+    (2**128 for b = 0) gives B = b."""
     floors = env.stage_floors(128)
-    words = floors.words if hasattr(floors, "ascending") else None
-    above = words[b - 1] if (words and b >= 1) else (1 << 128) if b == 0 else floors.word(b)
-    below = words[b] if words else floors.word(b + 1)
-    mid = format((above + below) // 2, "0128b")
-    for j in range(1, 129):
-        it = iter(mid[:j])
+    return floors.words[x - 1] if hasattr(floors, "ascending") else floors.word(x)
+
+
+def _deciding_length(env, bits: str) -> int | None:
+    """How many of R's first bits, ``bits``, the rule reads to decide B (None: more)."""
+    for j in range(1, len(bits) + 1):
+        it = iter(bits[:j])
         try:
-            got = _inversion.invert(lambda it=it: int(next(it)), env.stage_floors)
+            _inversion.invert(lambda it=it: int(next(it)), env.stage_floors)
         except StopIteration:
             continue
-        assert got == b
-        return mid[:j]
-    raise AssertionError("not decided in 128 bits")
+        return j
+    return None
+
+
+def _bits_deciding(env, b: int) -> str:
+    """R's first bits by which the rule decides B = b (R midway between its thresholds)."""
+    above = 1 << 128 if b == 0 else _threshold(env, b)
+    mid = format((above + _threshold(env, b + 1)) // 2, "0128b")
+    j = _deciding_length(env, mid)
+    assert j is not None, "not decided in 128 bits"
+    assert _inversion.invert(iter(map(int, mid)).__next__, env.stage_floors) == b
+    return mid[:j]
 
 
 @pytest.mark.parametrize(
@@ -426,18 +437,9 @@ def test_lanes_take_the_oracles_bits_on_forced_paths(gaussian, param):
 def _bits_next_to(env, x: int, m: int) -> str | None:
     """R's first m bits: threshold x's first m - 1 digits, then the other digit, when the rule
     decides B with exactly those m bits (None when it needs fewer or more)."""
-    floors = env.stage_floors(128)
-    word = floors.words[x - 1] if hasattr(floors, "ascending") else floors.word(x)
-    digits = format(word, "0128b")
+    digits = format(_threshold(env, x), "0128b")
     bits = digits[: m - 1] + ("1" if digits[m - 1] == "0" else "0")
-    for j in range(1, m + 1):
-        it = iter(bits[:j])
-        try:
-            _inversion.invert(lambda it=it: int(next(it)), env.stage_floors)
-        except StopIteration:
-            continue
-        return bits if j == m else None
-    return None
+    return bits if _deciding_length(env, bits) == m else None
 
 
 def test_draws_at_the_end_of_rs_word_read_the_oracles_bits():
