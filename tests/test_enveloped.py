@@ -34,6 +34,7 @@ import dgauss
 from _fake_os import lane_words
 from _parity import assert_same, both
 from dgauss import _core, _inversion, reference
+from dgauss._exact import exp_neg_floor
 from dgauss._kinds import Kind
 from dgauss._sources import ScriptedOS, Tape
 
@@ -376,6 +377,30 @@ def _bits_to_words(bits: str, fill_from: int) -> tuple[int, ...]:
     return tuple(int(bits[i : i + 64], 2) for i in range(0, len(bits) - 63, 64))
 
 
+def _lead(env) -> str:
+    """A lane's first sample, whole: B = 1 in its usual bits, U = 1, R''s first digit 0
+    (accepted: exp(-gamma)'s first digit is 1) and the sign 0.  A lane draws its first sample
+    step by step (its buffer is still empty); bits planted after these are the next sample's,
+    which the lane loop's fused step draws (or hands to dg_env_attempts)."""
+    return _bits_deciding(env, 1) + format(1, f"0{env.k}b") + "00"
+
+
+def _planted_match_oracle(gaussian, param, n, prefixes: list[str], seed: int) -> None:
+    """The oracle agrees with the lanes on each of ``prefixes``, planted twice: at the lanes'
+    first samples (prefix i in lane 0, prefix -1 - i in lane 1: the step-by-step draw), and
+    after _lead in lane i % 2, the other lane _lead and random bits (the fused step, whose
+    pair of draws goes one by one when either lane's cannot be taken)."""
+    env = _inversion.envelope(gaussian, param)
+    lead = _lead(env)
+    for i, bits in enumerate(prefixes):
+        first = _bits_to_words(bits, fill_from=seed + i)
+        second = _bits_to_words(prefixes[-1 - i], fill_from=seed + 500 + i)
+        _lanes_match_oracle(gaussian, param, n, (first, second))
+        fused = _bits_to_words(lead + bits, fill_from=seed + 1000 + i)
+        other = _bits_to_words(lead, fill_from=seed + 1500 + i)
+        _lanes_match_oracle(gaussian, param, n, (fused, other) if i % 2 == 0 else (other, fused))
+
+
 def _threshold(env, x: int) -> int:
     """The rule's threshold x >= 1 as a 128-bit word: R between thresholds b + 1 and b
     (2**128 for b = 0) gives B = b."""
@@ -411,10 +436,13 @@ def _bits_deciding(env, b: int) -> str:
     ids=str,
 )
 def test_lanes_take_the_oracles_bits_on_forced_paths(gaussian, param):
-    """Sample 0 of each lane starts with chosen bits: B decided in its usual bits, U != 0, then
-    R' with its first J(b) + extra bits 1 (the digits of exp(-gamma) needed, in fixed point
-    when the fused step takes it; accepted or rejected by the next bits); B = 0, U = 0 and
-    the sign 1 (a restart on -0); R's 64 bits equal to a block-index word (undecided)."""
+    """Chosen bits at a lane's first sample and again at its second (the fused step's): B
+    decided in its usual bits, U != 0, then R' with its first J(b) + extra bits 1 (the digits
+    of exp(-gamma) needed, in fixed point when dg_env_attempts takes the draw; accepted or
+    rejected by the next bits); R' equal to exp(-gamma)'s digits until U and R' to the first
+    digit that differs take 62 to 65 bits (dg_env_attempts decides within the 64 bits after
+    B's, or hands the draw on); B = 0, U = 0 and the sign 1 (a restart on -0); R's 64 bits
+    equal to a block-index word (undecided in R's bits)."""
     env = _inversion.envelope(gaussian, param)
     table = _table(gaussian, param)
     rng = random.Random(11)
@@ -424,14 +452,22 @@ def test_lanes_take_the_oracles_bits_on_forced_paths(gaussian, param):
         u = format(rng.randrange(1, 1 << env.k), f"0{env.k}b")
         ones = "1" * (env.leading_ones(b) + rng.randrange(0, 3))
         prefixes.append(_bits_deciding(env, b) + u + ones)
+    for taken, accept in [(t, a) for t in (62, 63, 64, 65) for a in (True, False)]:
+        # U (its first bit 1), R''s first f digits exp(-gamma)'s, then the other digit (0:
+        # accepted) and the sign 0: U and R' take k + f + 1 bits, decided in the 64 bits after
+        # B's (dg_env_attempts) or not (the draw handed on)
+        f = taken - env.k - 1
+        while True:
+            b, u = rng.choice([1, 3, 40]), rng.randrange(1 << (env.k - 1), 1 << env.k)
+            digits = format(exp_neg_floor(env.gamma(b, u), f + 1), f"0{f + 1}b")
+            if digits[f] == ("1" if accept else "0"):
+                break
+        off = "0" if accept else "1"
+        prefixes.append(_bits_deciding(env, b) + format(u, f"0{env.k}b") + digits[:f] + off + "0")
     restart = _bits_deciding(env, 0) + "0" * env.k + "1"
     prefixes += [restart, restart + _bits_deciding(env, 0) + "0" * env.k + "1"]
-    for i, bits in enumerate(prefixes):
-        first = _bits_to_words(bits, fill_from=i)
-        second = _bits_to_words(prefixes[-1 - i], fill_from=100 + i)
-        _lanes_match_oracle(gaussian, param, 9, (first, second))
-    tie = int(table.thr[3])
-    _lanes_match_oracle(gaussian, param, 9, ((tie,), (int(table.thr[table.count]),)))
+    prefixes += [format(int(table.thr[3]), "064b"), format(int(table.thr[table.count]), "064b")]
+    _planted_match_oracle(gaussian, param, 9, prefixes, seed=0)
 
 
 def _bits_next_to(env, x: int, m: int) -> str | None:
@@ -444,11 +480,11 @@ def _bits_next_to(env, x: int, m: int) -> str | None:
 
 def test_draws_at_the_end_of_rs_word_read_the_oracles_bits():
     """At large k (σ² = 2**100: k = 43; Laplace 2**40: k = 34) B's bits, U, R''s first 0 and
-    the sign fill about R's 64 bits: lanes start with B decided in m bits (R next to a
-    threshold), U, f < J(b) ones and a 0 (U = 0: no acceptance bits, f = 0), so that the
-    draw's bits, m + k + f + 2 (U = 0: one fewer), end inside R's word, on its last bit or
-    past it (then the fused step reads them from the 64 bits after B's); the oracle on each
-    lane's words agrees."""
+    the sign fill about R's 64 bits: a lane's first sample, and again its second (the fused
+    step's), starts with B decided in m bits (R next to a threshold), U, f < J(b) ones and a 0
+    (U = 0: no acceptance bits, f = 0), so that the draw's bits, m + k + f + 2 (U = 0: one
+    fewer), end inside R's word, on its last bit or past it (then the fused step reads them
+    from the 64 bits after B's); the oracle on each lane's words agrees."""
     rng = random.Random(17)
     for gaussian, param in [(True, GAUSSIANS[-1]), (False, LAPLACES[-1])]:
         env = _inversion.envelope(gaussian, param)
@@ -468,23 +504,20 @@ def test_draws_at_the_end_of_rs_word_read_the_oracles_bits():
                 prefixes.append(bits + format(u, f"0{env.k}b") + ("" if u_zero else "1" * f + "0"))
                 totals.add(total)
         assert {63, 64, 65, 66} <= totals, totals  # the last bit of R's word and either side
-        for i, bits in enumerate(prefixes):
-            first = _bits_to_words(bits, fill_from=i)
-            second = _bits_to_words(prefixes[-1 - i], fill_from=50 + i)
-            _lanes_match_oracle(gaussian, param, 7, (first, second))
+        _planted_match_oracle(gaussian, param, 7, prefixes, seed=0)
 
 
 @pytest.mark.parametrize(
     "gaussian, param", [(True, GAUSSIANS[0]), (True, GAUSSIANS[-1]), (False, LAPLACES[-1])], ids=str
 )
 def test_a_block_past_the_table_reads_the_oracles_bits(gaussian, param):
-    """R below 2**-128 (zero words first): the first attempt's block is past the table's last
-    (the rule on the lane's bits says so), where the core has no J(b) and compares
-    exp(-gamma)'s digits from the first (the same bits as with J(b), only a shortcut of that
-    comparison); the oracle on each lane's words agrees."""
+    """R below 2**-128 (zero words, at a lane's first sample and its second): the first
+    attempt's block is past the table's last (the rule on the lane's bits says so), where the
+    core has no J(b) and compares exp(-gamma)'s digits from the first (the same bits as with
+    J(b), only a shortcut of that comparison); the oracle on each lane's words agrees."""
     table, env = _table(gaussian, param), _inversion.envelope(gaussian, param)
     prefixes = ((0, 0), (0, 0, 0))
-    _lanes_match_oracle(gaussian, param, 5, prefixes)
+    _planted_match_oracle(gaussian, param, 5, ["0" * 128, "0" * 192], seed=0)
     for lane in (0, 1):
         bits = (w >> (63 - i) & 1 for w in lane_words(lane, 8, prefixes[lane]) for i in range(64))
         assert _inversion.invert(bits.__next__, env.stage_floors) > table.count
