@@ -24,6 +24,14 @@ on one thread and split between two as dgauss splits a batch (each thread two la
 its own), each lane reading the OS in 16 KiB reads or, in the "no reading" columns,
 copying OS bytes read once; beside it dgauss's call, ``sample_gaussian(σ², 10**6)`` (or
 the Laplace's), the best of 9: what the package adds to the C.
+
+The third table says what those costs allow against the OS floor (``bench.py --large``: the
+rate at which one thread's reads of the OS deliver a sample's entropy in bits, measured here
+in the same run).  On a machine of two CPUs a batch needs at least the CPU time of its
+computing (the cheaper of one thread's and two threads' "no reading" columns, as CPU time)
+plus that of reading its bits (at one reader's rate), shared by the two: the least wall time
+a sample can take, and so the largest share of the floor this sampler can reach here,
+beside the share dgauss's call reaches.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from fractions import Fraction
 import numpy as np
 
 import dgauss
+from bench import bits_per_sample, entropy_bits, os_source_rate
 from dgauss import _core
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -147,6 +156,7 @@ def main() -> None:
             "| dgauss's call |"
         )
         print("|---|---:|---:|---:|---:|---:|")
+        batches = {}
         for kind, param, label in CASES:
             where, n = pathlib.Path(tmp) / f"{kind}-{param}", FILL_SAMPLES
             cells = []
@@ -159,11 +169,41 @@ def main() -> None:
                 )
                 cells += result.stdout.split()
             call = dgauss_call(kind, param, n)
+            batches[kind, param] = [float(c) for c in cells] + [call]
             print(f"| {kind} {label} | {' | '.join(cells)} | {call:.2f} |", flush=True)
     print(
         f"\nns a sample: the lane loop's the best of 25 rounds in turns, the batches' (10^6"
         f" samples) the best of 9; {platform.machine()}, `{' '.join(['python', *sys.argv])}`"
     )
+    bound_table(batches)
+
+
+def bound_table(batches: dict[tuple[str, int], list[float]]) -> None:
+    """The least wall time a sample takes on two CPUs from the costs measured above, and the
+    share of the OS floor it allows (the module's docstring)."""
+    rate = os_source_rate()  # bytes/s, one thread, 16 KiB reads
+    print(
+        f"\nThe OS source ({_core.os_reader()}) read {rate / 1e9:.2f} GB/s from one thread; ns a"
+        " sample (CPU time for the computing and the reading):\n"
+    )
+    print(
+        "| case | bits read (entropy) | floor | 80% of the floor | computing | reading "
+        "| least on two CPUs | most share of the floor | dgauss's share |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for kind, param, label in CASES:
+        _, _, alone, two, call = batches[kind, param]
+        entropy = entropy_bits(kind, Fraction(param))
+        bits = bits_per_sample(kind, Fraction(param), 200_000)
+        floor = entropy / 8 / rate * 1e9
+        computing = min(alone, 2 * two)
+        reading = bits / 8 / rate * 1e9
+        least = (computing + reading) / 2
+        print(
+            f"| {kind} {label} | {bits:.1f} ({entropy:.1f}) | {floor:.2f} | {floor / 0.8:.2f} "
+            f"| {computing:.2f} | {reading:.2f} | {least:.2f} | {floor / least:.0%} "
+            f"| {floor / call:.0%} |"
+        )
 
 
 if __name__ == "__main__":
