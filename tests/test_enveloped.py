@@ -516,10 +516,11 @@ def test_a_block_past_the_table_reads_the_oracles_bits(gaussian, param):
     core has no J(b) and compares exp(-gamma)'s digits from the first (the same bits as with
     J(b), only a shortcut of that comparison); the oracle on each lane's words agrees."""
     table, env = _table(gaussian, param), _inversion.envelope(gaussian, param)
-    prefixes = ((0, 0), (0, 0, 0))
-    _planted_match_oracle(gaussian, param, 5, ["0" * 128, "0" * 192], seed=0)
-    for lane in (0, 1):
-        bits = (w >> (63 - i) & 1 for w in lane_words(lane, 8, prefixes[lane]) for i in range(64))
+    zeros = ["0" * 128, "0" * 192]
+    _planted_match_oracle(gaussian, param, 5, zeros, seed=0)
+    for seed, prefix in enumerate(zeros):  # past the table whatever bits follow the zeros
+        words = _bits_to_words(prefix, fill_from=seed)
+        bits = (w >> (63 - i) & 1 for w in words for i in range(64))
         assert _inversion.invert(bits.__next__, env.stage_floors) > table.count
 
 
